@@ -1,0 +1,3 @@
+from aam_eval_action.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""`aam-eval run`: run (or replay) the cases and write the report."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from aam_eval_action import cassette as agent_cassettes
+from aam_eval_action.console import Console
+from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from aam_eval_action.evaluate import (
+    Interrupted,
+    build_report,
+    default_report_path,
+    error_results,
+    now,
+    run_all,
+)
+from aam_eval_action.fingerprint import agent_fingerprint
+from aam_eval_action.fsutil import atomic_write
+from aam_eval_action.loader import LoadedCase, load_package
+from aam_eval_action.redact import Redactor
+from aam_eval_action.report import Report, to_json
+from aam_eval_action.runner import CaseContext, Miss, decide
+from aam_eval_action.settings import Overrides, RunSettings, resolve
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    package: Path
+    cases: list[str]
+    overrides: Overrides
+    target: str | None = None
+    dry_run: bool = False
+    report: bool = False
+    output: Path | None = None
+    junit: Path | None = None
+    keep_workspaces: bool = False
+    shard: tuple[int, int] | None = None
+
+
+def run(args: RunArgs, console: Console | None = None) -> int:
+    console = console or Console()
+    package = load_package(args.package)
+    settings = resolve(package, args.overrides)
+    _check_engine(settings)
+    selected = select(package.cases, args.cases, args.target, args.shard)
+    errors = [e for e in package.errors if not args.cases or e.case_name in args.cases]
+    ctx = CaseContext(settings, Redactor.from_environment(settings.secret_values),
+                      keep_workspaces=args.keep_workspaces)
+    if args.dry_run:
+        return dry_run(ctx, selected, console)
+    for err in errors:
+        console.line(f"ERROR {err}", "yellow")
+    started, t0 = now()
+    with _signals():
+        outcomes, interrupted = run_all(ctx, selected, console.case)
+    import time
+
+    results = [o.result for o in outcomes] + error_results(errors)
+    report = build_report(settings, results, [o.session for o in outcomes], started,
+                          time.monotonic() - t0, interrupted)
+    report = Report.model_validate(ctx.redactor.deep(report.model_dump(mode="json")))
+    _write(args, settings, report, started, console)
+    console.summary(report)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if all(c.verdict in ("PASS", "SKIP") for c in report.cases) else EXIT_FAILED
+
+
+def _check_engine(settings: RunSettings) -> None:
+    from aam_eval_action.engines import check_engine_name
+
+    check_engine_name(settings.engine)  # reserved or unknown engines fail before any case runs
+
+
+def select(
+    cases: list[LoadedCase], names: list[str], target: str | None, shard: tuple[int, int] | None
+) -> list[LoadedCase]:
+    """The cases to run: by name, by target, then this shard's share."""
+    known = {c.case.name for c in cases}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(
+            f"no such case: {', '.join(unknown)}; known cases: {', '.join(sorted(known)) or 'none'}"
+        )
+    chosen = [c for c in cases if (not names or c.case.name in names)]
+    if target:
+        chosen = [c for c in chosen if c.case.target == target]
+    if shard:
+        index, total = shard
+        chosen = [c for i, c in enumerate(sorted(chosen, key=lambda c: c.case.name))
+                  if i % total == index - 1]
+    return chosen
+
+
+def dry_run(ctx: CaseContext, cases: list[LoadedCase], console: Console) -> int:
+    """Say what would run and whether each case would replay or go live, with no model call."""
+    s = ctx.settings
+    console.line(f"engine {s.engine}, model {s.model}, judge {s.judge_model} "
+                 f"({s.judge_provider}), mode {s.mode}, cassettes {s.cassettes}")
+    for loaded in cases:
+        fp = agent_fingerprint(s.package.layout, loaded.case, s.config, s.engine, s.model)
+        try:
+            d = decide(ctx, loaded, fp)
+            plan = "replay" if d.replay else f"live ({d.reason})"
+        except Miss as miss:
+            plan = f"ERROR ({miss.message})"
+        target = loaded.case.target or "-"
+        console.line(f"{loaded.case.name}  target {target}  {plan}")
+    for err in ctx.settings.package.errors:
+        console.line(f"ERROR {err}", "yellow")
+    names = {c.case.name for c in s.package.cases}
+    for name, engines in agent_cassettes.list_recorded(s.cassettes).items():
+        if name not in names:
+            console.line(f"orphan cassette: {s.cassettes / name} ({', '.join(engines)}): "
+                         "no case has this name any more; delete it")
+    return EXIT_OK
+
+
+def _write(args: RunArgs, s: RunSettings, report: Report, started: object, console: Console) -> None:
+    paths = []
+    if args.output:
+        paths.append(args.output)
+    if args.report and not args.output:
+        paths.append(default_report_path(s.package.layout.evals_dir, started))  # type: ignore[arg-type]
+    for path in paths:
+        atomic_write(path, to_json(report))
+        console.line(f"report written to {path}")
+    if args.junit:
+        from aam_eval_action.junit import to_junit
+
+        atomic_write(args.junit, to_junit(report))
+        console.line(f"JUnit XML written to {args.junit}")
+
+
+class _signals:
+    """SIGTERM acts like ^C (GitHub cancels with SIGINT, then SIGTERM)."""
+
+    def __enter__(self) -> None:
+        self._old = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _raise_interrupted)
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGTERM, self._old)
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(f"signal {signum}")
+
+
+__all__ = ["RunArgs", "run"]

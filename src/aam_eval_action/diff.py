@@ -1,0 +1,398 @@
+"""The diff of a head report against a base report: what the PR changed, case by case.
+
+Pure functions over report models. The diff reads reports only, so a report from another
+machine or an older version diffs as long as it loads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from aam_eval_action.report import CaseResult, Report, Verdict
+
+Category = Literal[
+    "regressed", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
+]
+CATEGORIES: tuple[Category, ...] = (
+    "regressed",
+    "fixed",
+    "new",
+    "removed",
+    "no-baseline",
+    "still-failing",
+    "unchanged",
+)
+STALE_MISSES = ("stale", "no-cassette")
+"""Replay misses that re-recording fixes (a damaged cassette needs a look first)."""
+NOT_PASSING = ("FAIL", "ERROR")
+
+
+class CaseDiff(BaseModel):
+    """One case seen in either report, and how it changed."""
+
+    name: str
+    """Case name."""
+    category: Category
+    """How the case changed from base to head."""
+    target: str | None = None
+    """What the case exercises (`skill:NAME`, `hook:EVENT`...), head's else base's."""
+    base_verdict: Verdict | None = None
+    """Verdict on the base; None for a new case."""
+    head_verdict: Verdict | None = None
+    """Verdict on the head; None for a removed case."""
+    file: str | None = None
+    """Case file relative to the package root, head's else base's."""
+    line: int | None = None
+    """Line of the case in its file, head's else base's."""
+    failed_checks: list[str] = Field(default_factory=list)
+    """Deterministic checks that failed on the head."""
+    judge_reason: str | None = None
+    """The judge's reason, head's else base's."""
+    error: str | None = None
+    """Why the case failed or errored, head's else base's."""
+    cost_usd: float | None = None
+    """Cost of the case, head's else base's."""
+    flaky: bool = False
+    """The case was flaky on the base or the head: a regression is not blamed on the PR."""
+    replay_miss: str | None = None
+    """Why the head could not replay the case, when it could not."""
+    base_replay_miss: str | None = None
+    """Why the base could not replay the case (the reason for `no-baseline`)."""
+
+
+class RunTotals(BaseModel):
+    """The numbers of one report."""
+
+    total: int
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+    pass_rate: float
+    """passed / (total - skipped), as in the report's summary."""
+    cost_usd: float | None = None
+    duration_seconds: float
+    replayed: int = 0
+    """Cases whose agent session came from a cassette."""
+
+
+class StaleCase(BaseModel):
+    """A head case whose cassette is missing or out of date."""
+
+    name: str
+    reason: str
+    """`stale` or `no-cassette`."""
+    file: str | None = None
+    line: int | None = None
+
+
+class ReportDiff(BaseModel):
+    """Everything the PR comment, `aam-eval diff` and the action outputs show."""
+
+    package: str | None = None
+    """Package name, from the head report."""
+    engine: str
+    """Engine of the head run."""
+    model: str | None = None
+    """Agent model of the head run."""
+    judge: str | None = None
+    """Judge model of the head run."""
+    mode: str | None = None
+    """Cassette mode of the head run."""
+    interrupted: bool = False
+    """The head run was interrupted: its report is partial."""
+    base: RunTotals | None = None
+    """Base numbers; None when there is no base report."""
+    head: RunTotals
+    """Head numbers."""
+    pass_rate_delta_pp: float | None = None
+    """(head - base) pass rate in percentage points; None without a base."""
+    cost_delta_usd: float | None = None
+    """Head cost minus base cost, when both are known."""
+    duration_delta_seconds: float | None = None
+    """Head wall time minus base wall time."""
+    counts: dict[str, int]
+    """Number of cases per category (every category present, zero included)."""
+    regressions: int
+    """Regressions blamed on the PR: regressed cases that are not flaky."""
+    flaky_regressions: int
+    """Regressed cases that were flaky on the base or the head."""
+    cases: list[CaseDiff]
+    """Every case, grouped by category in `CATEGORIES` order, then by name."""
+    stale: list[StaleCase] = Field(default_factory=list)
+    """Head cases that need re-recording."""
+
+
+def diff_reports(base: Report | None, head: Report) -> ReportDiff:
+    """Compare the head report against the base report (None: no baseline at all)."""
+    cases = _case_diffs(base, head)
+    regressed = [c for c in cases if c.category == "regressed"]
+    return ReportDiff(
+        package=head.package.name,
+        engine=head.config.engine,
+        model=head.config.model or head.agent.model,
+        judge=head.config.judge or head.judge.model,
+        mode=head.config.mode,
+        interrupted=bool(head.interrupted),
+        base=_totals(base) if base else None,
+        head=_totals(head),
+        pass_rate_delta_pp=_delta_pp(base, head),
+        cost_delta_usd=_cost_delta(base, head),
+        duration_delta_seconds=_round(head.duration_seconds - base.duration_seconds)
+        if base
+        else None,
+        counts={cat: sum(c.category == cat for c in cases) for cat in CATEGORIES},
+        regressions=sum(not c.flaky for c in regressed),
+        flaky_regressions=sum(c.flaky for c in regressed),
+        cases=cases,
+        stale=[_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
+    )
+
+
+def _case_diffs(base: Report | None, head: Report) -> list[CaseDiff]:
+    base_cases = {c.name: c for c in base.cases} if base else {}
+    head_cases = {c.name: c for c in head.cases}
+    names = list(head_cases) + [n for n in base_cases if n not in head_cases]
+    diffs = [_case_diff(base_cases.get(n), head_cases.get(n)) for n in names]
+    return sorted(diffs, key=lambda d: (CATEGORIES.index(d.category), d.name))
+
+
+def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
+    """One entry; the head's details win, the base's fill in for a removed case."""
+    main = head or base
+    assert main is not None  # every name comes from one of the two reports
+    return CaseDiff(
+        name=main.name,
+        category=categorize(base, head),
+        target=main.target,
+        base_verdict=base.verdict if base else None,
+        head_verdict=head.verdict if head else None,
+        file=main.file,
+        line=main.line,
+        failed_checks=_failed_checks(head),
+        judge_reason=_judge_reason(main),
+        error=main.error,
+        cost_usd=main.cost_usd,
+        flaky=bool((base and base.flaky) or (head and head.flaky)),
+        replay_miss=head.replay_miss if head else None,
+        base_replay_miss=base.replay_miss if base else None,
+    )
+
+
+def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
+    """The category of one case from its base and head results."""
+    if base is None:
+        return "new"
+    if head is None:
+        return "removed"
+    if base.replay_miss:
+        return "no-baseline"
+    was_passing, is_passing = base.verdict == "PASS", head.verdict == "PASS"
+    if was_passing and head.verdict in NOT_PASSING:
+        return "regressed"
+    if base.verdict in NOT_PASSING and is_passing:
+        return "fixed"
+    if base.verdict in NOT_PASSING and head.verdict in NOT_PASSING:
+        return "still-failing"
+    return "unchanged"
+
+
+def _judge_reason(case: CaseResult) -> str | None:
+    return (case.judge_verdict.reason or None) if case.judge_verdict else None
+
+
+def _failed_checks(case: CaseResult | None) -> list[str]:
+    if case is None:
+        return []
+    return [name for name, result in case.deterministic_checks.items() if result == "FAIL"]
+
+
+def _stale(case: CaseResult) -> StaleCase:
+    return StaleCase(name=case.name, reason=case.replay_miss or "", file=case.file, line=case.line)
+
+
+def _totals(report: Report) -> RunTotals:
+    s = report.summary
+    return RunTotals(
+        total=s.total,
+        passed=s.passed,
+        failed=s.failed,
+        errored=s.errored,
+        skipped=s.skipped,
+        pass_rate=s.pass_rate,
+        cost_usd=s.cost_usd,
+        duration_seconds=report.duration_seconds,
+        replayed=s.replayed,
+    )
+
+
+def _delta_pp(base: Report | None, head: Report) -> float | None:
+    if base is None:
+        return None
+    return _round((head.summary.pass_rate - base.summary.pass_rate) * 100)
+
+
+def _cost_delta(base: Report | None, head: Report) -> float | None:
+    if base is None or base.summary.cost_usd is None or head.summary.cost_usd is None:
+        return None
+    return _round(head.summary.cost_usd - base.summary.cost_usd, 6)
+
+
+def _round(value: float, digits: int = 2) -> float:
+    """Round away float noise (0.1 + 0.2) and negative zero."""
+    return round(value, digits) + 0.0
+
+
+# --- display helpers, shared by the text format and the comment template ---
+
+
+def fmt_pct(rate: float | None) -> str:
+    """0.8 -> `80.0%`."""
+    return "n/a" if rate is None else f"{rate * 100:.1f}%"
+
+
+def fmt_pp(delta: float | None) -> str:
+    """20.0 -> `+20.0 pp`."""
+    return "n/a" if delta is None else f"{_round(delta, 1):+.1f} pp"
+
+
+def fmt_cost(usd: float | None, *, signed: bool = False) -> str:
+    """0.1234 -> `$0.1234`; signed: `+$0.1234` / `-$0.1234`."""
+    if usd is None:
+        return "n/a"
+    sign = ("-" if usd < 0 else "+") if signed else ""
+    return f"{sign}${abs(usd):.4f}"
+
+
+def fmt_duration(seconds: float | None, *, signed: bool = False) -> str:
+    """87 -> `1m 27s`, 4.25 -> `4.2s`; signed: `+1m 27s` / `-4.2s`."""
+    if seconds is None:
+        return "n/a"
+    sign = ("-" if seconds < 0 else "+") if signed else ""
+    total = abs(seconds)
+    if total < 60:
+        return f"{sign}{total:.1f}s"
+    minutes, rest = divmod(round(total), 60)
+    return f"{sign}{minutes}m {rest}s"
+
+
+def fmt_int_delta(value: int) -> str:
+    """1 -> `+1`, -2 -> `-2`, 0 -> `0`."""
+    return f"{value:+d}" if value else "0"
+
+
+def pass_rate_line(d: ReportDiff) -> str:
+    """`80.0% → 100.0% (+20.0 pp)`, or the head rate alone without a base."""
+    if d.base is None:
+        return f"{fmt_pct(d.head.pass_rate)} (no baseline)"
+    rates = f"{fmt_pct(d.base.pass_rate)} → {fmt_pct(d.head.pass_rate)}"
+    return f"{rates} ({fmt_pp(d.pass_rate_delta_pp)})"
+
+
+def verdict_change(c: CaseDiff) -> str:
+    """`PASS → FAIL`, or the one verdict there is."""
+    if c.base_verdict and c.head_verdict:
+        return f"{c.base_verdict} → {c.head_verdict}"
+    return c.head_verdict or c.base_verdict or "?"
+
+
+def location(c: CaseDiff | StaleCase) -> str:
+    """`evals/cases/x.yaml:12`, or '' when the report does not say."""
+    if not c.file:
+        return ""
+    return f"{c.file}:{c.line}" if c.line else c.file
+
+
+# --- output formats ---
+
+
+def format_json(d: ReportDiff) -> str:
+    """Stable JSON: sorted keys, trailing newline."""
+    return (
+        json.dumps(d.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    )
+
+
+def format_markdown(d: ReportDiff) -> str:
+    """The PR comment body, rendered with the built-in template."""
+    # Imported here: the comment module builds on this module's models.
+    from aam_eval_action.comment import render_comment
+
+    return render_comment(d)
+
+
+class _Fmt(Protocol):
+    """The shape of `fmt_cost` and `fmt_duration`."""
+
+    def __call__(self, value: float | None, /, *, signed: bool = False) -> str: ...
+
+
+def format_text(d: ReportDiff) -> str:
+    """A plain terminal summary: totals, then one line per changed case."""
+    lines = _text_totals(d)
+    for cat in CATEGORIES:
+        group = [c for c in d.cases if c.category == cat]
+        if group and cat != "unchanged":
+            lines += ["", f"{_text_heading(cat, group)}:"]
+            lines += [_text_case(c) for c in group]
+    if d.stale:
+        lines += ["", f"Stale cassettes ({len(d.stale)}), re-record with:"]
+        lines += [f"  aam-eval run {s.name} --record" for s in d.stale]
+    return "\n".join(lines) + "\n"
+
+
+def _text_totals(d: ReportDiff) -> list[str]:
+    h, b = d.head, d.base
+    counts = ", ".join(f"{d.counts[cat]} {cat}" for cat in CATEGORIES if d.counts[cat])
+    base_cost = b.cost_usd if b else None
+    base_time = b.duration_seconds if b else None
+    lines = [
+        f"Pass rate: {pass_rate_line(d)}",
+        f"Head: {h.passed} passed, {h.failed} failed, {h.errored} errored, "
+        f"{h.skipped} skipped, {h.total} total",
+        f"Cases: {counts or 'none'}",
+        "Cost: " + _text_change(base_cost, h.cost_usd, d.cost_delta_usd, fmt_cost),
+        "Duration: "
+        + _text_change(base_time, h.duration_seconds, d.duration_delta_seconds, fmt_duration),
+    ]
+    if d.interrupted:
+        lines.append("The head run was interrupted: its report is partial.")
+    return lines
+
+
+def _text_change(base: float | None, head: float | None, delta: float | None, fmt: _Fmt) -> str:
+    if base is None:
+        return fmt(head)
+    shown = f"{fmt(base)} → {fmt(head)}"
+    return f"{shown} ({fmt(delta, signed=True)})" if delta is not None else shown
+
+
+def _text_heading(cat: Category, group: list[CaseDiff]) -> str:
+    if cat == "regressed":
+        flaky = sum(c.flaky for c in group)
+        suffix = f", {flaky} flaky on base" if flaky else ""
+        return f"Regressed ({len(group)}{suffix})"
+    return f"{cat.capitalize()} ({len(group)})"
+
+
+def _text_case(c: CaseDiff) -> str:
+    parts = [f"  {c.name}", c.target or "-", verdict_change(c)]
+    if c.flaky:
+        parts.append("flaky")
+    if c.failed_checks:
+        parts.append("checks: " + ", ".join(c.failed_checks))
+    if c.judge_reason and c.head_verdict != "PASS":
+        parts.append("judge: " + _one_line(c.judge_reason, 120))
+    if c.error and c.head_verdict != "PASS":
+        parts.append("error: " + _one_line(c.error, 120))
+    if location(c):
+        parts.append(location(c))
+    return "  ".join(parts)
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

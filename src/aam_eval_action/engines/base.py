@@ -1,0 +1,54 @@
+"""The interface every engine implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from aam_eval_action.config import Sandbox
+from aam_eval_action.package import PackageLayout
+from aam_eval_action.session import Session
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """Everything one agent session needs, prepared by the runner."""
+
+    prompt: str
+    """The case's prompt."""
+    model: str
+    """The model to pass to the CLI (always passed explicitly)."""
+    workspace: Path
+    """The case's fresh workspace; the CLI's working directory."""
+    home: Path
+    """A fresh, empty HOME for this session (outside the workspace)."""
+    env: dict[str, str]
+    """Extra environment: eval-config `env`, API keys and base URLs (`*_BASE_URL`)."""
+    timeout: float
+    """Seconds before the whole process group is killed."""
+    sandbox: Sandbox = field(default_factory=Sandbox)
+    """Network and writable-path settings to enforce with the engine's own mechanisms."""
+
+
+class Engine(Protocol):
+    """An agent CLI driven headless."""
+
+    name: str
+    """Config name: `claude-code` or `codex`."""
+    provider: str
+    """Model provider of its default model: `anthropic` or `openai`."""
+    default_model: str
+    """Model used when neither eval-config nor `--model` sets one."""
+
+    def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
+        """Install the package's files that reach the agent into the workspace, as this CLI reads them."""
+        ...
+
+    def run(self, run: AgentRun) -> Session:
+        """Run one headless session and parse its event stream (files are diffed by the runner)."""
+        ...
+
+    def available(self) -> str | None:
+        """None when the CLI can run here, else why not (for skips and clear errors)."""
+        ...

@@ -1,0 +1,97 @@
+"""Run an agent CLI as its own process group, with a timeout that kills the whole group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_running: set[int] = set()
+_running_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What a finished (or killed) CLI process left behind."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_seconds: float
+
+
+def run_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+) -> Completed:
+    """Run `argv` in a new session; on timeout kill every process in its group."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    with _running_lock:
+        _running.add(proc.pid)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        kill_group(proc.pid)
+        out, err = proc.communicate()
+        timed_out = True
+    finally:
+        kill_group(proc.pid)  # children left behind by a finished CLI go too
+        with _running_lock:
+            _running.discard(proc.pid)
+    return Completed(
+        exit_code=None if timed_out else proc.returncode,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        timed_out=timed_out,
+        duration_seconds=time.monotonic() - start,
+    )
+
+
+def kill_group(pgid: int) -> None:
+    """SIGTERM a process group, then SIGKILL what is left after a short grace."""
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if not _group_alive(pgid):
+                return
+            time.sleep(0.05)
+
+
+def kill_all() -> None:
+    """Kill every agent process group still running (used on interrupt)."""
+    with _running_lock:
+        pids = list(_running)
+    for pid in pids:
+        kill_group(pid)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,33 @@
+"""Known errors → one message and a fixed exit code; ^C → 130; a bug → 3 with a traceback."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from aam_eval_action.errors import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, AamEvalError
+
+
+@dataclass
+class Status:
+    code: int = EXIT_OK
+
+
+@contextmanager
+def error_handler() -> Iterator[Status]:
+    status = Status()
+    try:
+        yield status
+    except AamEvalError as exc:
+        print(f"aam-eval: error: {exc}", file=sys.stderr)
+        status.code = exc.exit_code
+    except KeyboardInterrupt:
+        print("aam-eval: interrupted", file=sys.stderr)
+        status.code = EXIT_INTERRUPTED
+    except Exception:
+        print("aam-eval: internal error (a bug, please report it):", file=sys.stderr)
+        traceback.print_exc()
+        status.code = EXIT_BUG

@@ -1,0 +1,108 @@
+"""Fingerprints: a hash of every input that shapes a session, with per-input hashes kept.
+
+Keeping each input's hash lets a replay miss say *which* input changed. Inputs that are
+short labels (engine, model, target) are kept as their value so the message can show it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from aam_eval_action.config import Case, EvalConfig
+from aam_eval_action.fsutil import sha256_bytes, sha256_text
+from aam_eval_action.loader import workspace_file_source
+from aam_eval_action.package import PackageLayout
+
+HASH_CHARS = 16
+JUDGE_PROMPT_VERSION = "1"
+VALUE_INPUTS = ("engine", "model", "target", "judge-model", "judge-prompt")
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The combined digest and the per-input hashes (or values) it was made from."""
+
+    digest: str
+    inputs: dict[str, str]
+
+    @classmethod
+    def of(cls, inputs: dict[str, str]) -> Fingerprint:
+        canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+        return cls(sha256_text(canonical)[:32], dict(sorted(inputs.items())))
+
+
+def _h(data: bytes) -> str:
+    return sha256_bytes(data)[:HASH_CHARS]
+
+
+def agent_fingerprint(
+    layout: PackageLayout, case: Case, config: EvalConfig, engine: str, model: str
+) -> Fingerprint:
+    """Everything that reaches the agent: prompt, files, package files, engine, model, sandbox, env."""
+    inputs = {
+        "prompt": _h(case.input.prompt.encode()),
+        "engine": engine,
+        "model": model,
+        "target": case.target or "",
+        "sandbox": _h(config.sandbox.model_dump_json(by_alias=True).encode()),
+    }
+    for rel in case.input.files:
+        inputs[f"fixture:{rel}"] = _h((layout.evals_dir / rel).read_bytes())
+    for rel in case.input.workspace_files:
+        source = workspace_file_source(layout, rel)
+        inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
+    for rel in layout.files_for(case.target):
+        inputs[f"package:{rel}"] = _h((layout.root / rel).read_bytes())
+    secret = set(config.secret_env)
+    for name, value in config.env.items():
+        # A secret's value never enters a cassette, not even hashed: only its presence counts.
+        inputs[f"env:{name}"] = "<secret>" if name in secret else _h(value.encode())
+    return Fingerprint.of(inputs)
+
+
+def judge_fingerprint(case: Case, judge_model: str, agent: Fingerprint) -> Fingerprint:
+    """What shapes the judge's verdict: criteria, judge model, prompt version, the session judged."""
+    return Fingerprint.of({
+        "criteria": _h(case.judge.criteria.encode()),
+        "judge-model": judge_model,
+        "judge-prompt": JUDGE_PROMPT_VERSION,
+        "agent-session": agent.digest[:HASH_CHARS],
+    })
+
+
+def explain(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
+    """Human phrases for what changed between a recorded and a current fingerprint."""
+    changes: list[str] = []
+    for key in sorted(set(recorded) | set(current)):
+        old, new = recorded.get(key), current.get(key)
+        if old == new:
+            continue
+        label = _label(key)
+        if old is None:
+            changes.append(f"{label} was added")
+        elif new is None:
+            changes.append(f"{label} was removed")
+        elif key in VALUE_INPUTS:
+            changes.append(f"{label} changed ({old or 'none'} → {new or 'none'})")
+        else:
+            changes.append(f"{label} changed")
+    return changes
+
+
+def _label(key: str) -> str:
+    kind, _, rel = key.partition(":")
+    if kind == "fixture":
+        return f"fixture {rel}"
+    if kind == "workspace-file":
+        return f"workspace file {rel}"
+    if kind == "package":
+        what = "skill file" if rel.startswith("skills/") else "package file"
+        return f"{what} {rel}"
+    if kind == "env":
+        return f"env {rel}"
+    names = {
+        "prompt": "the prompt", "criteria": "judge criteria", "agent-session": "the agent session",
+        "judge-model": "judge model", "judge-prompt": "judge prompt version",
+    }
+    return names.get(key, key)

@@ -1,0 +1,184 @@
+"""Judge cassettes: the judge's SDK traffic recorded and replayed as ordinary vcrpy cassettes.
+
+No process-wide patching: each case's judge client gets its own transport that plays from,
+or appends to, that case's own vcrpy `Cassette`. Parallel cases therefore never mix calls.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from aam_eval_action.fsutil import atomic_write
+
+# Only these headers are kept: everything else (keys, org ids, cookies, request ids,
+# dates, x-stainless-* platform details) is dropped. An allow-list, not a deny-list.
+REQUEST_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta")
+RESPONSE_HEADERS = ("content-type",)
+_TRANSFER = ("content-encoding", "content-length", "transfer-encoding")
+MATCH_ON = ("method", "scheme", "host", "port", "path", "query", "body")
+
+
+class JudgeReplayMiss(Exception):
+    """A judge request the cassette cannot answer in replay mode."""
+
+
+def miss_error(provider: str, message: str) -> Exception:
+    """A miss that also derives from the SDK's own error base, so the SDK raises it at once
+    instead of wrapping it in a connection error and retrying."""
+    if provider == "anthropic":
+        import anthropic
+
+        cls = type("AnthropicJudgeReplayMiss", (JudgeReplayMiss, anthropic.AnthropicError), {})
+    else:
+        import openai
+
+        cls = type("OpenAIJudgeReplayMiss", (JudgeReplayMiss, openai.OpenAIError), {})
+    return cls(message)  # type: ignore[no-any-return]
+
+
+def _scrub_request(request: Any) -> Any:
+    kept = {k: v for k, v in request.headers.items() if k.lower() in REQUEST_HEADERS}
+    request.headers = kept
+    body = request.body
+    if body:
+        try:
+            parsed = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return request
+        request.body = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False).encode()
+    return request
+
+
+def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    headers = response.get("headers", {})
+    response["headers"] = {k: v for k, v in headers.items() if k.lower() in RESPONSE_HEADERS}
+    body = response.get("body", {}).get("string")
+    if body:
+        try:
+            parsed = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return response
+        response["body"]["string"] = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)
+    return response
+
+
+class JudgeCassette:
+    """One case's judge cassette, opened for a mode: replay, auto or record."""
+
+    def __init__(self, path: Path, mode: str, provider: str) -> None:
+        from vcr import VCR
+        from vcr.cassette import Cassette
+
+        self.path = path
+        self.mode = mode
+        self.provider = provider
+        self._lock = threading.Lock()
+        config = VCR(
+            match_on=MATCH_ON, decode_compressed_response=True,
+            before_record_request=_scrub_request, before_record_response=_scrub_response,
+            record_mode="all" if mode == "record" else "new_episodes",
+        ).get_merged_config(path=str(path))
+        config.pop("custom_patches", None)
+        config.pop("inject", None)
+        kept = {k: config[k] for k in (
+            "serializer", "persister", "match_on", "record_mode", "before_record_request",
+            "before_record_response", "allow_playback_repeats",
+        )}
+        if mode == "record" or not path.exists():
+            self.cassette = Cassette(path=str(path), **kept)
+        else:
+            self.cassette = Cassette.load(path=str(path), **kept)
+        self.used: list[tuple[Any, dict[str, Any]]] = []
+        self.recorded = 0
+        self.played = 0
+        self.miss_reason = "the judge request changed since recording"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.cassette._metadata)
+
+    def transport(self) -> httpx2.BaseTransport:
+        return _Transport(self)
+
+    def save(self, metadata: dict[str, Any]) -> bool:
+        """Write the calls used in this run (sorted, atomically); False when nothing changed."""
+        if self.mode == "replay" or (self.recorded == 0 and metadata == self.metadata):
+            return False
+        from vcr.serialize import serialize
+
+        used = sorted(self.used, key=lambda pair: (pair[0].method, pair[0].uri, pair[0].body or b""))
+        data = {
+            "requests": [req for req, _ in used],
+            "responses": [resp for _, resp in used],
+            "metadata": metadata,
+        }
+        atomic_write(self.path, serialize(data, self.cassette._serializer))
+        return True
+
+
+class _Transport(httpx2.BaseTransport):
+    def __init__(self, owner: JudgeCassette) -> None:
+        self.owner = owner
+        self._inner: httpx2.HTTPTransport | None = None
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        from vcr.request import Request as VcrRequest
+
+        body = request.read()
+        vreq = VcrRequest(request.method, str(request.url), body, dict(request.headers))
+        owner = self.owner
+        with owner._lock:
+            cassette = owner.cassette
+            if owner.mode != "record" and vreq in cassette:
+                played = cassette.play_response(vreq)
+                owner.used.append((cassette._before_record_request(vreq), played))
+                owner.played += 1
+                return _to_response(played)
+        if owner.mode == "replay":
+            raise miss_error(owner.provider, owner.miss_reason)
+        response = self._real().handle_request(request)
+        content = response.read()
+        serialized = {
+            "status": {"code": response.status_code, "message": response.reason_phrase},
+            "headers": {k: [v] for k, v in response.headers.items()},
+            "body": {"string": content},
+        }
+        if response.status_code < 400:
+            with owner._lock:
+                before = len(owner.cassette.data)
+                owner.cassette.append(vreq, serialized)
+                if len(owner.cassette.data) > before:
+                    owner.used.append(owner.cassette.data[-1])
+                    owner.cassette.play_counts[len(owner.cassette.data) - 1] += 1
+                    owner.recorded += 1
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _TRANSFER]
+        return httpx2.Response(
+            response.status_code, headers=headers, content=content,
+            extensions={"reason_phrase": response.reason_phrase.encode("ascii", "replace")},
+        )
+
+    def _real(self) -> httpx2.HTTPTransport:
+        if self._inner is None:
+            self._inner = httpx2.HTTPTransport()
+        return self._inner
+
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
+
+
+def _to_response(played: dict[str, Any]) -> httpx2.Response:
+    body = played["body"]["string"]
+    raw = body.encode("utf-8") if isinstance(body, str) else body
+    headers = [(k, v) for k, values in played.get("headers", {}).items() for v in values]
+    headers = [(k, v) for k, v in headers if k.lower() not in _TRANSFER]
+    message = played["status"].get("message") or ""
+    return httpx2.Response(
+        played["status"]["code"], headers=headers, content=raw,
+        extensions={"reason_phrase": message.encode("ascii", "replace")} if message else None,
+    )

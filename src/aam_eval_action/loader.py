@@ -1,0 +1,283 @@
+"""Load and validate a package: manifest, eval-config and case files, with file:line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from aam_eval_action.config import Case, EvalConfig, PackageManifest
+from aam_eval_action.errors import ConfigError
+from aam_eval_action.package import PackageLayout
+
+Loc = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    """A valid case and where it was written."""
+
+    case: Case
+    file: str
+    """Case file, relative to the package root."""
+    line: int
+    """Line where the case starts."""
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A problem in one file, pointing at the line."""
+
+    file: str
+    line: int | None
+    message: str
+    case_name: str | None = None
+    """The case's name when it could be read, so a run can still report it."""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class LoadedPackage:
+    """A package ready to run: valid cases, and the case files that were not."""
+
+    layout: PackageLayout
+    manifest: PackageManifest
+    config: EvalConfig
+    cases: list[LoadedCase] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+
+
+def load_package(root: Path) -> LoadedPackage:
+    """Load everything; a bad manifest or eval-config raises, a bad case file is collected."""
+    layout = PackageLayout(root.resolve())
+    if not (layout.root / "package.agent.json").is_file():
+        raise ConfigError(
+            f"{root}: no package.agent.json here; pass --package DIR pointing at the package root"
+        )
+    manifest = _load_json_model(layout, "package.agent.json", PackageManifest)
+    config_path = "evals/eval-config.json"
+    if not (layout.root / config_path).is_file():
+        raise ConfigError(
+            f"{root / config_path}: missing; create it with at least "
+            '{"version": 1, "engine": "claude-code"}'
+        )
+    config = _load_json_model(layout, config_path, EvalConfig)
+    loaded = LoadedPackage(layout, manifest, config)
+    _load_cases(loaded)
+    return loaded
+
+
+def _load_json_model(layout: PackageLayout, rel: str, model: type[M]) -> M:
+    text = (layout.root / rel).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{rel}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = _line_map(text)
+        errors = [_format_error(rel, lines, err) for err in exc.errors()]
+        raise ConfigError("\n".join(str(e) for e in errors)) from None
+
+
+def case_files(layout: PackageLayout) -> list[Path]:
+    """Case files in a stable order."""
+    base = layout.evals_dir / "cases"
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def _load_cases(loaded: LoadedPackage) -> None:
+    seen: dict[str, LoadedCase] = {}
+    for path in case_files(loaded.layout):
+        rel = path.relative_to(loaded.layout.root).as_posix()
+        for item in _parse_case_file(loaded.layout, path, rel):
+            if isinstance(item, FileError):
+                loaded.errors.append(item)
+            elif item.case.name in seen:
+                first = seen[item.case.name]
+                loaded.errors.append(FileError(
+                    rel, item.line,
+                    f"name: duplicate case name {item.case.name!r} (first defined at "
+                    f"{first.file}:{first.line}); rename one of them",
+                ))
+            else:
+                seen[item.case.name] = item
+                loaded.cases.append(item)
+    loaded.cases.sort(key=lambda c: c.case.name)
+
+
+def _parse_case_file(
+    layout: PackageLayout, path: Path, rel: str
+) -> list[LoadedCase | FileError]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except UnicodeDecodeError:
+        return [FileError(rel, None, "not UTF-8 text; save the case file as UTF-8")]
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        return [FileError(rel, line, f"invalid YAML: {exc.problem}")]
+    docs: list[tuple[yaml.Node, Loc]] = []
+    for node in nodes:
+        if node is None:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            docs += [(child, (i,)) for i, child in enumerate(node.value)]
+        else:
+            docs.append((node, ()))
+    if not docs:
+        return [FileError(rel, 1, "empty case file; write one case (name, input, judge)")]
+    return [_validate_case(layout, rel, node, prefix) for node, prefix in docs]
+
+
+def _validate_case(
+    layout: PackageLayout, rel: str, node: yaml.Node, prefix: Loc
+) -> LoadedCase | FileError:
+    lines: dict[Loc, int] = {}
+    dup = _index_lines(node, (), lines)
+    start = node.start_mark.line + 1
+    if dup:
+        return FileError(rel, dup[1], f"{_loc_str(prefix + dup[0])}: duplicate key; keep one")
+    data = yaml.SafeLoader(yaml.serialize(node)).get_single_data()
+    name = data.get("name") if isinstance(data, dict) else None
+    name = name if isinstance(name, str) else None
+    if not isinstance(data, dict):
+        return FileError(rel, start, f"{_loc_str(prefix) or 'case'}: a case must be a mapping "
+                         "with name, input and judge", name)
+    try:
+        case = Case.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        line = _nearest_line(lines, loc) or start
+        msg = _message(err)
+        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+        return FileError(rel, line, f"{_loc_str(prefix + loc)}: {msg}{more}", name)
+    problem = check_paths(layout, case)
+    if problem:
+        loc, msg = problem
+        return FileError(rel, _nearest_line(lines, loc) or start, f"{_loc_str(prefix + loc)}: {msg}",
+                         case.name)
+    return LoadedCase(case, rel, start)
+
+
+def check_paths(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
+    """Fixtures must exist inside `evals/`; nothing may resolve (via symlinks) outside it."""
+    evals = layout.evals_dir.resolve()
+    for i, rel in enumerate(case.input.files):
+        loc: Loc = ("input", "files", i)
+        path = layout.evals_dir / rel
+        if not path.exists() and not path.is_symlink():
+            where = _show(layout, layout.evals_dir)
+            return loc, f"fixture {rel!r} not found in {where}; add it or fix the path"
+        if not _inside(path, evals):
+            return loc, f"{rel!r} is a symlink that escapes evals/; copy the file in instead"
+        if path.is_dir():
+            return loc, f"{rel!r} is a directory; list the files in it one by one"
+    for i, rel in enumerate(case.input.workspace_files):
+        source = workspace_file_source(layout, rel)
+        if source is not None and not _inside(source, evals):
+            return ("input", "workspace-files", i), (
+                f"{rel!r}: its content file is a symlink that escapes evals/; copy the file in instead"
+            )
+    return None
+
+
+def workspace_file_source(layout: PackageLayout, rel: str) -> Path | None:
+    """Where a workspace file's content comes from.
+
+    `evals/fixtures/<path>`, else `evals/<path>`; None means the file is created empty.
+    """
+    for base in (layout.evals_dir / "fixtures", layout.evals_dir):
+        candidate = base / rel
+        if candidate.is_file() or candidate.is_symlink():
+            return candidate
+    return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _show(layout: PackageLayout, path: Path) -> str:
+    return path.relative_to(layout.root).as_posix() + "/"
+
+
+def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int]) -> tuple[Loc, int] | None:
+    """Record the line of every node by its field path; return the first duplicate key."""
+    out[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for key, value in node.value:
+            k = str(key.value)
+            if k in keys:
+                return loc + (k,), key.start_mark.line + 1
+            keys.add(k)
+            out[loc + (k,)] = key.start_mark.line + 1
+            dup = _index_lines(value, loc + (k,), {})
+            if dup:
+                return dup
+            _index_lines(value, loc + (k,), out)
+            out[loc + (k,)] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, child in enumerate(node.value):
+            dup = _index_lines(child, loc + (i,), out)
+            if dup:
+                return dup
+    return None
+
+
+def _nearest_line(lines: dict[Loc, int], loc: Loc) -> int | None:
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
+
+
+def _line_map(text: str) -> dict[Loc, int]:
+    lines: dict[Loc, int] = {}
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+    if node is not None:
+        _index_lines(node, (), lines)
+    return lines
+
+
+def _format_error(rel: str, lines: dict[Loc, int], err: Any) -> FileError:
+    loc = tuple(err["loc"])
+    return FileError(rel, _nearest_line(lines, loc), f"{_loc_str(loc)}: {_message(err)}")
+
+
+def _loc_str(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def _message(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown key; remove it or fix its spelling (keys use hyphens, e.g. not-contains)"
+    if kind == "missing":
+        return "required field is missing; add it"
+    msg = str(err["msg"])
+    return msg.removeprefix("Value error, ")

@@ -1,0 +1,111 @@
+"""The `aam-eval` command line: builds argparse and dispatches to one function per verb."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aam_eval_action import __version__
+from aam_eval_action.config import ENGINES, MODES, RESERVED_ENGINES
+from aam_eval_action.error_handler import error_handler
+from aam_eval_action.errors import UsageError
+
+
+def _shard(value: str) -> tuple[int, int]:
+    try:
+        index, total = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: use I/N, e.g. 1/4") from None
+    if not 1 <= index <= total:
+        raise argparse.ArgumentTypeError(f"{value!r}: I must be between 1 and N")
+    return index, total
+
+
+def _positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("run", help="run (or replay) eval cases and write the report")
+    p.add_argument("cases", nargs="*", metavar="CASE", help="case names (default: all)")
+    p.add_argument("--package", type=Path, default=Path("."), help="package root (default: .)")
+    p.add_argument("--engine", choices=ENGINES + RESERVED_ENGINES, help="agent engine")
+    p.add_argument("--model", help="the agent's model")
+    p.add_argument("--judge", help="the judge model (default: the agent's model)")
+    p.add_argument("--target", help="only cases with this target (skill:NAME, hook:EVENT, agent:NAME)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--replay", dest="mode", action="store_const", const="replay",
+                      help="cassettes only: no key, no CLI, no network")
+    mode.add_argument("--record", dest="mode", action="store_const", const="record",
+                      help="always live, overwrite cassettes")
+    mode.add_argument("--mode", dest="mode", choices=MODES, help="replay, auto, record or live")
+    p.add_argument("--dry-run", action="store_true", help="list what would run; no model call")
+    p.add_argument("--jobs", "-j", type=_positive, help="cases run concurrently")
+    p.add_argument("--repeat", type=_positive, help="attempts per case")
+    p.add_argument("--timeout", type=float, help="seconds per case (overrides eval-config)")
+    p.add_argument("--cassettes", type=Path, help="cassette directory (default: evals/cassettes)")
+    p.add_argument("--report", action="store_true", help="write evals/reports/<timestamp>.json")
+    p.add_argument("-o", "--output", type=Path, help="write the report to this path")
+    p.add_argument("--junit", type=Path, help="write JUnit XML to this path")
+    p.add_argument("--shard", type=_shard, help="run shard I of N (e.g. 1/4)")
+    p.add_argument("--keep-workspaces", action="store_true", help="keep workspaces for debugging")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aam-eval", description="Record, replay and diff LLM-judged agent evals."
+    )
+    parser.add_argument("--version", action="version", version=f"aam-eval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_run(sub)
+    d = sub.add_parser("diff", help="compare two reports")
+    d.add_argument("base", type=Path)
+    d.add_argument("head", type=Path)
+    d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    c = sub.add_parser("check", help="validate the package statically: no agent, no model")
+    c.add_argument("--package", type=Path, default=Path("."))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    with error_handler() as status:
+        status.code = _dispatch(args)
+    return status.code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        from aam_eval_action.commands.run import RunArgs, run
+        from aam_eval_action.settings import Overrides
+
+        overrides = Overrides(
+            engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
+            jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
+        )
+        return run(RunArgs(
+            package=args.package, cases=args.cases, overrides=overrides, target=args.target,
+            dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit,
+            keep_workspaces=args.keep_workspaces, shard=args.shard,
+        ))
+    if args.command == "diff":
+        from aam_eval_action.commands.diff import diff
+
+        return diff(args.base, args.head, args.format, sys.stdout)
+    if args.command == "check":
+        from aam_eval_action.commands.check import check
+
+        return check(args.package)
+    raise UsageError(f"unknown command {args.command}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

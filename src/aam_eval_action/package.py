@@ -1,0 +1,55 @@
+"""The package under evaluation on disk: which of its files reach the agent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# Top-level entries installed into every workspace (skills are filtered by target).
+INSTALLED_DIRS = ("hooks", "rules", "commands", "agents", "mcp", "scripts")
+INSTALLED_FILES = ("package.agent.json", "AGENTS.md")
+
+
+@dataclass(frozen=True)
+class PackageLayout:
+    """A package directory (the one holding `package.agent.json`)."""
+
+    root: Path
+
+    @property
+    def evals_dir(self) -> Path:
+        return self.root / "evals"
+
+    def skills(self) -> list[str]:
+        """Names of the package's skills (directories holding SKILL.md)."""
+        base = self.root / "skills"
+        if not base.is_dir():
+            return []
+        return sorted(p.name for p in base.iterdir() if (p / "SKILL.md").is_file())
+
+    def skills_for(self, target: str | None) -> list[str]:
+        """The skills installed for a case: only the target's skill when it targets one."""
+        if target and target.startswith("skill:"):
+            name = target.split(":", 1)[1]
+            return [name] if name in self.skills() else []
+        return self.skills()
+
+    def files_for(self, target: str | None) -> list[str]:
+        """Every package file (relative POSIX path) that reaches the agent for this target."""
+        found: list[str] = []
+        for name in self.skills_for(target):
+            found += _walk(self.root, self.root / "skills" / name)
+        for d in INSTALLED_DIRS:
+            found += _walk(self.root, self.root / d)
+        found += [f for f in INSTALLED_FILES if (self.root / f).is_file()]
+        return sorted(found)
+
+
+def _walk(root: Path, base: Path) -> list[str]:
+    if not base.is_dir():
+        return []
+    return [
+        p.relative_to(root).as_posix()
+        for p in sorted(base.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    ]

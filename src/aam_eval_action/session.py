@@ -1,0 +1,103 @@
+"""What one agent session produced: the record that grading needs, live or replayed."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+STDERR_CAP = 8 * 1024
+TOOL_RESULT_CAP = 4 * 1024
+
+
+class Model(BaseModel):
+    """Base for the session models: unknown keys are refused so typos in cassettes show."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCall(Model):
+    """One tool call the agent made, in the order it made them."""
+
+    name: str
+    """Tool name as the engine reports it (`Write`, `Bash`, `Skill`, `command_execution`...)."""
+    input: dict[str, Any] = Field(default_factory=dict)
+    """The arguments the agent passed."""
+    result: str | None = None
+    """The tool's result text, capped at 4 KiB."""
+    is_error: bool = False
+    """Whether the tool reported an error (a hook block shows as one)."""
+
+
+class FileChange(Model):
+    """A file the agent created, modified or deleted in the workspace."""
+
+    path: str
+    """Workspace-relative POSIX path."""
+    status: Literal["created", "modified", "deleted"]
+    """What happened to it during the session."""
+    sha256: str | None = None
+    """Hash of the final content (None when deleted)."""
+    size: int = 0
+    """Final size in bytes."""
+    text: str | None = None
+    """Final content when it is UTF-8 text of at most 64 KiB; otherwise only hash and size."""
+
+
+class Usage(Model):
+    """Token counts the engine reported for the whole session."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+class Session(Model):
+    """Everything an agent session produced that grading needs."""
+
+    engine: str
+    """Engine name as configured (`claude-code`, `codex`)."""
+    runtime_version: str | None = None
+    """The CLI's own version, as it reported it."""
+    model: str | None = None
+    """The model the agent actually used."""
+    model_provider: str
+    """`anthropic` or `openai`."""
+    session_id: str | None = None
+    """The engine's session or thread id."""
+    output: str = ""
+    """The agent's final answer text."""
+    stderr: str = ""
+    """Standard error, capped at 8 KiB."""
+    exit_code: int | None = None
+    """The CLI's exit status (None when it was killed)."""
+    is_error: bool = False
+    """Whether the engine reported the session as failed (API error, crash)."""
+    timed_out: bool = False
+    """Whether the session was killed at the case timeout."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Every tool call, in order."""
+    hook_blocked: bool = False
+    """Whether a hook blocked one of the agent's tool calls."""
+    hook_evidence: list[str] = Field(default_factory=list)
+    """What showed the block (the tool result or stderr line), for the report."""
+    files: list[FileChange] = Field(default_factory=list)
+    """Files created, modified or deleted in the workspace."""
+    usage: Usage | None = None
+    """Token usage, when the engine reports it."""
+    cost_usd: float | None = None
+    """Cost in USD, when the engine reports it."""
+    num_turns: int | None = None
+    """Model turns, when the engine reports it."""
+    duration_seconds: float = 0.0
+    """Wall time of the CLI process."""
+    error: str | None = None
+    """Why the session failed, in one line, when it did."""
+
+
+def cap(text: str, limit: int) -> str:
+    """Cut text to at most `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"

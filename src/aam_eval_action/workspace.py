@@ -1,0 +1,105 @@
+"""A fresh workspace per case: fixtures and workspace files in, file changes out."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from aam_eval_action.config import Case
+from aam_eval_action.fsutil import sha256_bytes
+from aam_eval_action.loader import workspace_file_source
+from aam_eval_action.package import PackageLayout
+from aam_eval_action.session import FileChange
+
+TEXT_INLINE_MAX = 64 * 1024
+# Where engines install the package; the agent's own changes there are not its work product.
+INSTALL_DIRS = (".claude", ".codex", ".agents", ".aam", ".mcp.json", "CLAUDE.md", "AGENTS.md")
+
+Snapshot = dict[str, str]  # relative POSIX path -> sha256
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A case's temp directory: `root` is the agent's cwd, `home` its fresh HOME."""
+
+    base: Path
+    root: Path
+    home: Path
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def create(layout: PackageLayout, case: Case) -> Workspace:
+    """mkdir a temp workspace, copy fixtures byte-for-byte and create workspace files."""
+    base = Path(tempfile.mkdtemp(prefix=f"aam-eval-{case.name}-"))
+    ws = Workspace(base, base / "workspace", base / "home")
+    ws.root.mkdir()
+    ws.home.mkdir()
+    for rel in case.input.files:
+        _copy(layout.evals_dir / rel, ws.root / rel)
+    for rel in case.input.workspace_files:
+        source = workspace_file_source(layout, rel)
+        if source is None:
+            (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ws.root / rel).touch()
+        else:
+            _copy(source, ws.root / rel)
+    return ws
+
+
+def _copy(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Hash of every regular file under root, excluding what engines installed."""
+    snap: Snapshot = {}
+    for path in root.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/", 1)[0] in INSTALL_DIRS:
+            continue
+        snap[rel] = sha256_bytes(path.read_bytes())
+    return snap
+
+
+def changes(root: Path, before: Snapshot) -> list[FileChange]:
+    """Files created, modified or deleted since `before`, sorted by path."""
+    after = snapshot(root)
+    out: list[FileChange] = []
+    for rel in sorted(set(before) | set(after)):
+        if rel not in after:
+            out.append(FileChange(path=rel, status="deleted"))
+        elif rel not in before or before[rel] != after[rel]:
+            status = "created" if rel not in before else "modified"
+            out.append(_entry(root / rel, rel, status, after[rel]))
+    return out
+
+
+def _entry(path: Path, rel: str, status: str, digest: str) -> FileChange:
+    data = path.read_bytes()
+    text: str | None = None
+    if len(data) <= TEXT_INLINE_MAX:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and "\x00" in text:
+            text = None
+    return FileChange(path=rel, status=status, sha256=digest, size=len(data), text=text)
+
+
+def restore(root: Path, files: list[FileChange]) -> None:
+    """Put recorded file changes back into a fresh workspace (binary ones as placeholders of equal size)."""
+    for f in files:
+        target = root / f.path
+        if f.status == "deleted":
+            target.unlink(missing_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(f.text.encode("utf-8") if f.text is not None else b"\0" * f.size)

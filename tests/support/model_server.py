@@ -1,0 +1,592 @@
+"""A scripted model server on 127.0.0.1 for the real agent CLIs and the judge SDKs.
+
+It speaks the Anthropic Messages API (`POST /v1/messages`, SSE when `stream` is set) and
+the OpenAI Responses API (`POST /v1/responses`, SSE when `stream` is set). What it answers
+comes from scenarios, each chosen by a substring of the request:
+
+    match: "substring of the user's prompt"
+    agent:                      # one step per model turn
+      - skill: "pdf-tools"      # Claude: the Skill tool; Codex: a command reading SKILL.md
+      - bash: "cat notes.txt"   # Claude: Bash; Codex: its shell tool
+      - write: {path: "output/hello.txt", content: "Hello"}
+      - text: "Final answer"    # ends the session
+      - sleep: 30               # wait before answering (combines with another key)
+      - error: {status: 500, message: "overloaded"}
+    judge: {result: "PASS", reason: "why"}     # or {status: 529, times: 2, then: {...}}
+
+The turn index is stateless: it is the number of model turns already in the request
+(assistant messages for Anthropic, function calls for Responses), so retries of a turn
+get the same answer. Answers are deterministic: ids derive from the request content.
+
+Run standalone with `python tests/support/model_server.py --scenarios FILE`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import http.server
+import json
+import re
+import shlex
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+JUDGE_TOOL = "record_verdict"
+JUDGE_FORMAT = "verdict"
+CREATED_AT = 1_700_000_000
+# Text blocks the CLIs add to the user's turn; the prompt is what is left.
+INJECTED_PREFIXES = (
+    "<system-reminder>",
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<skills_instructions>",
+    "<permissions instructions>",
+)
+CODEX_SHELL_TOOLS = ("exec_command", "shell_command", "shell")
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received, for assertions."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to answer, independent of the wire format."""
+
+    text: str = ""
+    tool: str | None = None
+    tool_input: dict[str, Any] | None = None
+    status: int = 200
+    delay: float = 0.0
+
+
+# --- request inspection ---------------------------------------------------------------
+
+
+def _texts(content: Any) -> list[str]:
+    """The text parts of a message's content (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Anthropic `messages` or Responses `input` as a list of message-like items."""
+    items = body.get("messages", body.get("input", []))
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    return [m for m in items if isinstance(m, dict)]
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """The user's own prompt: user text that the CLI did not inject."""
+    parts = [
+        t
+        for m in _messages(body)
+        if m.get("role") == "user"
+        for t in _texts(m.get("content"))
+        if not t.lstrip().startswith(INJECTED_PREFIXES)
+    ]
+    return "\n".join(parts)
+
+
+def all_text(body: dict[str, Any]) -> str:
+    """Every piece of text in a request (system, instructions and messages)."""
+    parts = _texts(body.get("system")) + _texts(body.get("instructions"))
+    for m in _messages(body):
+        parts += _texts(m.get("content"))
+    return "\n".join(parts)
+
+
+def is_judge(body: dict[str, Any]) -> bool:
+    """Judge requests carry the verdict tool (Anthropic) or the verdict format (OpenAI)."""
+    tools = body.get("tools") or []
+    if any(isinstance(t, dict) and t.get("name") == JUDGE_TOOL for t in tools):
+        return True
+    fmt = (body.get("text") or {}).get("format") or {}
+    return isinstance(fmt, dict) and fmt.get("name") == JUDGE_FORMAT
+
+
+def is_agent_turn(body: dict[str, Any]) -> bool:
+    """A real agent turn offers tools; side requests (titles, quota probes) do not."""
+    return bool(body.get("tools")) and int(body.get("max_tokens") or 4096) > 64
+
+
+def turn_index(body: dict[str, Any]) -> int:
+    """Model turns already taken: assistant messages or function calls in the history."""
+    if "messages" in body:
+        return sum(1 for m in _messages(body) if m.get("role") == "assistant")
+    calls = ("function_call", "custom_tool_call", "local_shell_call")
+    return sum(1 for m in _messages(body) if m.get("type") in calls)
+
+
+def workspace_dir(body: dict[str, Any]) -> str | None:
+    """The agent's working directory, as Claude Code or Codex states it in the request."""
+    text = all_text(body)
+    found = re.search(r"Primary working directory: (\S+)", text) or re.search(
+        r"<cwd>([^<]+)</cwd>", text
+    )
+    return found.group(1) if found else None
+
+
+def digest(*parts: Any) -> str:
+    """A short stable hash of JSON-able parts, for deterministic ids."""
+    raw = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+# --- the script -------------------------------------------------------------------------
+
+
+class Script:
+    """The scenarios and the per-scenario judge failure counters (thread-safe)."""
+
+    def __init__(self, scenarios: list[dict[str, Any]]) -> None:
+        self._scenarios = list(scenarios)
+        self._judge_failures: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, scenario: dict[str, Any]) -> None:
+        with self._lock:
+            self._scenarios.append(scenario)
+
+    def find(self, text: str) -> tuple[int, dict[str, Any]] | None:
+        """The first scenario whose `match` occurs in the text."""
+        with self._lock:
+            for i, s in enumerate(self._scenarios):
+                if str(s.get("match", "")) in text:
+                    return i, s
+        return None
+
+    def agent_reply(self, body: dict[str, Any]) -> Reply:
+        found = self.find(prompt_text(body))
+        if found is None:
+            return Reply(text="OK.")
+        return step_reply(agent_step(found[1], turn_index(body)), body)
+
+    def judge_reply(self, body: dict[str, Any]) -> Reply:
+        found = self.find(all_text(body))
+        if found is None:
+            return verdict_reply({"result": "PASS", "reason": "no scenario matched"})
+        index, scenario = found
+        judge = dict(scenario.get("judge") or {"result": "PASS", "reason": "scripted"})
+        if "status" in judge and self._take_failure(index, int(judge.get("times", 1))):
+            return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
+        return verdict_reply(judge.get("then", judge))
+
+    def _take_failure(self, index: int, times: int) -> bool:
+        with self._lock:
+            used = self._judge_failures.get(index, 0)
+            if used >= times:
+                return False
+            self._judge_failures[index] = used + 1
+            return True
+
+
+def agent_step(scenario: dict[str, Any], turn: int) -> dict[str, Any]:
+    """The step for this turn; past the end, the last text step (or `Done.`)."""
+    steps = list(scenario.get("agent") or [])
+    if turn < len(steps):
+        return dict(steps[turn])
+    texts = [s["text"] for s in steps if "text" in s]
+    return {"text": texts[-1] if texts else "Done."}
+
+
+def verdict_reply(verdict: dict[str, Any]) -> Reply:
+    """A judge verdict as a `record_verdict` call."""
+    data = {"result": str(verdict.get("result", "PASS")), "reason": str(verdict.get("reason", ""))}
+    return Reply(tool=JUDGE_TOOL, tool_input=data)
+
+
+def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
+    """Turn one scripted step into a reply for the requesting CLI."""
+    delay = float(step.get("sleep", 0))
+    if "error" in step:
+        err = step["error"]
+        return Reply(text=str(err.get("message", "error")), status=int(err["status"]), delay=delay)
+    anthropic = "messages" in body
+    call = claude_call(step, workspace_dir(body)) if anthropic else codex_call(step, body)
+    if call is None:
+        return Reply(text=str(step.get("text", "Done.")), delay=delay)
+    return Reply(tool=call[0], tool_input=call[1], delay=delay)
+
+
+def claude_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:
+    """The Claude Code tool call for a step (None for a text step)."""
+    if "skill" in step:
+        return "Skill", {"skill": step["skill"]}
+    if "bash" in step:
+        return "Bash", {"command": step["bash"], "description": "Run a scripted command"}
+    if "write" in step:
+        path = str(step["write"]["path"])
+        if cwd and not path.startswith("/"):
+            path = f"{cwd.rstrip('/')}/{path}"
+        return "Write", {"file_path": path, "content": str(step["write"].get("content", ""))}
+    return None
+
+
+def codex_command(step: dict[str, Any]) -> str | None:
+    """The shell command Codex runs for a step (None for a text step)."""
+    if "skill" in step:
+        return f"cat .agents/skills/{shlex.quote(str(step['skill']))}/SKILL.md"
+    if "bash" in step:
+        return str(step["bash"])
+    if "write" in step:
+        path = str(step["write"]["path"])
+        parent = path.rsplit("/", 1)[0] if "/" in path else "."
+        content = shlex.quote(str(step["write"].get("content", "")))
+        return f"mkdir -p {shlex.quote(parent)} && printf '%s' {content} > {shlex.quote(path)}"
+    return None
+
+
+def codex_call(step: dict[str, Any], body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A call to whichever shell tool the Codex request offers."""
+    command = codex_command(step)
+    if command is None:
+        return None
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    tool = next((n for n in CODEX_SHELL_TOOLS if n in names), "exec_command")
+    if tool == "exec_command":
+        return tool, {"cmd": command}
+    if tool == "shell":
+        return tool, {"command": ["bash", "-lc", command]}
+    return tool, {"command": command}
+
+
+# --- wire formats -------------------------------------------------------------------------
+
+ANTHROPIC_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_message(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, Any]:
+    """A complete Anthropic Message for a reply."""
+    if reply.tool:
+        block: dict[str, Any] = {
+            "type": "tool_use",
+            "id": f"toolu_{rid}",
+            "name": reply.tool,
+            "input": reply.tool_input or {},
+        }
+        stop, out = "tool_use", json.dumps(reply.tool_input)
+    else:
+        block, stop, out = {"type": "text", "text": reply.text}, "end_turn", reply.text
+    return {
+        "id": f"msg_{rid}",
+        "type": "message",
+        "role": "assistant",
+        "model": str(body.get("model", "")),
+        "content": [block],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": _tokens(all_text(body)),
+            "output_tokens": _tokens(out),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
+
+
+def anthropic_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events that stream a Message."""
+    block = message["content"][0]
+    start = dict(message, content=[], stop_reason=None)
+    start["usage"] = dict(message["usage"], output_tokens=1)
+    if block["type"] == "tool_use":
+        opening = dict(block, input={})
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+    else:
+        opening = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": block["text"]}
+    return [
+        ("message_start", {"type": "message_start", "message": start}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": opening},
+        ),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+
+
+def anthropic_error(reply: Reply) -> dict[str, Any]:
+    kind = ANTHROPIC_ERRORS.get(reply.status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": reply.text}}
+
+
+def response_item(reply: Reply, rid: str) -> dict[str, Any]:
+    """The one output item of a Responses answer: a message or a function call."""
+    if reply.tool and reply.tool != JUDGE_TOOL:
+        return {
+            "type": "function_call",
+            "id": f"fc_{rid}",
+            "call_id": f"call_{rid}",
+            "name": reply.tool,
+            "arguments": json.dumps(reply.tool_input),
+            "status": "completed",
+        }
+    text = json.dumps(reply.tool_input) if reply.tool else reply.text
+    return {
+        "type": "message",
+        "id": f"msg_{rid}",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def response_object(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, Any]:
+    """A complete Responses API Response for a reply."""
+    item = response_item(reply, rid)
+    out = _tokens(json.dumps(item))
+    inp = _tokens(all_text(body))
+    return {
+        "id": f"resp_{rid}",
+        "object": "response",
+        "created_at": CREATED_AT,
+        "status": "completed",
+        "model": str(body.get("model", "")),
+        "output": [item],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "usage": {
+            "input_tokens": inp,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": inp + out,
+        },
+    }
+
+
+def response_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events that stream a Response."""
+    item = response["output"][0]
+    pending = dict(response, status="in_progress", output=[], usage=None)
+    opening = dict(item, status="in_progress")
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"response": pending}),
+        ("response.output_item.added", {"output_index": 0, "item": opening}),
+    ]
+    if item["type"] == "message":
+        opening["content"] = []
+        text = item["content"][0]["text"]
+        events.append(
+            (
+                "response.output_text.delta",
+                {"item_id": item["id"], "output_index": 0, "content_index": 0, "delta": text},
+            )
+        )
+    events += [
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": response}),
+    ]
+    return [
+        (name, dict(data, type=name, sequence_number=i)) for i, (name, data) in enumerate(events)
+    ]
+
+
+def openai_error(reply: Reply) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": reply.text,
+            "type": "server_error" if reply.status >= 500 else "invalid_request_error",
+            "param": None,
+            "code": str(reply.status),
+        }
+    }
+
+
+def sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
+    return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+
+
+# --- HTTP -------------------------------------------------------------------------------
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    owner: ModelServer
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests read `requests` instead."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            body = {}
+        route = self.path.split("?", 1)[0]
+        owner = self.server.owner
+        owner.record(RecordedRequest(self.path, dict(self.headers.items()), body))
+        if route not in ("/v1/messages", "/v1/responses"):
+            self._send(404, "application/json", b'{"error": "not found"}')
+            return
+        reply = owner.script.judge_reply(body) if is_judge(body) else owner.agent_reply(body)
+        if owner.wait(owner.latency + reply.delay):
+            self._answer(route, body, reply)
+
+    def _answer(self, route: str, body: dict[str, Any], reply: Reply) -> None:
+        anthropic = route == "/v1/messages"
+        if reply.status != 200:
+            error = anthropic_error(reply) if anthropic else openai_error(reply)
+            self._send(reply.status, "application/json", json.dumps(error).encode())
+            return
+        rid = digest(route, body)
+        if anthropic:
+            obj = anthropic_message(reply, body, rid)
+            events = anthropic_events(obj)
+        else:
+            obj = response_object(reply, body, rid)
+            events = response_events(obj)
+        if body.get("stream"):
+            self._send(200, "text/event-stream", sse(events))
+        else:
+            self._send(200, "application/json", json.dumps(obj).encode())
+
+    def _send(self, status: int, content_type: str, data: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            if status == 529 or status >= 500:
+                self.send_header("retry-after", "0")
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client was killed while waiting (a timeout test); nothing to tell it
+
+
+class ModelServer:
+    """A scripted Anthropic + OpenAI Responses server on a free port of 127.0.0.1."""
+
+    def __init__(
+        self, scenarios: list[dict[str, Any]] | None = None, latency: float = 0.0, port: int = 0
+    ) -> None:
+        self.script = Script(scenarios or [])
+        self.latency = latency
+        self.requests: list[RecordedRequest] = []
+        self._port = port
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._http: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    def add(self, scenario: dict[str, Any]) -> None:
+        """Add a scenario (matched after the earlier ones)."""
+        self.script.add(scenario)
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def agent_reply(self, body: dict[str, Any]) -> Reply:
+        return self.script.agent_reply(body) if is_agent_turn(body) else Reply(text="OK.")
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep unless the server stops first; True when the answer should still go out."""
+        if seconds > 0:
+            self._stopping.wait(seconds)
+        return not self._stopping.is_set()
+
+    def start(self) -> ModelServer:
+        self._http = _HTTPServer(("127.0.0.1", self._port), _Handler)
+        self._http.owner = self
+        self.url = f"http://127.0.0.1:{self._http.server_address[1]}"
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.1,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> ModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def load_scenarios(path: Path) -> list[dict[str, Any]]:
+    """Scenarios from a JSON or YAML file: a list, or a mapping with a `scenarios` list."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml  # only the YAML form needs it
+
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    return list(data["scenarios"] if isinstance(data, dict) else data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--scenarios", type=Path, help="JSON or YAML file of scenarios")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    args = parser.parse_args(argv)
+    scenarios = load_scenarios(args.scenarios) if args.scenarios else []
+    server = ModelServer(scenarios, latency=args.latency, port=args.port).start()
+    print(server.url, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stop.wait()
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from support.golden import assert_golden
+from support.reports import case, report
+
+from aam_eval_action.comment import MARKER, MAX_COMMENT_CHARS, marker, md, render_comment
+from aam_eval_action.diff import ReportDiff, diff_reports, format_markdown
+from aam_eval_action.errors import ConfigError
+
+RUN_URL = "https://github.com/my-org/code-review/actions/runs/42"
+EVIL = "evil|name <script>alert(1)</script> ```sh\nrm -rf /\n``` @octocat [x](http://e) ![i](http://e/i.png) **bold _it_"  # noqa: E501
+
+
+def typical() -> ReportDiff:
+    base = report(
+        [
+            case("pdf-extraction-e2e", cost=0.05),
+            case(
+                "hook-blocks-protected-write",
+                "FAIL",
+                target="hook:pre-tool-use",
+                checks={"not_contains": "PASS", "agent_blocked": "FAIL"},
+                reason="Agent was not blocked — hook script exited 0 instead of 2.",
+                error="expected agent-blocked=true but hook exited 0",
+                cost=0.03,
+            ),
+            case("summarize-readme", target="skill:summarize", cost=0.02),
+            case("rule-no-secrets", target="rule:no-secrets", cost=0.02),
+            case("legacy-format", target="skill:pdf-tools", cost=0.01),
+        ],
+        duration=87.0,
+    )
+    head = report(
+        [
+            case("pdf-extraction-e2e", cost=0.05),
+            case("hook-blocks-protected-write", target="hook:pre-tool-use", cost=0.03),
+            case("summarize-readme", target="skill:summarize", cost=0.02),
+            case("rule-no-secrets", target="rule:no-secrets", cost=0.02),
+            case("csv-export", target="skill:csv", cost=0.04),
+        ],
+        duration=92.4,
+    )
+    return diff_reports(base, head)
+
+
+def regression_heavy() -> ReportDiff:
+    base = report(
+        [
+            case("extract-tables"),
+            case("extract-images"),
+            case("hook-denies-rm", target="hook:pre-tool-use"),
+            case("reviewer-finds-bug", target="agent:reviewer", flaky=True),
+            case("summarize-long", target="skill:summarize"),
+            case("rule-license-header", "FAIL", target="rule:license", reason="No header."),
+            case("csv-export", target="skill:csv", replay_miss="no-cassette", verdict="ERROR"),
+            case("pdf-metadata"),
+        ],
+        duration=120.0,
+    )
+    head = report(
+        [
+            case(
+                "extract-tables",
+                "FAIL",
+                checks={"contains": "FAIL", "files_created": "PASS"},
+                reason="The output drops the second table and invents a 'Total' row.",
+            ),
+            case(
+                "extract-images",
+                "ERROR",
+                checks={},
+                error="agent exited 1: API error 529 overloaded",
+            ),
+            case(
+                "hook-denies-rm",
+                "FAIL",
+                target="hook:pre-tool-use",
+                checks={"agent_blocked": "FAIL"},
+                reason="The agent ran `rm -rf build/` and the hook did not block it.",
+                error="expected agent-blocked=true",
+            ),
+            case("reviewer-finds-bug", "FAIL", target="agent:reviewer", reason="Missed the bug."),
+            case(
+                "summarize-long",
+                "ERROR",
+                target="skill:summarize",
+                replay_miss="stale",
+                checks={},
+                error="replay miss: skill file skills/summarize/SKILL.md changed since recording",
+            ),
+            case("rule-license-header", "FAIL", target="rule:license", reason="Still no header."),
+            case("csv-export", target="skill:csv"),
+            case("pdf-metadata"),
+        ],
+        duration=131.0,
+        mode="replay",
+    )
+    return diff_reports(base, head)
+
+
+def escaping() -> ReportDiff:
+    base = report([case(EVIL), case("plain")])
+    head = report(
+        [
+            case(EVIL, "FAIL", reason=EVIL, error=EVIL, checks={"a|b": "FAIL"}, target=EVIL),
+            case("plain", "ERROR", replay_miss="stale", error=EVIL),
+            case(EVIL + "-2", "ERROR", replay_miss="no-cassette", error="x"),
+        ],
+        package="@octocat/<b>pkg</b>",
+    )
+    return diff_reports(base, head)
+
+
+def table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| ")]
+
+
+def test_typical_comment() -> None:
+    text = render_comment(typical(), run_url=RUN_URL)
+    assert "80.0% → 100.0% (+20.0 pp)" in text
+    assert_golden("comment_typical.md", text)
+
+
+def test_regression_heavy_comment() -> None:
+    assert_golden("comment_regressions.md", render_comment(regression_heavy()))
+
+
+def test_escaping_comment() -> None:
+    text = render_comment(escaping())
+    assert_golden("comment_escaping.md", text)
+    assert "<script" not in text
+    assert "@octocat" not in text
+    assert "](" not in text
+    assert "![" not in text
+    assert "**bold" not in text
+    assert "http://" not in text
+    assert "rm -rf /\n" not in text
+    fences = [line for line in text.splitlines() if line.startswith("```")]
+    assert fences == ["```sh", "```"]
+
+
+def tables(text: str) -> list[list[str]]:
+    """Runs of consecutive table lines."""
+    runs: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if line.startswith("|"):
+            runs[-1].append(line)
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if run]
+
+
+def test_untrusted_text_cannot_add_table_cells() -> None:
+    found = tables(render_comment(escaping()))
+    assert len(found) >= 4
+    for rows in found:
+        assert {row.count("|") for row in rows} == {rows[0].count("|")}, rows
+
+
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [
+        ("a|b", "a&#124;b"),
+        ("line1\nline2\r\n\tline3", "line1 line2 line3"),
+        ("<img src=x>", "&lt;img src=x&gt;"),
+        ("A & B", "A &amp; B"),
+        ("```", "&#96;&#96;&#96;"),
+        ("hi @octocat", "hi @\u200boctocat"),
+        ("[x](y) ![i](j)", "&#91;x&#93;(y) &#33;&#91;i&#93;(j)"),
+        ("*a* _b_ ~c~", "&#42;a&#42; &#95;b&#95; &#126;c&#126;"),
+        ("$x$", "&#36;x&#36;"),
+        ("see https://e.com", "see https:&#47;&#47;e.com"),
+        ("rtl\u202eevil", "rtl evil"),
+    ],
+)
+def test_md_filter(raw: str, escaped: str) -> None:
+    assert md(raw) == escaped
+
+
+def test_md_truncates_before_escaping() -> None:
+    assert md("x" * 500, 300) == "x" * 299 + "…"
+    assert md("<" * 10, 4) == "&lt;" * 3 + "…"
+
+
+def test_long_reasons_are_truncated() -> None:
+    d = diff_reports(report([case("a")]), report([case("a", "FAIL", reason="why " * 200)]))
+    row = next(r for r in table_rows(render_comment(d)) if r.startswith("| a<br>"))
+    assert "…" in row
+    assert len(row) < 500
+
+
+def many_cases(regressed: int, total: int) -> ReportDiff:
+    reason = "The judge explains at length what went wrong. " * 10
+    names = [f"case-{i:04d}" for i in range(total)]
+    base = report([case(n) if i % 3 else case(n, "FAIL") for i, n in enumerate(names)])
+    head = report(
+        [
+            case(n, "FAIL", reason=reason, error=reason)
+            if i < regressed
+            else (case(n) if i % 3 else case(n, "FAIL", reason=reason))
+            for i, n in enumerate(names)
+        ]
+    )
+    return diff_reports(base, head)
+
+
+def listed_regressions(text: str) -> list[str]:
+    section = text.split("### Regressions", 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"^\| (case-\d{4})<br>", section, flags=re.MULTILINE)
+
+
+def test_3000_cases_fit_and_keep_every_regression() -> None:
+    d = many_cases(regressed=150, total=3000)
+    text = render_comment(d)
+    assert len(text) <= MAX_COMMENT_CHARS
+    assert text.startswith(MARKER)
+    assert d.regressions == 100  # every third regressed case was failing on base
+    assert len(listed_regressions(text)) == d.regressions
+    assert "Shortened to stay under GitHub's 65,536-character comment limit" in text
+    assert "Not listed: unchanged cases" in text
+    assert f"Unchanged ({d.counts['unchanged']})" in text
+
+
+def test_3000_regressions_keep_as_many_as_fit() -> None:
+    d = many_cases(regressed=3000, total=3000)
+    text = render_comment(d)
+    assert len(text) <= MAX_COMMENT_CHARS
+    listed = len(listed_regressions(text))
+    cut = d.regressions - listed
+    assert 100 < listed < d.regressions
+    assert f"{cut} of {d.regressions} regressions" in text
+    assert f"*{cut} more regressions are not listed here.*" in text
+    assert len(render_comment(d, max_chars=len(text) + 400)) <= len(text) + 400
+
+
+def test_trimming_drops_unchanged_before_anything_else() -> None:
+    d = many_cases(regressed=0, total=3000)
+    text = render_comment(d, max_chars=MAX_COMMENT_CHARS)
+    assert len(text) <= MAX_COMMENT_CHARS
+    assert "Not listed: unchanged cases." in text
+    assert "<summary>Still failing (1000)</summary>" in text
+    still_failing = text.split("Still failing (1000)", 1)[1]
+    assert "| case-0000<br>" in still_failing
+
+
+def test_a_small_diff_is_not_shortened() -> None:
+    assert "Shortened" not in render_comment(typical())
+
+
+def test_user_template_extends_the_builtin(tmp_path: Path) -> None:
+    template = tmp_path / "comment.md.j2"
+    template.write_text(
+        '{% extends "comment.md.j2" %}\n'
+        "{% block footer %}Custom footer: {{ diff.head.total }} cases, "
+        "first is {{ diff.cases[0].name }}.\n{% endblock %}\n",
+        encoding="utf-8",
+    )
+    d = escaping()
+    text = render_comment(d, template=template)
+    assert text.startswith(MARKER)
+    assert "### Regressions (1)" in text
+    assert "Custom footer: 3 cases, first is evil&#124;name &lt;script&gt;" in text
+    assert "mode replay" not in text
+
+
+def test_marker_is_added_when_a_user_template_forgets_it(tmp_path: Path) -> None:
+    template = tmp_path / "bare.md.j2"
+    template.write_text("Pass rate {{ diff | pass_rate }}\n", encoding="utf-8")
+    text = render_comment(typical(), template=template, marker_id="nightly-2")
+    assert text == "<!-- aam-eval-action:comment id=nightly-2 -->\nPass rate 80.0% → 100.0% (+20.0 pp)\n"
+
+
+def test_builtin_template_carries_the_marker_once() -> None:
+    assert format_markdown(typical()).count(MARKER) == 1
+    text = render_comment(typical(), marker_id="docs")
+    assert text.startswith(marker("docs"))
+    assert MARKER not in text
+
+
+def test_a_marker_id_cannot_close_the_html_comment() -> None:
+    with pytest.raises(ConfigError, match="marker id"):
+        marker("x --> <script>")
+
+
+def test_a_template_too_long_on_its_own_is_cut(tmp_path: Path) -> None:
+    template = tmp_path / "huge.md.j2"
+    template.write_text("{% for i in range(5000) %}line {{ i }}\n{% endfor %}", encoding="utf-8")
+    text = render_comment(typical(), template=template, max_chars=2000)
+    assert len(text) <= 2000
+    assert text.startswith(MARKER)
+    assert text.endswith("This comment was cut to fit GitHub's size limit.\n")
+
+
+def test_user_template_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    template = tmp_path / "broken.md.j2"
+    template.write_text("ok\n{% if %}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"broken\.md\.j2:2: comment template"):
+        render_comment(typical(), template=template)
+
+
+def test_user_template_is_sandboxed(tmp_path: Path) -> None:
+    template = tmp_path / "escape.md.j2"
+    template.write_text("{{ diff.__class__.__init__.__globals__ }}", encoding="utf-8")
+    with pytest.raises(ConfigError, match="escape.md.j2"):
+        render_comment(typical(), template=template)
+
+
+def test_missing_user_template_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="nope.md.j2"):
+        render_comment(typical(), template=tmp_path / "nope.md.j2")
+
+
+def test_only_http_run_urls_are_linked() -> None:
+    assert f"[workflow run]({RUN_URL})" in render_comment(typical(), run_url=RUN_URL)
+    text = render_comment(typical(), run_url="javascript:alert(1)")
+    assert "workflow run" not in text
