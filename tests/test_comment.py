@@ -4,12 +4,12 @@ import re
 from pathlib import Path
 
 import pytest
-from support.golden import assert_golden
-from support.reports import case, report
 
 from aam_eval_action.comment import MARKER, MAX_COMMENT_CHARS, marker, md, render_comment
 from aam_eval_action.diff import ReportDiff, diff_reports, format_markdown
 from aam_eval_action.errors import ConfigError
+from support.golden import assert_golden
+from support.reports import case, report
 
 RUN_URL = "https://github.com/my-org/code-review/actions/runs/42"
 EVIL = "evil|name <script>alert(1)</script> ```sh\nrm -rf /\n``` @octocat [x](http://e) ![i](http://e/i.png) **bold _it_"  # noqa: E501
@@ -129,18 +129,31 @@ def test_regression_heavy_comment() -> None:
     assert_golden("comment_regressions.md", render_comment(regression_heavy()))
 
 
+def outside_code_blocks(text: str) -> str:
+    return "".join(text.split("```")[::2])
+
+
 def test_escaping_comment() -> None:
     text = render_comment(escaping())
     assert_golden("comment_escaping.md", text)
-    assert "<script" not in text
-    assert "@octocat" not in text
-    assert "](" not in text
-    assert "![" not in text
-    assert "**bold" not in text
-    assert "http://" not in text
-    assert "rm -rf /\n" not in text
+    prose = outside_code_blocks(text)
+    for dangerous in ("<script", "<b>", "@octocat", "](", "![", "**bold", "http://", "rm -rf /\n"):
+        assert dangerous not in prose, dangerous
     fences = [line for line in text.splitlines() if line.startswith("```")]
     assert fences == ["```sh", "```"]
+
+
+def test_stale_command_cannot_close_its_code_block() -> None:
+    code = text_between_fences(render_comment(escaping()))
+    assert "`" not in code
+    assert code.splitlines()[1] == (
+        "aam-eval run 'evil|name <script>alert(1)</script> shrm -rf / @octocat [x](http://e)"
+        " ![i](http://e/i.png) **bold _it_-2' --record"
+    )
+
+
+def text_between_fences(text: str) -> str:
+    return text.split("```sh\n", 1)[1].split("```", 1)[0]
 
 
 def tables(text: str) -> list[list[str]]:
@@ -156,7 +169,7 @@ def tables(text: str) -> list[list[str]]:
 
 def test_untrusted_text_cannot_add_table_cells() -> None:
     found = tables(render_comment(escaping()))
-    assert len(found) >= 4
+    assert len(found) >= 3
     for rows in found:
         assert {row.count("|") for row in rows} == {rows[0].count("|")}, rows
 
@@ -193,7 +206,8 @@ def test_long_reasons_are_truncated() -> None:
     assert len(row) < 500
 
 
-def many_cases(regressed: int, total: int) -> ReportDiff:
+def many_cases(regressed: int, total: int, failing_reason: str = "") -> ReportDiff:
+    """Every third case fails on base (and on head unless it regressed)."""
     reason = "The judge explains at length what went wrong. " * 10
     names = [f"case-{i:04d}" for i in range(total)]
     base = report([case(n) if i % 3 else case(n, "FAIL") for i, n in enumerate(names)])
@@ -201,7 +215,7 @@ def many_cases(regressed: int, total: int) -> ReportDiff:
         [
             case(n, "FAIL", reason=reason, error=reason)
             if i < regressed
-            else (case(n) if i % 3 else case(n, "FAIL", reason=reason))
+            else (case(n) if i % 3 else case(n, "FAIL", reason=failing_reason))
             for i, n in enumerate(names)
         ]
     )
@@ -214,7 +228,7 @@ def listed_regressions(text: str) -> list[str]:
 
 
 def test_3000_cases_fit_and_keep_every_regression() -> None:
-    d = many_cases(regressed=150, total=3000)
+    d = many_cases(regressed=150, total=3000, failing_reason="x " * 200)
     text = render_comment(d)
     assert len(text) <= MAX_COMMENT_CHARS
     assert text.startswith(MARKER)
@@ -233,18 +247,18 @@ def test_3000_regressions_keep_as_many_as_fit() -> None:
     cut = d.regressions - listed
     assert 100 < listed < d.regressions
     assert f"{cut} of {d.regressions} regressions" in text
-    assert f"*{cut} more regressions are not listed here.*" in text
+    assert f"*{cut} more not listed here.*" in text
     assert len(render_comment(d, max_chars=len(text) + 400)) <= len(text) + 400
 
 
 def test_trimming_drops_unchanged_before_anything_else() -> None:
-    d = many_cases(regressed=0, total=3000)
-    text = render_comment(d, max_chars=MAX_COMMENT_CHARS)
+    d = many_cases(regressed=0, total=1200)
+    assert len(render_comment(d, max_chars=10**6)) > MAX_COMMENT_CHARS
+    text = render_comment(d)
     assert len(text) <= MAX_COMMENT_CHARS
     assert "Not listed: unchanged cases." in text
-    assert "<summary>Still failing (1000)</summary>" in text
-    still_failing = text.split("Still failing (1000)", 1)[1]
-    assert "| case-0000<br>" in still_failing
+    still_failing = text.split("<summary>Still failing (400)</summary>", 1)[1]
+    assert len(re.findall(r"^\| case-\d{4}<br>", still_failing, flags=re.MULTILINE)) == 400
 
 
 def test_a_small_diff_is_not_shortened() -> None:
@@ -262,7 +276,7 @@ def test_user_template_extends_the_builtin(tmp_path: Path) -> None:
     d = escaping()
     text = render_comment(d, template=template)
     assert text.startswith(MARKER)
-    assert "### Regressions (1)" in text
+    assert "### Regressions (2)" in text
     assert "Custom footer: 3 cases, first is evil&#124;name &lt;script&gt;" in text
     assert "mode replay" not in text
 
@@ -305,12 +319,12 @@ def test_user_template_syntax_error_names_file_and_line(tmp_path: Path) -> None:
 def test_user_template_is_sandboxed(tmp_path: Path) -> None:
     template = tmp_path / "escape.md.j2"
     template.write_text("{{ diff.__class__.__init__.__globals__ }}", encoding="utf-8")
-    with pytest.raises(ConfigError, match="escape.md.j2"):
+    with pytest.raises(ConfigError, match=r"escape\.md\.j2"):
         render_comment(typical(), template=template)
 
 
 def test_missing_user_template_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="nope.md.j2"):
+    with pytest.raises(ConfigError, match=r"nope\.md\.j2"):
         render_comment(typical(), template=tmp_path / "nope.md.j2")
 
 

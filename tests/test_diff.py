@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-from support.reports import case, report
 
 from aam_eval_action.commands.diff import diff as diff_command
 from aam_eval_action.diff import (
@@ -18,6 +17,7 @@ from aam_eval_action.diff import (
 )
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.report import load_report, to_json
+from support.reports import case, report
 
 # The seed's example report, with only the seed's fields.
 SEED_REPORT = {
@@ -133,9 +133,7 @@ def test_cases_are_ordered_by_category_then_name() -> None:
 
 
 def test_pass_rate_cost_and_duration_deltas() -> None:
-    base = report(
-        [case(n, cost=0.1) for n in "abcd"] + [case("e", "FAIL", cost=0.1)], duration=80.0
-    )
+    base = report([case(n, cost=0.1) for n in "abcd"] + [case("e", "FAIL", cost=0.1)], duration=80.0)
     head = report([case(n, cost=0.2) for n in "abcde"], duration=95.5)
     d = diff_reports(base, head)
     assert d.base is not None
@@ -281,7 +279,7 @@ def test_command_names_a_broken_report(tmp_path: Path) -> None:
     good, broken = tmp_path / "good.json", tmp_path / "broken-head.json"
     good.write_text(to_json(report([case("a")])), encoding="utf-8")
     broken.write_text('{"version": 1, "id": "x"', encoding="utf-8")
-    with pytest.raises(ConfigError, match="broken-head.json"):
+    with pytest.raises(ConfigError, match=r"broken-head\.json"):
         diff_command(good, broken, "text", io.StringIO())
 
 

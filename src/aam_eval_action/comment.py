@@ -36,6 +36,7 @@ HARD_CUT_NOTE = "\n\n> [!WARNING]\n> This comment was cut to fit GitHub's size l
 
 _MARKER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+_WHITESPACE = re.compile(r"\s+")
 _MARKDOWN_ESCAPES = str.maketrans(
     {
         "&": "&amp;",
@@ -61,9 +62,7 @@ def marker(marker_id: str | None = None) -> str:
     if marker_id is None:
         return MARKER
     if not _MARKER_ID.fullmatch(marker_id):
-        raise ConfigError(
-            f"comment marker id {marker_id!r}: use 1 to 64 letters, digits, '.', '_' or '-'"
-        )
+        raise ConfigError(f"comment marker id {marker_id!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
     return f"<!-- aam-eval-action:comment id={marker_id} -->"
 
 
@@ -86,8 +85,13 @@ def render_comment(
     tmpl = _template(template)
 
     def render(view: _View) -> str:
-        context = {"diff": diff, "marker": Markup(mark), "run_url": run_url}
-        context |= {"max_chars": max_chars, **view.context()}
+        context: dict[str, object] = {
+            "diff": diff,
+            "marker": Markup(mark),
+            "run_url": run_url,
+            "max_chars": max_chars,
+            **view.context(),
+        }
         return _with_marker(_render(tmpl, context, template), mark)
 
     return _fit(render, _View.full(diff), max_chars, mark)
@@ -105,7 +109,7 @@ def md(value: object, limit: int | None = None) -> Markup:
     """
     if value is None:
         return Markup("")
-    text = " ".join(_INVISIBLE.sub(" ", str(value)).split())
+    text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", str(value)))
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)].rstrip() + "…"
     escaped = text.translate(_MARKDOWN_ESCAPES).replace("://", ":&#47;&#47;")
@@ -133,6 +137,11 @@ def case_cell(c: CaseDiff) -> Markup:
     return Markup(f"{name}<br><sub>{md(where, 120)}</sub>") if where else name
 
 
+def count(number: int, noun: str) -> Markup:
+    """`1 case`, `2 cases`."""
+    return Markup(f"{number} {noun}" if number == 1 else f"{number} {noun}s")
+
+
 def safe_url(url: str | None) -> Markup:
     """An http(s) URL usable as a Markdown link target, or '' for anything else."""
     if not url or not re.fullmatch(r"https?://[^\s<>()\[\]`\"']+", url):
@@ -151,6 +160,7 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "shell_arg": shell_arg,
     "case_cell": case_cell,
     "safe_url": safe_url,
+    "count": count,
     "pct": _plain(d.fmt_pct),
     "pp": _plain(d.fmt_pp),
     "cost": _plain(d.fmt_cost),
@@ -231,9 +241,7 @@ class _View:
 
     @classmethod
     def full(cls, diff: ReportDiff) -> _View:
-        sections: dict[str, list[CaseDiff]] = {
-            key: [] for key in (*_SECTION_KEYS.values(), "flaky")
-        }
+        sections: dict[str, list[CaseDiff]] = {key: [] for key in (*_SECTION_KEYS.values(), "flaky")}
         for c in diff.cases:
             key = "flaky" if c.category == "regressed" and c.flaky else _SECTION_KEYS[c.category]
             sections[key].append(c)
@@ -310,6 +318,8 @@ def _fit(render: Callable[[_View], str], view: _View, max_chars: int, mark: str)
 def _fit_regressions(render: Callable[[_View], str], view: _View, max_chars: int, mark: str) -> str:
     """Keep as many regression rows as fit (binary search over the row count)."""
     full = view.sections["regressed"]
+    if not full:
+        return _hard_cut(render(view), mark, max_chars)
     low, high = 0, len(full) - 1  # all of them are known not to fit
     while low < high:
         middle = (low + high + 1) // 2

@@ -13,9 +13,7 @@ from pydantic import BaseModel, Field
 
 from aam_eval_action.report import CaseResult, Report, Verdict
 
-Category = Literal[
-    "regressed", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
-]
+Category = Literal["regressed", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"]
 CATEGORIES: tuple[Category, ...] = (
     "regressed",
     "fixed",
@@ -141,9 +139,7 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
         head=_totals(head),
         pass_rate_delta_pp=_delta_pp(base, head),
         cost_delta_usd=_cost_delta(base, head),
-        duration_delta_seconds=_round(head.duration_seconds - base.duration_seconds)
-        if base
-        else None,
+        duration_delta_seconds=_round(head.duration_seconds - base.duration_seconds) if base else None,
         counts={cat: sum(c.category == cat for c in cases) for cat in CATEGORIES},
         regressions=sum(not c.flaky for c in regressed),
         flaky_regressions=sum(c.flaky for c in regressed),
@@ -183,19 +179,19 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
 
 
 def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
-    """The category of one case from its base and head results."""
+    """The category of one case; a SKIP on either side is `unchanged` (nothing to compare)."""
     if base is None:
         return "new"
     if head is None:
         return "removed"
     if base.replay_miss:
         return "no-baseline"
-    was_passing, is_passing = base.verdict == "PASS", head.verdict == "PASS"
-    if was_passing and head.verdict in NOT_PASSING:
+    before, after = base.verdict, head.verdict
+    if before == "PASS" and after in NOT_PASSING:
         return "regressed"
-    if base.verdict in NOT_PASSING and is_passing:
+    if before in NOT_PASSING and after == "PASS":
         return "fixed"
-    if base.verdict in NOT_PASSING and head.verdict in NOT_PASSING:
+    if before in NOT_PASSING and after in NOT_PASSING:
         return "still-failing"
     return "unchanged"
 
@@ -311,9 +307,7 @@ def location(c: CaseDiff | StaleCase) -> str:
 
 def format_json(d: ReportDiff) -> str:
     """Stable JSON: sorted keys, trailing newline."""
-    return (
-        json.dumps(d.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    )
+    return json.dumps(d.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def format_markdown(d: ReportDiff) -> str:
@@ -355,8 +349,7 @@ def _text_totals(d: ReportDiff) -> list[str]:
         f"{h.skipped} skipped, {h.total} total",
         f"Cases: {counts or 'none'}",
         "Cost: " + _text_change(base_cost, h.cost_usd, d.cost_delta_usd, fmt_cost),
-        "Duration: "
-        + _text_change(base_time, h.duration_seconds, d.duration_delta_seconds, fmt_duration),
+        "Duration: " + _text_change(base_time, h.duration_seconds, d.duration_delta_seconds, fmt_duration),
     ]
     if d.interrupted:
         lines.append("The head run was interrupted: its report is partial.")

@@ -12,7 +12,7 @@ OUTPUT_CAP = 20_000
 FILES_CAP = 20_000
 MAX_TOKENS = 1024
 PLACEHOLDER_KEY = "aam-eval-replay-placeholder"
-DEFAULT_JUDGE = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.5"}
+DEFAULT_JUDGE = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5.5"}
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -105,17 +105,17 @@ def _ask_anthropic(
 ) -> Verdict:
     import anthropic
 
-    client = anthropic.Anthropic(
+    with anthropic.Anthropic(
         api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
         max_retries=max_retries,
-    )
-    msg = client.messages.create(
-        model=model, max_tokens=MAX_TOKENS, system=SYSTEM,
-        messages=[{"role": "user", "content": text}],
-        tools=[{"name": "record_verdict", "description": "Record the verdict.",
-                "input_schema": VERDICT_SCHEMA}],
-        tool_choice={"type": "tool", "name": "record_verdict"},
-    )
+    ) as client:
+        msg = client.messages.create(
+            model=model, max_tokens=MAX_TOKENS, system=SYSTEM,
+            messages=[{"role": "user", "content": text}],
+            tools=[{"name": "record_verdict", "description": "Record the verdict.",
+                    "input_schema": VERDICT_SCHEMA}],
+            tool_choice={"type": "tool", "name": "record_verdict"},
+        )
     for block in msg.content:
         if block.type == "tool_use" and block.name == "record_verdict":
             usage = {"input_tokens": msg.usage.input_tokens, "output_tokens": msg.usage.output_tokens}
@@ -129,15 +129,15 @@ def _ask_openai(
 ) -> Verdict:
     import openai
 
-    client = openai.OpenAI(
+    with openai.OpenAI(
         api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
         max_retries=max_retries,
-    )
-    resp = client.responses.create(
-        model=model, instructions=SYSTEM, input=text, max_output_tokens=MAX_TOKENS,
-        text={"format": {"type": "json_schema", "name": "verdict", "strict": True,
-                         "schema": VERDICT_SCHEMA}},
-    )
+    ) as client:
+        resp = client.responses.create(
+            model=model, instructions=SYSTEM, input=text, max_output_tokens=MAX_TOKENS,
+            text={"format": {"type": "json_schema", "name": "verdict", "strict": True,
+                             "schema": VERDICT_SCHEMA}},
+        )
     try:
         data = json.loads(resp.output_text)
     except json.JSONDecodeError:

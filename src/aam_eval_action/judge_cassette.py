@@ -6,8 +6,10 @@ or appends to, that case's own vcrpy `Cassette`. Parallel cases therefore never 
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,8 @@ from aam_eval_action.fsutil import atomic_write
 REQUEST_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta")
 RESPONSE_HEADERS = ("content-type",)
 _TRANSFER = ("content-encoding", "content-length", "transfer-encoding")
-MATCH_ON = ("method", "scheme", "host", "port", "path", "query", "body")
+# Host and port are left out so a cassette recorded through a gateway replays anywhere.
+MATCH_ON = ("method", "path", "query", "body")
 
 
 class JudgeReplayMiss(Exception):
@@ -41,7 +44,7 @@ def miss_error(provider: str, message: str) -> Exception:
     return cls(message)  # type: ignore[no-any-return]
 
 
-def _scrub_request(request: Any) -> Any:
+def _scrub_request(request: Any, redact: Callable[[str], str]) -> Any:
     kept = {k: v for k, v in request.headers.items() if k.lower() in REQUEST_HEADERS}
     request.headers = kept
     body = request.body
@@ -50,11 +53,12 @@ def _scrub_request(request: Any) -> Any:
             parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return request
-        request.body = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False).encode()
+        text = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)
+        request.body = redact(text).encode()
     return request
 
 
-def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+def _scrub_response(response: dict[str, Any], redact: Callable[[str], str]) -> dict[str, Any]:
     headers = response.get("headers", {})
     response["headers"] = {k: v for k, v in headers.items() if k.lower() in RESPONSE_HEADERS}
     body = response.get("body", {}).get("string")
@@ -63,14 +67,17 @@ def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:
             parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return response
-        response["body"]["string"] = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)
+        text = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)
+        response["body"]["string"] = redact(text)
     return response
 
 
 class JudgeCassette:
     """One case's judge cassette, opened for a mode: replay, auto or record."""
 
-    def __init__(self, path: Path, mode: str, provider: str) -> None:
+    def __init__(
+        self, path: Path, mode: str, provider: str, redact: Callable[[str], str] = str
+    ) -> None:
         from vcr import VCR
         from vcr.cassette import Cassette
 
@@ -80,7 +87,8 @@ class JudgeCassette:
         self._lock = threading.Lock()
         config = VCR(
             match_on=MATCH_ON, decode_compressed_response=True,
-            before_record_request=_scrub_request, before_record_response=_scrub_response,
+            before_record_request=functools.partial(_scrub_request, redact=redact),
+            before_record_response=functools.partial(_scrub_response, redact=redact),
             record_mode="all" if mode == "record" else "new_episodes",
         ).get_merged_config(path=str(path))
         config.pop("custom_patches", None)
@@ -96,7 +104,7 @@ class JudgeCassette:
         self.used: list[tuple[Any, dict[str, Any]]] = []
         self.recorded = 0
         self.played = 0
-        self.miss_reason = "the judge request changed since recording"
+        self.miss_reason = "the judge request changed"
 
     @property
     def metadata(self) -> dict[str, Any]:

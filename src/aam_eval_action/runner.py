@@ -114,7 +114,7 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     fp = agent_fingerprint(s.package.layout, case, s.config, s.engine, s.model)
     decision = decide(ctx, loaded, fp)
     if decision.replay and decision.recorded is not None:
-        sessions = decision.recorded.attempts[: s.repeat]
+        sessions = [_scrub(ctx, x) for x in decision.recorded.attempts[: s.repeat]]
     else:
         sessions = [_live_session(ctx, loaded) for _ in range(s.repeat)]
         if s.mode in ("auto", "record"):
@@ -145,6 +145,11 @@ def _live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
     finally:
         if not ctx.keep_workspaces:
             ws.cleanup()
+    return _scrub(ctx, session)
+
+
+def _scrub(ctx: CaseContext, session: Session) -> Session:
+    """The session with every known secret value replaced, before it is graded or written."""
     return Session.model_validate(ctx.redactor.deep(session.model_dump()))
 
 
@@ -222,7 +227,7 @@ class _JudgeCalls:
         s = self.ctx.settings
         path = agent_cassettes.judge_path(s.cassettes, self.loaded.case.name, s.engine)
         try:
-            jc = JudgeCassette(path, s.mode, s.judge_provider)
+            jc = JudgeCassette(path, s.mode, s.judge_provider, self.ctx.redactor.text)
         except Exception as exc:
             raise Miss("damaged", f"{path}: damaged judge cassette ({exc}); re-record: "
                        f"{rerecord_command(self.ctx, self.loaded.case.name)}") from None

@@ -13,7 +13,7 @@ from aam_eval_action.loader import LoadedPackage
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 PROVIDERS = {"claude-code": "anthropic", "codex": "openai"}
-DEFAULT_MODELS = {"claude-code": "claude-sonnet-4-5", "codex": "gpt-5.5"}
+DEFAULT_MODELS = {"claude-code": "claude-sonnet-4-6", "codex": "gpt-5.5"}
 
 
 @dataclass(frozen=True)

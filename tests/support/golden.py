@@ -13,8 +13,8 @@ def assert_golden(name: str, text: str) -> None:
     path = GOLDEN_DIR / name
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="")
+        path.write_bytes(text.encode("utf-8"))
         return
     assert path.exists(), f"{path} is missing: run the tests with UPDATE_GOLDEN=1"
-    expected = path.read_text(encoding="utf-8", newline="")
+    expected = path.read_bytes().decode("utf-8")
     assert text == expected, f"{path} differs: check the change, then UPDATE_GOLDEN=1"

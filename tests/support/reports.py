@@ -35,7 +35,7 @@ def case(
             "target": target,
             "verdict": verdict,
             "duration_seconds": 1.5,
-            "deterministic_checks": checks or {"contains": "PASS" if verdict == "PASS" else "FAIL"},
+            "deterministic_checks": _checks(verdict) if checks is None else checks,
             "judge_verdict": {"result": verdict, "reason": reason or "", "model": "judge-1"}
             if judged
             else None,
@@ -64,11 +64,12 @@ def report(
         id=run_id,
         timestamp="2026-02-22T14:30:00Z",
         duration_seconds=duration,
-        config=RunConfig(
-            engine="claude-code", judge="claude-sonnet-4", model="claude-sonnet-4", mode=mode
-        ),
+        config=RunConfig(engine="claude-code", judge="claude-sonnet-4", model="claude-sonnet-4", mode=mode),
         package=PackageInfo(name=package, version="1.0.0"),
         summary=summarize(cases),
         cases=cases,
     )
 
+
+def _checks(verdict: Verdict) -> dict[str, CheckResult]:
+    return {"contains": "PASS" if verdict == "PASS" else "FAIL"}

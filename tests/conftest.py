@@ -1,0 +1,50 @@
+"""Shared fixtures: real temporary packages built on disk, and the CLI run in-process."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+EXAMPLE = ROOT / "examples" / "csv-tools"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def aam_eval(*argv: str) -> Result:
+    """Run the real CLI entry point in-process and capture what it prints."""
+    from aam_eval_action.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    """A private copy of the shipped example package (its cassettes beside it, as shipped)."""
+    dest = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, dest / "examples" / "csv-tools")
+    if (ROOT / "cassettes").is_dir():
+        shutil.copytree(ROOT / "cassettes", dest / "cassettes")
+    return dest / "examples" / "csv-tools"
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never use a real key or reach a real API by accident."""
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
