@@ -66,15 +66,15 @@ def load(path: Path) -> AgentCassette | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise CassetteError(f"{path}: cannot be read ({exc}); re-record it") from None
+        raise CassetteError(f"{path}: cannot be read ({exc})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise CassetteError(f"{path}: damaged YAML{where}; re-record it with --record") from None
+        raise CassetteError(f"{path}: damaged YAML{where}") from None
     if not isinstance(data, dict):
-        raise CassetteError(f"{path}: not a cassette (expected a mapping); re-record it")
+        raise CassetteError(f"{path}: not a cassette (expected a mapping)")
     version = data.get("version")
     if isinstance(version, int) and version > CASSETTE_VERSION:
         raise CassetteError(
@@ -86,7 +86,7 @@ def load(path: Path) -> AgentCassette | None:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise CassetteError(f"{path}: damaged cassette: {where}: {err['msg']}; re-record it") from None
+        raise CassetteError(f"{path}: damaged cassette: {where}: {err['msg']}") from None
 
 
 def save(path: Path, cassette: AgentCassette) -> bool:

@@ -68,7 +68,7 @@ def decide(ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint) -> Decision:
         recorded = agent_cassettes.load(path)
     except CassetteError as exc:
         if s.mode == "replay":
-            raise Miss("damaged", f"{exc}: {rerecord_command(ctx, name)}") from None
+            raise Miss("damaged", f"{exc}; re-record: {rerecord_command(ctx, name)}") from None
         return Decision(False, f"cassette damaged: {exc}")
     if recorded is None:
         why = f"no cassette recorded for engine {s.engine} ({display_path(path)})"
