@@ -12,14 +12,22 @@ from aam_eval_action.error_handler import error_handler
 from aam_eval_action.errors import UsageError
 
 
-def _shard(value: str) -> tuple[int, int]:
+def parse_shard(value: str) -> tuple[int, int]:
+    """`I/N` → (I, N), 1-based."""
     try:
         index, total = (int(x) for x in value.split("/"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r}: use I/N, e.g. 1/4") from None
+        raise UsageError(f"shard {value!r}: use I/N, e.g. 1/4") from None
     if not 1 <= index <= total:
-        raise argparse.ArgumentTypeError(f"{value!r}: I must be between 1 and N")
+        raise UsageError(f"shard {value!r}: I must be between 1 and N")
     return index, total
+
+
+def _shard(value: str) -> tuple[int, int]:
+    try:
+        return parse_shard(value)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive(value: str) -> int:
@@ -68,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."))
+    sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_*)")
     return parser
 
 
@@ -100,6 +109,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.commands.diff import diff
 
         return diff(args.base, args.head, args.format, sys.stdout)
+    if args.command == "action":
+        from aam_eval_action.action import main as action_main
+
+        return action_main()
     if args.command == "check":
         from aam_eval_action.commands.check import check
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -42,6 +43,11 @@ class RunArgs:
 
 
 def run(args: RunArgs, console: Console | None = None) -> int:
+    return execute(args, console)[1]
+
+
+def execute(args: RunArgs, console: Console | None = None) -> tuple[Report | None, int]:
+    """Run the selected cases; the report (None for a dry run) and the exit code."""
     console = console or Console()
     package = load_package(args.package)
     settings = resolve(package, args.overrides)
@@ -51,14 +57,12 @@ def run(args: RunArgs, console: Console | None = None) -> int:
     ctx = CaseContext(settings, Redactor.from_environment(settings.secret_values),
                       keep_workspaces=args.keep_workspaces)
     if args.dry_run:
-        return dry_run(ctx, selected, console)
+        return None, dry_run(ctx, selected, console)
     for err in errors:
         console.line(f"ERROR {err}", "yellow")
     started, t0 = now()
     with _signals():
         outcomes, interrupted = run_all(ctx, selected, console.case)
-    import time
-
     results = [o.result for o in outcomes] + error_results(errors)
     report = build_report(settings, results, [o.session for o in outcomes], started,
                           time.monotonic() - t0, interrupted)
@@ -66,8 +70,9 @@ def run(args: RunArgs, console: Console | None = None) -> int:
     _write(args, settings, report, started, console)
     console.summary(report)
     if interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_OK if all(c.verdict in ("PASS", "SKIP") for c in report.cases) else EXIT_FAILED
+        return report, EXIT_INTERRUPTED
+    ok = all(c.verdict in ("PASS", "SKIP") for c in report.cases)
+    return report, EXIT_OK if ok else EXIT_FAILED
 
 
 def _check_engine(settings: RunSettings) -> None:

@@ -1,0 +1,377 @@
+"""Claude Code (`claude -p`): install a package the way Claude Code reads it, run it, parse stream-json.
+
+The install helpers here also serve the Codex engine: hooks use Claude Code's format in both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aam_eval_action.config import Sandbox
+from aam_eval_action.engines.base import AgentRun
+from aam_eval_action.engines.process import Completed, run_process
+from aam_eval_action.package import PackageLayout
+from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+
+CLI = "claude"
+PACKAGE_COPY = ".aam/package"
+"""Where the package's non-skill files are copied in the workspace, for hook commands to run."""
+PLUGIN_ROOT_VARS = ("${CLAUDE_PLUGIN_ROOT}", "$CLAUDE_PLUGIN_ROOT")
+BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME")
+"""The only variables taken from the runner's environment; proxies go through eval-config `env`."""
+OFFLINE_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+}
+NETWORK_TOOLS = ("WebFetch", "WebSearch")
+# Tools a session may use without asking when only some paths are writable (`dontAsk` mode).
+ALLOWED_TOOLS = ("Bash", "Read", "Glob", "Grep", "Skill", "Task", "Agent", "TodoWrite")
+HOOK_ERROR = re.compile(r"^\w+:\S* hook error")
+"""How Claude Code words a tool result that a hook refused (exit 2 or a `deny` decision)."""
+
+
+class ClaudeCode:
+    """Anthropic's Claude Code CLI, driven headless with `claude -p`."""
+
+    name = "claude-code"
+    provider = "anthropic"
+    default_model = "claude-sonnet-4-5"
+
+    def available(self) -> str | None:
+        """None when `claude` is on PATH, else how to get it."""
+        if shutil.which(CLI):
+            return None
+        return "the `claude` CLI is not on PATH (npm install -g @anthropic-ai/claude-code)"
+
+    def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
+        """Skills, hooks, rules, commands, agents and MCP servers, where Claude Code reads them."""
+        copy_skills(package, target, workspace / ".claude" / "skills")
+        root = copy_package(package, target, workspace)
+        settings: dict[str, Any] = {}
+        hooks = hooks_config(package, root)
+        if hooks:
+            settings["hooks"] = hooks
+        servers = mcp_servers(package, root)
+        if servers:
+            merge_json(workspace / ".mcp.json", {"mcpServers": servers})
+            settings["enableAllProjectMcpServers"] = True
+        if settings:
+            merge_json(workspace / ".claude" / "settings.json", settings)
+        append_text(workspace / "CLAUDE.md", instructions(package))
+        copy_tree(package.root / "commands", workspace / ".claude" / "commands")
+        write_agents(package, workspace / ".claude" / "agents")
+
+    def run(self, run: AgentRun) -> Session:
+        """Run `claude -p` in the workspace and parse its stream-json output."""
+        done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
+        session = Session(
+            engine=self.name,
+            model_provider=self.provider,
+            model=run.model,
+            stderr=cap(done.stderr, STDERR_CAP),
+            exit_code=done.exit_code,
+            timed_out=done.timed_out,
+            duration_seconds=done.duration_seconds,
+        )
+        parse_stream(done.stdout, session)
+        finish(session, done, run.timeout)
+        return session
+
+    def argv(self, run: AgentRun) -> list[str]:
+        """The command line: headless, stream-json with hook events, permissions from the sandbox."""
+        mode, permissions = permission_settings(run.sandbox)
+        return [
+            CLI, "-p",
+            "--output-format", "stream-json", "--verbose", "--include-hook-events",
+            "--model", run.model,
+            "--permission-mode", mode,
+            "--settings", json.dumps({"permissions": permissions}),
+            "--", run.prompt,
+        ]  # fmt: skip
+
+    def env(self, run: AgentRun) -> dict[str, str]:
+        """A minimal environment: fresh HOME, no telemetry or updates, then the run's own env."""
+        env = base_env(run)
+        env.update(OFFLINE_ENV)
+        if os.geteuid() == 0:
+            env["IS_SANDBOX"] = "1"  # Claude Code refuses bypassPermissions as root otherwise
+        env.update(run.env)
+        return env
+
+
+# --- permissions ----------------------------------------------------------------------
+
+
+def permission_settings(sandbox: Sandbox) -> tuple[str, dict[str, list[str]]]:
+    """The permission mode and rules that enforce the sandbox with Claude Code's own checks.
+
+    With no writable-paths every tool runs unprompted (`bypassPermissions`). With writable-paths,
+    `dontAsk` refuses whatever is not allowed, and file edits are allowed only under those paths.
+    Bash is not confined to them: that would need Claude Code's bubblewrap sandbox.
+    """
+    deny = [] if sandbox.network else list(NETWORK_TOOLS)
+    if sandbox.writable_paths is None:
+        return "bypassPermissions", {"deny": deny}
+    allow = list(ALLOWED_TOOLS) + (list(NETWORK_TOOLS) if sandbox.network else [])
+    allow += [f"Edit(./{path}/**)" for path in sandbox.writable_paths]  # covers Write too
+    return "dontAsk", {"allow": allow, "deny": deny}
+
+
+def base_env(run: AgentRun) -> dict[str, str]:
+    """The few runner variables an agent CLI needs, with HOME set to the run's fresh home."""
+    env = {key: os.environ[key] for key in BASE_ENV_KEYS if key in os.environ}
+    env["HOME"] = str(run.home)
+    return env
+
+
+# --- install helpers (shared with the Codex engine) -------------------------------------
+
+
+def copy_skills(package: PackageLayout, target: str | None, dest: Path) -> None:
+    """Copy the skills this target gets into `dest/<name>/`."""
+    for name in package.skills_for(target):
+        copy_tree(package.root / "skills" / name, dest / name)
+
+
+def copy_package(package: PackageLayout, target: str | None, workspace: Path) -> Path:
+    """Copy the package's non-skill files into the workspace; returns that directory (absolute)."""
+    root = (workspace / PACKAGE_COPY).resolve()
+    for rel in package.files_for(target):
+        if rel.startswith("skills/"):
+            continue
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(package.root / rel, dest)
+    return root
+
+
+def copy_tree(src: Path, dest: Path) -> None:
+    """Copy a directory when it exists, keeping file modes."""
+    if src.is_dir():
+        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def hooks_config(package: PackageLayout, root: Path) -> dict[str, Any]:
+    """The package's hooks by event, with plugin-root paths pointing at the copied package.
+
+    A hook command naming `${CLAUDE_PLUGIN_ROOT}` is refused outside a plugin, so it is
+    rewritten to the absolute path of the package copy.
+    """
+    path = package.root / "hooks" / "hooks.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    events = data.get("hooks", data) if isinstance(data, dict) else None
+    if not isinstance(events, dict):
+        return {}
+    return {k: rewrite_root(v, root) for k, v in events.items() if isinstance(v, list)}
+
+
+def mcp_servers(package: PackageLayout, root: Path) -> dict[str, Any]:
+    """MCP servers from `mcp/servers.json` (a `mcpServers`/`servers` mapping or a bare one)."""
+    path = package.root / "mcp" / "servers.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    servers = data.get("mcpServers", data.get("servers", data)) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        return {}
+    return {k: rewrite_root(v, root) for k, v in servers.items() if isinstance(v, dict)}
+
+
+def rewrite_root(value: Any, root: Path) -> Any:
+    """Replace the plugin-root variable in every string of a JSON value."""
+    if isinstance(value, str):
+        for var in PLUGIN_ROOT_VARS:
+            value = value.replace(var, str(root))
+        return value
+    if isinstance(value, list):
+        return [rewrite_root(v, root) for v in value]
+    if isinstance(value, dict):
+        return {k: rewrite_root(v, root) for k, v in value.items()}
+    return value
+
+
+def instructions(package: PackageLayout) -> str:
+    """AGENTS.md followed by every `rules/<name>/RULE.md`, as one instructions text."""
+    parts = []
+    agents_md = package.root / "AGENTS.md"
+    if agents_md.is_file():
+        parts.append(agents_md.read_text(encoding="utf-8").strip())
+    for rule in sorted((package.root / "rules").glob("*/RULE.md")):
+        parts.append(rule.read_text(encoding="utf-8").strip())
+    return "\n\n".join(p for p in parts if p)
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append a block of text to a file (creating it), separated from what is there."""
+    if not text:
+        return
+    old = path.read_text(encoding="utf-8").rstrip() + "\n\n" if path.is_file() else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(old + text + "\n", encoding="utf-8")
+
+
+def merge_json(path: Path, extra: dict[str, Any]) -> None:
+    """Merge keys into a JSON object file; hook lists of the same event are concatenated."""
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    for key, value in extra.items():
+        old = data.get(key)
+        if key == "hooks" and isinstance(old, dict):
+            value = {e: old.get(e, []) + v for e, v in value.items()} | {
+                e: v for e, v in old.items() if e not in value
+            }
+        elif isinstance(old, dict) and isinstance(value, dict):
+            value = old | value
+        data[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def write_agents(package: PackageLayout, dest: Path) -> None:
+    """Convert each `agents/<name>/` (agent.yaml + system-prompt.md) to a Claude subagent file."""
+    base = package.root / "agents"
+    if not base.is_dir():
+        return
+    for agent_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / f"{agent_dir.name}.md").write_text(subagent(agent_dir), encoding="utf-8")
+    for md in sorted(base.glob("*.md")):  # already in Claude's subagent format
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(md, dest / md.name)
+
+
+def subagent(agent_dir: Path) -> str:
+    """A Claude subagent file: frontmatter name/description/tools, then the system prompt."""
+    spec_path = agent_dir / "agent.yaml"
+    spec = yaml.safe_load(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else {}
+    spec = spec if isinstance(spec, dict) else {}
+    front: dict[str, str] = {
+        "name": str(spec.get("name", agent_dir.name)),
+        "description": str(spec.get("description") or f"The {agent_dir.name} agent."),
+    }
+    tools = spec.get("tools")
+    if isinstance(tools, list) and tools:
+        front["tools"] = ", ".join(str(t) for t in tools)
+    prompt_path = agent_dir / "system-prompt.md"
+    prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.is_file() else ""
+    return f"---\n{yaml.safe_dump(front, sort_keys=False)}---\n\n{prompt.strip()}\n"
+
+
+# --- stream-json ------------------------------------------------------------------------
+
+
+def events(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines stream; other lines are skipped."""
+    found = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            found.append(event)
+    return found
+
+
+def parse_stream(stdout: str, session: Session) -> None:
+    """Fill a session from Claude Code's stream-json events."""
+    calls: dict[str, ToolCall] = {}
+    for event in events(stdout):
+        kind = event.get("type")
+        if kind == "system":
+            on_system(event, session)
+        elif kind == "assistant":
+            on_assistant(event, session, calls)
+        elif kind == "user":
+            on_user(event, session, calls)
+        elif kind == "result":
+            on_result(event, session)
+
+
+def on_system(event: dict[str, Any], session: Session) -> None:
+    if event.get("subtype") == "init":
+        session.model = event.get("model") or session.model
+        session.session_id = event.get("session_id")
+        session.runtime_version = event.get("claude_code_version")
+    elif event.get("subtype") == "hook_response" and event.get("exit_code") == 2:
+        said = str(event.get("stderr") or event.get("output") or "").strip()
+        block(session, f"{event.get('hook_name')} hook exited with code 2: {said}")
+
+
+def on_assistant(event: dict[str, Any], session: Session, calls: dict[str, ToolCall]) -> None:
+    for item in content_blocks(event):
+        if item.get("type") == "tool_use":
+            call = ToolCall(name=str(item.get("name")), input=item.get("input") or {})
+            calls[str(item.get("id"))] = call
+            session.tool_calls.append(call)
+
+
+def on_user(event: dict[str, Any], session: Session, calls: dict[str, ToolCall]) -> None:
+    for item in content_blocks(event):
+        call = calls.get(str(item.get("tool_use_id")))
+        if item.get("type") != "tool_result" or call is None:
+            continue
+        text = result_text(item.get("content"))
+        call.result = cap(text, TOOL_RESULT_CAP)
+        call.is_error = bool(item.get("is_error"))
+        if call.is_error and HOOK_ERROR.match(text):
+            block(session, text.strip())
+
+
+def on_result(event: dict[str, Any], session: Session) -> None:
+    session.output = str(event.get("result") or "")
+    session.is_error = bool(event.get("is_error"))
+    session.num_turns = event.get("num_turns")
+    session.cost_usd = event.get("total_cost_usd")
+    session.session_id = event.get("session_id") or session.session_id
+    usage = event.get("usage") or {}
+    session.usage = Usage(**{k: int(usage.get(k) or 0) for k in Usage.model_fields})
+    if session.is_error:
+        errors = event.get("errors") or []
+        session.error = one_line(session.output or "; ".join(map(str, errors)))
+
+
+def content_blocks(event: dict[str, Any]) -> list[dict[str, Any]]:
+    content = (event.get("message") or {}).get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def result_text(content: Any) -> str:
+    """A tool result's content as text (a string or a list of text blocks)."""
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return "" if content is None else str(content)
+
+
+def block(session: Session, evidence: str) -> None:
+    """Record that a hook blocked the agent, once per distinct piece of evidence."""
+    session.hook_blocked = True
+    if evidence not in session.hook_evidence:
+        session.hook_evidence.append(cap(evidence, TOOL_RESULT_CAP))
+
+
+def finish(session: Session, done: Completed, timeout: float) -> None:
+    """Settle is_error and error from the exit status, the timeout and what the stream said."""
+    if done.timed_out:
+        session.is_error = True
+        session.error = f"timed out after {timeout:g} s"
+    elif done.exit_code != 0:
+        session.is_error = True
+        session.error = session.error or one_line(done.stderr) or f"exited with code {done.exit_code}"
+
+
+def one_line(text: str) -> str:
+    """The last non-empty line of a text, cut to 300 characters (where the cause usually is)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

@@ -1,0 +1,245 @@
+"""OpenAI Codex (`codex exec`): install a package the way Codex reads it, run it, parse `--json`."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from aam_eval_action.config import Sandbox
+from aam_eval_action.engines.base import AgentRun
+from aam_eval_action.engines.claude_code import (
+    append_text,
+    base_env,
+    block,
+    copy_package,
+    copy_skills,
+    events,
+    finish,
+    hooks_config,
+    instructions,
+    merge_json,
+    one_line,
+)
+from aam_eval_action.engines.process import run_process
+from aam_eval_action.package import PackageLayout
+from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+
+CLI = "codex"
+PROVIDER = "aam"
+"""The model provider defined on the command line, so the key and base URL are always explicit."""
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PROFILE = "aam"
+"""The permission profile used when only some workspace paths are writable."""
+OFFLINE_CONFIG = ("analytics.enabled=false", "check_for_update_on_startup=false")
+HOOK_FLAGS = ("--trust", "--dangerously-bypass-hook-trust")
+"""Without both, Codex silently skips project hooks."""
+BYPASS_WARNING = "--dangerously-bypass-hook-trust"
+HOOK_BLOCK = re.compile(r"Command blocked by \w+ hook: .*")
+"""A blocked call leaves no `--json` item; Codex logs it on stderr in these words."""
+
+
+class Codex:
+    """OpenAI's Codex CLI, driven headless with `codex exec --json`."""
+
+    name = "codex"
+    provider = "openai"
+    default_model = "gpt-5.5"
+
+    def available(self) -> str | None:
+        """None when `codex` is on PATH, else how to get it."""
+        if shutil.which(CLI):
+            return None
+        return "the `codex` CLI is not on PATH (npm install -g @openai/codex)"
+
+    def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
+        """Skills into `.agents/skills/`, rules and AGENTS.md into `AGENTS.md`, hooks into `.codex/`."""
+        copy_skills(package, target, workspace / ".agents" / "skills")
+        root = copy_package(package, target, workspace)
+        hooks = hooks_config(package, root)
+        if hooks:
+            merge_json(workspace / ".codex" / "hooks.json", {"hooks": hooks})
+        append_text(workspace / "AGENTS.md", instructions(package))
+
+    def run(self, run: AgentRun) -> Session:
+        """Run `codex exec` on the workspace and parse its JSON events."""
+        (run.home / ".codex").mkdir(parents=True, exist_ok=True)  # Codex refuses a missing one
+        for path in run.sandbox.writable_paths or []:
+            (run.workspace / path).mkdir(parents=True, exist_ok=True)  # profiles need them to exist
+        done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
+        session = Session(
+            engine=self.name,
+            model_provider=self.provider,
+            model=run.model,
+            runtime_version=cli_version(),
+            stderr=cap(done.stderr, STDERR_CAP),
+            exit_code=done.exit_code,
+            timed_out=done.timed_out,
+            duration_seconds=done.duration_seconds,
+        )
+        parse_events(done.stdout, session)
+        for found in HOOK_BLOCK.finditer(done.stderr):
+            block(session, found.group(0).strip())
+        finish(session, done, run.timeout)
+        return session
+
+    def argv(self, run: AgentRun) -> list[str]:
+        """The command line: JSON events, explicit model and provider, the sandbox, hook trust."""
+        argv = [CLI, "exec", "--json", "--skip-git-repo-check", "--ephemeral"]
+        argv += ["--cd", str(run.workspace), "--model", run.model]
+        argv += sandbox_args(run.sandbox, run.workspace)
+        argv += config_args([*OFFLINE_CONFIG, *provider_config(base_url(run))])
+        if (run.workspace / ".codex" / "hooks.json").is_file():
+            argv += HOOK_FLAGS
+        return [*argv, "--", run.prompt]
+
+    def env(self, run: AgentRun) -> dict[str, str]:
+        """A minimal environment: fresh HOME and CODEX_HOME, then the run's own env."""
+        env = base_env(run)
+        env["CODEX_HOME"] = str(run.home / ".codex")
+        env.update(run.env)
+        return env
+
+
+def base_url(run: AgentRun) -> str:
+    """Where the Responses API is: OPENAI_BASE_URL from the run or the runner, else OpenAI's."""
+    return run.env.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+
+def provider_config(url: str) -> list[str]:
+    """A Responses-API provider at `url` whose key is OPENAI_API_KEY (Codex ignores OPENAI_BASE_URL)."""
+    prefix = f"model_providers.{PROVIDER}"
+    return [
+        f"model_provider={toml_str(PROVIDER)}",
+        f"{prefix}.name={toml_str(PROVIDER)}",
+        f"{prefix}.base_url={toml_str(url)}",
+        f"{prefix}.env_key={toml_str('OPENAI_API_KEY')}",
+        f"{prefix}.wire_api={toml_str('responses')}",
+    ]
+
+
+def sandbox_args(sandbox: Sandbox, workspace: Path) -> list[str]:
+    """Codex's own sandbox: the workspace writable, or only the writable-paths via a profile."""
+    network = "true" if sandbox.network else "false"
+    if sandbox.writable_paths is None:
+        return [
+            "--sandbox",
+            "workspace-write",
+            *config_args([f"sandbox_workspace_write.network_access={network}"]),
+        ]
+    rules = {":root": "read"} | {str((workspace / p).resolve()): "write" for p in sandbox.writable_paths}
+    table = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in rules.items())
+    return config_args(
+        [
+            f"default_permissions={toml_str(PROFILE)}",
+            f"permissions.{PROFILE}.filesystem={{{table}}}",
+            f"permissions.{PROFILE}.network.enabled={network}",
+        ]
+    )
+
+
+def config_args(settings: list[str]) -> list[str]:
+    return [arg for setting in settings for arg in ("-c", setting)]
+
+
+def toml_str(value: str) -> str:
+    """A TOML basic string (JSON's string escaping is valid TOML)."""
+    return json.dumps(value)
+
+
+@functools.cache
+def cli_version() -> str | None:
+    """`codex --version` without the program name, asked once per process."""
+    path = shutil.which(CLI)
+    if path is None:
+        return None
+    try:
+        out = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": os.environ.get("PATH", "")},
+            check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = out.split()
+    return words[-1] if words else None
+
+
+# --- --json events ------------------------------------------------------------------------
+
+
+def parse_events(stdout: str, session: Session) -> None:
+    """Fill a session from `codex exec --json` events."""
+    warnings: list[str] = []
+    for event in events(stdout):
+        kind = event.get("type")
+        if kind == "thread.started":
+            session.session_id = event.get("thread_id")
+        elif kind == "item.completed":
+            on_item(event.get("item") or {}, session, warnings)
+        elif kind == "turn.completed":
+            add_usage(session, event.get("usage") or {})
+        elif kind == "turn.failed":
+            session.is_error = True
+            session.error = one_line(str((event.get("error") or {}).get("message", "turn failed")))
+    if session.is_error and not session.error and warnings:
+        session.error = one_line(warnings[-1])
+
+
+def on_item(item: dict[str, Any], session: Session, warnings: list[str]) -> None:
+    kind = item.get("type")
+    if kind == "agent_message":
+        session.output = str(item.get("text") or "")
+    elif kind == "error":
+        if BYPASS_WARNING not in str(item.get("message")):
+            warnings.append(str(item.get("message")))
+    else:
+        call = tool_call(item)
+        if call is not None:
+            session.tool_calls.append(call)
+
+
+def tool_call(item: dict[str, Any]) -> ToolCall | None:
+    """A tool call from a completed item (None for items that are not tool calls)."""
+    kind = item.get("type")
+    failed = item.get("status") == "failed"
+    if kind == "command_execution":
+        exit_code = item.get("exit_code")
+        return ToolCall(
+            name="command_execution",
+            input={"command": item.get("command")},
+            result=cap(str(item.get("aggregated_output") or ""), TOOL_RESULT_CAP),
+            is_error=failed or exit_code not in (0, None),
+        )
+    if kind == "file_change":
+        return ToolCall(name="file_change", input={"changes": item.get("changes") or []}, is_error=failed)
+    if kind == "mcp_tool_call":
+        name = f"mcp__{item.get('server')}__{item.get('tool')}"
+        args = item.get("arguments")
+        return ToolCall(
+            name=name,
+            input=args if isinstance(args, dict) else {},
+            is_error=failed,
+            result=cap(json.dumps(item.get("result")), TOOL_RESULT_CAP),
+        )
+    if kind == "web_search":
+        return ToolCall(name="web_search", input={"query": item.get("query")})
+    return None
+
+
+def add_usage(session: Session, usage: dict[str, Any]) -> None:
+    """Add one turn's token counts to the session's usage."""
+    total = session.usage or Usage()
+    total.input_tokens += int(usage.get("input_tokens") or 0)
+    total.output_tokens += int(usage.get("output_tokens") or 0)
+    total.cache_read_input_tokens += int(usage.get("cached_input_tokens") or 0)
+    total.cache_creation_input_tokens += int(usage.get("cache_write_input_tokens") or 0)
+    session.usage = total

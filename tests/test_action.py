@@ -1,0 +1,168 @@
+"""The action's entry point run exactly as the container runs it: INPUT_* and GITHUB_*
+variables, a real pull_request event file, a real git repo with a base and a PR branch,
+and PyGitHub talking to the project's GitHub-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from support.github_server import GitHubServer
+from support.gitrepo import commit_all, git, init
+from support.model_server import ModelServer
+from support.packages import record_sessions, simple_case, write_package
+
+from aam_eval_action.action import main as action_main
+from aam_eval_action.comment import MARKER
+
+OWNER, REPO, PR = "acme", "evals", 7
+
+
+def _judge_all(pkg: Path, monkeypatch: pytest.MonkeyPatch, names: list[str]) -> None:
+    """Record judge cassettes for these cases through the real SDK and the scripted server."""
+    from conftest import aam_eval
+
+    scenarios = [{"match": f"task for {n}.", "judge": {"result": "PASS", "reason": f"{n} is fine"}}
+                 for n in names]
+    with ModelServer(scenarios) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        aam_eval("run", "--package", str(pkg))
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+
+
+@pytest.fixture
+def pr_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """main: 4 passing cases. pr: case-01 now fails a check, case-03 removed, case-04 new."""
+    repo = tmp_path / "repo"
+    init(repo)
+    names = [f"case-0{i}" for i in range(4)]
+    pkg = write_package(repo / "pkg", [simple_case(n, expected={"contains": ["done"]}) for n in names])
+    record_sessions(pkg, {n: f"done: finished the task for {n}." for n in names})
+    _judge_all(pkg, monkeypatch, names)
+    base = commit_all(repo, "base")
+    git(repo, "checkout", "-q", "-b", "pr")
+    case1 = next((pkg / "evals/cases").glob("*case-01.yaml"))
+    data = yaml.safe_load(case1.read_text())
+    data["expected"]["contains"] = ["a word the agent never said"]
+    case1.write_text(yaml.safe_dump(data))
+    next((pkg / "evals/cases").glob("*case-03.yaml")).unlink()
+    shutil.rmtree(pkg / "evals/cassettes/case-03")
+    (pkg / "evals/cases/0009-case-04.yaml").write_text(yaml.safe_dump(simple_case("case-04")))
+    record_sessions(pkg, {"case-04": "done: finished the task for case-04."})
+    _judge_all(pkg, monkeypatch, ["case-04"])
+    commit_all(repo, "pr")
+    return repo, base
+
+
+def _env(repo: Path, tmp: Path, api: str, token: str, base_sha: str, **inputs: str) -> dict[str, str]:
+    event = tmp / "event.json"
+    event.write_text(json.dumps({
+        "action": "synchronize", "number": PR,
+        "pull_request": {"number": PR, "base": {"ref": "main", "sha": base_sha},
+                         "head": {"ref": "pr", "sha": git(repo, "rev-parse", "HEAD")}},
+        "repository": {"full_name": f"{OWNER}/{REPO}"},
+    }))
+    env = {
+        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": f"{OWNER}/{REPO}", "GITHUB_API_URL": api,
+        "GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "42",
+        "GITHUB_WORKSPACE": str(repo), "GITHUB_OUTPUT": str(tmp / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
+        "INPUT_PACKAGE-PATH": "pkg", "INPUT_GITHUB-TOKEN": token, "INPUT_MODE": "replay",
+        "INPUT_REPORT-PATH": "head-report.json",
+    }
+    env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
+    return env
+
+
+def _outputs(tmp: Path) -> dict[str, str]:
+    lines = (tmp / "output.txt").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_pull_request_run_creates_then_updates_one_sticky_comment(
+    pr_repo: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base = pr_repo
+    with GitHubServer(tokens={"rw-token": "write", "ro-token": "read"}) as gh:
+        gh.add_pr(OWNER, REPO, PR)
+        gh.seed_comments(OWNER, REPO, PR, 120)
+        env = _env(repo, tmp_path, gh.url, "rw-token", base)
+        assert action_main(env) == 1  # fail-on: regression, and case-01 regressed
+        out = capsys.readouterr().out
+        comments = [c for c in gh.comments(OWNER, REPO, PR) if MARKER in c["body"]]
+        assert len(comments) == 1
+        body = comments[0]["body"]
+        assert "**Pass rate 100.0% → 75.0% (-25.0 pp)**" in body
+        assert "### Regressions (1)" in body and "case-01" in body
+        assert "case-04" in body and "case-03" in body
+        outputs = _outputs(tmp_path)
+        assert outputs["pass-rate"] == "75.0" and outputs["pass-rate-delta"] == "-25.0"
+        assert outputs["regressions"] == "1" and outputs["total"] == "4"
+        assert outputs["comment-url"] == comments[0]["html_url"]
+        assert outputs["report-path"] == "head-report.json"
+        assert "::error file=pkg/evals/cases/0001-case-01.yaml,line=1,title=eval regression%3A case-01::" in out
+        assert "::add-mask::rw-token" in out
+        assert (tmp_path / "summary.md").read_text().count(MARKER) == 1
+
+        # A second push: the same comment is edited, not a new one added.
+        (tmp_path / "output.txt").unlink()
+        assert action_main(_env(repo, tmp_path, gh.url, "rw-token", base)) == 1
+        after = gh.comments(OWNER, REPO, PR)
+        assert len(after) == 121
+        assert [c["id"] for c in after if MARKER in c["body"]] == [comments[0]["id"]]
+
+        # A fork's read-only token: a warning, and with fail-on never a green step.
+        env = _env(repo, tmp_path, gh.url, "ro-token", base, fail_on="never")
+        assert action_main(env) == 0
+        out = capsys.readouterr().out
+        assert "::warning::" in out and "pull-requests: write" in out
+        assert "ro-token" not in out.replace("::add-mask::ro-token", "")
+
+
+def test_shallow_clone_fetches_the_base_commit(pr_repo: tuple[Path, str], tmp_path: Path) -> None:
+    repo, base = pr_repo
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "pr", f"file://{repo}", str(clone))
+    with pytest.raises(Exception):
+        git(clone, "cat-file", "-e", base)
+    env = _env(clone, tmp_path, "http://127.0.0.1:9", "rw-token", base, comment="false")
+    assert action_main(env) == 1
+    assert _outputs(tmp_path)["pass-rate-delta"] == "-25.0"
+
+
+def test_push_event_has_no_comment_only_summary_and_outputs(pr_repo: tuple[Path, str], tmp_path: Path) -> None:
+    repo, _ = pr_repo
+    env = _env(repo, tmp_path, "http://127.0.0.1:9", "rw-token", "")
+    env["GITHUB_EVENT_NAME"] = "push"
+    (tmp_path / "event.json").write_text(json.dumps({"ref": "refs/heads/pr"}))
+    assert action_main(env) == 0  # no base, so no regression
+    outputs = _outputs(tmp_path)
+    assert outputs["comment-url"] == "" and outputs["pass-rate-delta"] == ""
+    assert MARKER in (tmp_path / "summary.md").read_text()
+
+
+def test_base_report_input_and_min_pass_rate(pr_repo: tuple[Path, str], tmp_path: Path) -> None:
+    repo, _ = pr_repo
+    env = _env(repo, tmp_path, "http://127.0.0.1:9", "rw-token", "", comment="false",
+               fail_on="never", min_pass_rate="90")
+    env["GITHUB_EVENT_NAME"] = "workflow_dispatch"
+    assert action_main(env) == 1  # 75 % < 90 %
+    shutil.copy(repo / "head-report.json", tmp_path / "old.json")
+    env = _env(repo, tmp_path, "http://127.0.0.1:9", "rw-token", "", comment="false",
+               base_report=str(tmp_path / "old.json"), min_pass_rate="0.5")
+    assert action_main(env) == 0
+    assert _outputs(tmp_path)["pass-rate-delta"] == "+0.0"
+
+
+def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aam_eval_action.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="action input 'fail-on'"):
+        action_main({"INPUT_FAIL-ON": "sometimes", "GITHUB_WORKSPACE": str(tmp_path)})
+    assert "::error::action input 'fail-on'" in capsys.readouterr().out
+    assert os.environ.get("INPUT_FAIL-ON") is None
