@@ -22,7 +22,7 @@ class CassetteError(Exception):
 
 
 class FingerprintRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     digest: str
     """Hash over all inputs."""
@@ -33,7 +33,7 @@ class FingerprintRecord(BaseModel):
 class AgentCassette(BaseModel):
     """`<cassettes>/<case>/<engine>.session.yaml`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     version: int = CASSETTE_VERSION
     """Cassette format version; newer versions are refused."""

@@ -32,13 +32,15 @@ RelPath = Annotated[str, AfterValidator(_relative_path)]
 class Strict(BaseModel):
     """Base for author-written formats: unknown keys are errors, hyphenated keys as written."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=False, frozen=True, use_attribute_docstrings=True
+    )
 
 
 class PackageManifest(BaseModel):
     """`package.agent.json`: only the fields this tool reads; the rest belongs to other tools."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
 
     name: str
     """Package name, e.g. `@my-org/code-review`."""

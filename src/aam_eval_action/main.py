@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."))
+    m = sub.add_parser("merge", help="join shard reports into one report")
+    m.add_argument("reports", nargs="+", type=Path)
+    m.add_argument("-o", "--output", type=Path, help="write the merged report here")
+    s = sub.add_parser("schema", help="print the JSON Schema of case files, eval-config or reports")
+    s.add_argument("kind", nargs="?", default="all", choices=("all", "case", "eval-config", "report"))
+    s.add_argument("-o", "--output-dir", type=Path, help="write <kind>.schema.json files here")
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_*)")
     return parser
 
@@ -113,6 +119,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.action import main as action_main
 
         return action_main()
+    if args.command == "merge":
+        from aam_eval_action.commands.merge import merge
+
+        return merge(args.reports, args.output)
+    if args.command == "schema":
+        from aam_eval_action.commands.schema import schema
+
+        return schema(args.kind, args.output_dir)
     if args.command == "check":
         from aam_eval_action.commands.check import check
 

@@ -23,7 +23,7 @@ CheckResult = Literal["PASS", "FAIL", "SKIP"]
 class Part(BaseModel):
     """Base for report parts: extra keys from other versions are kept, not refused."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
 
 class RunConfig(Part):
