@@ -145,7 +145,8 @@ def test_skill_case_writes_the_file_and_reports_the_session(
     assert all(not call.is_error for call in session.tool_calls)
     # The rules and the skill reached the model.
     first = all_text(server.requests[0].body)
-    assert "TONE-RULE-7" in first and "greeter" in first and "unused" not in first
+    assert "TONE-RULE-7" in first and "AGENTS-MD-3" in first
+    assert "Writes a short greeting" in first and "UNUSED-SKILL-9" not in first
 
 
 def test_pre_tool_use_hook_blocks_the_write(engine: Engine, server: ModelServer, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import platform
 import shutil
 import subprocess
@@ -56,6 +55,8 @@ def run_all(
                 outcomes.append(fut.result())
                 on_result(outcomes[-1].result)
     except (KeyboardInterrupt, Interrupted):
+        # Stop starting cases, kill running agent process groups; the partial report holds
+        # the cases that finished. Cases cut off mid-way are left out, not reported as failed.
         interrupted = True
         stop.set()
         from aam_eval_action.engines.process import kill_all
@@ -63,10 +64,6 @@ def run_all(
         kill_all()
         for fut in pending:
             fut.cancel()
-        for fut in pending:
-            if not fut.cancelled():
-                with contextlib.suppress(Exception):
-                    outcomes.append(fut.result(timeout=10))
     finally:
         pool.shutdown(wait=not interrupted, cancel_futures=True)
     outcomes.sort(key=lambda o: o.result.name)

@@ -1,0 +1,66 @@
+"""SIGINT / SIGTERM: stop new cases, keep the finished ones, write the partial report, exit 130."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support.model_server import ModelServer
+from support.packages import record_sessions, simple_case, write_package
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_writes_the_partial_report(tmp_path: Path, sig: signal.Signals) -> None:
+    names = [f"case-{i:02d}" for i in range(8)]
+    pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
+    record_sessions(pkg, {n: f"Finished the task for {n}." for n in names})
+    report = tmp_path / "report.json"
+    with ModelServer(latency=0.7) as server:  # every judge call takes 0.7 s
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "NO_COLOR": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg), "-o", str(report)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the first finished case
+        assert first.startswith("PASS"), first
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True
+    assert 1 <= len(data["cases"]) < len(names)
+    assert all(c["verdict"] == "PASS" for c in data["cases"])
+    assert data["summary"]["total"] == len(data["cases"])
+    assert "interrupted: partial report" in out
+
+
+def test_judge_server_errors_are_retried_then_the_case_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import aam_eval
+
+    names = ["flaky-judge", "dead-judge", "fine"]
+    pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
+    record_sessions(pkg, {n: f"Finished the task for {n}." for n in names})
+    scenarios = [
+        {"match": "task for flaky-judge.", "judge": {"status": 529, "times": 2,
+                                                   "then": {"result": "PASS", "reason": "ok after retries"}}},
+        {"match": "task for dead-judge.", "judge": {"status": 500, "times": 99}},
+    ]
+    with ModelServer(scenarios) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        start = time.monotonic()
+        result = aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "r.json"), "--jobs", "3")
+        elapsed = time.monotonic() - start
+    cases = {c["name"]: c for c in json.loads((tmp_path / "r.json").read_text())["cases"]}
+    assert cases["flaky-judge"]["verdict"] == "PASS"
+    assert cases["flaky-judge"]["judge_verdict"]["reason"] == "ok after retries"
+    assert cases["dead-judge"]["verdict"] == "ERROR"
+    assert "judge failed: InternalServerError" in cases["dead-judge"]["error"]
+    assert cases["fine"]["verdict"] == "PASS"
+    assert result.code == 1 and elapsed < 60
