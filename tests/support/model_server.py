@@ -58,6 +58,7 @@ class RecordedRequest:
 
     path: str
     headers: dict[str, str]
+    """Header names in lower case."""
     body: dict[str, Any]
 
 
@@ -464,7 +465,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = {}
         route = self.path.split("?", 1)[0]
         owner = self.server.owner
-        owner.record(RecordedRequest(self.path, dict(self.headers.items()), body))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        owner.record(RecordedRequest(self.path, headers, body))
         if route not in ("/v1/messages", "/v1/responses"):
             self._send(404, "application/json", b'{"error": "not found"}')
             return

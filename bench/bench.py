@@ -1,0 +1,149 @@
+"""Benchmarks: prints a table of numbers (not a test).
+
+    python bench/bench.py                 # replay scale, start-up, diff+render
+    python bench/bench.py --live          # also 16 live cases with the real claude CLI, jobs 1 vs 8
+
+Replay packages are generated once under $AAM_BENCH_DIR (default /tmp/aam-eval-bench): agent
+cassettes written by the project's own cassette code, judge cassettes recorded through the real
+anthropic SDK against the scripted model server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.model_server import ModelServer  # noqa: E402
+from support.packages import record_sessions, simple_case, write_package  # noqa: E402
+
+BENCH_DIR = Path(os.environ.get("AAM_BENCH_DIR", "/tmp/aam-eval-bench"))
+CLI = [sys.executable, "-m", "aam_eval_action"]
+
+
+def package(n: int) -> Path:
+    """A package of n cases with agent and judge cassettes (built once, then reused)."""
+    pkg = BENCH_DIR / f"pkg-{n}"
+    if (pkg / ".complete").exists():
+        return pkg
+    shutil.rmtree(pkg, ignore_errors=True)
+    cases = [simple_case(f"case-{i:04d}", expected={"contains": ["done"], "not-contains": ["ERROR"]})
+             for i in range(n)]
+    write_package(pkg, cases, files={"skills/demo/SKILL.md": "---\nname: demo\n---\nDo it.\n"})
+    record_sessions(pkg, {c["name"]: f"done: finished the task for {c['name']}.\n" + "x" * 400
+                          for c in cases})
+    scenarios = [{"match": f"task for case-{i:04d}.", "judge": {"result": "PASS", "reason": "fine"}}
+                 for i in range(n)]
+    with ModelServer(scenarios) as server:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url}
+        subprocess.run([*CLI, "run", "--package", str(pkg), "--jobs", "8"], env=env,
+                       stdout=subprocess.DEVNULL, check=False)
+    (pkg / ".complete").touch()
+    return pkg
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) / 1024
+
+
+def first_output(argv: list[str]) -> float:
+    """Seconds until the command prints its first byte."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    proc.stdout.read(1)
+    elapsed = time.perf_counter() - start
+    proc.communicate()
+    return elapsed
+
+
+def read_floor(pkg: Path) -> float:
+    """The floor: only parsing every cassette file (YAML, libyaml when available)."""
+    code = (
+        "import yaml,sys,pathlib;L=getattr(yaml,'CSafeLoader',yaml.SafeLoader);"
+        "[yaml.load(p.read_text(),Loader=L) for p in pathlib.Path(sys.argv[1]).rglob('*.yaml')]"
+    )
+    return timed([sys.executable, "-c", code, str(pkg / "evals/cassettes")])[0]
+
+
+def bench_replay(rows: list[tuple[str, str]]) -> None:
+    for n in (10, 100, 1000):
+        pkg = package(n)
+        wall, peak = timed([*CLI, "run", "--replay", "--package", str(pkg), "-o", str(BENCH_DIR / f"r{n}.json")])
+        rows.append((f"replay {n} cases (jobs 1)", f"{wall:.2f} s, peak {peak:.0f} MB"))
+        rows.append((f"  floor: parse {n} cases' cassettes", f"{read_floor(pkg):.2f} s"))
+
+
+def bench_startup(rows: list[tuple[str, str]]) -> None:
+    rows.append(("aam-eval --help: first output", f"{first_output([*CLI, '--help']):.3f} s"))
+    pkg = package(10)
+    t = first_output([*CLI, "run", "--replay", "--package", str(pkg)])
+    rows.append(("aam-eval run --replay: first output", f"{t:.3f} s"))
+
+
+def bench_diff(rows: list[tuple[str, str]]) -> None:
+    base = json.loads((BENCH_DIR / "r1000.json").read_text())
+    head = json.loads(json.dumps(base))
+    for i, case in enumerate(head["cases"]):
+        if i % 50 == 0:
+            case["verdict"] = "FAIL"
+    (BENCH_DIR / "h1000.json").write_text(json.dumps(head))
+    wall, _ = timed([*CLI, "diff", str(BENCH_DIR / "r1000.json"), str(BENCH_DIR / "h1000.json"),
+                     "--format", "markdown"])
+    rows.append(("diff + render 2 x 1,000-case reports", f"{wall:.2f} s (whole process)"))
+
+
+def bench_live(rows: list[tuple[str, str]]) -> None:
+    names = [f"live-{i:02d}" for i in range(16)]
+    pkg = BENCH_DIR / "live"
+    shutil.rmtree(pkg, ignore_errors=True)
+    write_package(pkg, [simple_case(n) for n in names])
+    scenarios = [{"match": f"task for {n}.", "agent": [{"bash": "echo hi"}, {"text": f"done {n}"}],
+                  "judge": {"result": "PASS", "reason": "ok"}} for n in names]
+    results = {}
+    with ModelServer(scenarios, latency=1.0) as server:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"}
+        for jobs in (1, 8):
+            wall, _ = timed([*CLI, "run", "--mode", "live", "--package", str(pkg), "--jobs", str(jobs),
+                             "-o", str(BENCH_DIR / f"live{jobs}.json")], env)
+            results[jobs] = wall
+            report = json.loads((BENCH_DIR / f"live{jobs}.json").read_text())
+            verdicts = {c["verdict"] for c in report["cases"]}
+            rows.append((f"live 16 cases, 1 s model latency, jobs {jobs}", f"{wall:.1f} s {sorted(verdicts)}"))
+    rows.append(("  speed-up jobs 8 vs 1", f"{results[1] / results[8]:.1f}x"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--live", action="store_true", help="also run the live CLI benchmark")
+    args = parser.parse_args()
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, str]] = []
+    bench_startup(rows)
+    bench_replay(rows)
+    bench_diff(rows)
+    if args.live:
+        bench_live(rows)
+    width = max(len(r[0]) for r in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""Re-record the shipped example's cassettes against the project's scripted model server.
+
+    python examples/scripted-model/record.py            # claude for every case, codex for one
+
+Needs the `claude` and `codex` CLIs on PATH. To record against a real API instead, skip this
+script and run `aam-eval run --record --package examples/csv-tools` with ANTHROPIC_API_KEY set.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.model_server import ModelServer, load_scenarios  # noqa: E402
+
+PACKAGE = ROOT / "examples" / "csv-tools"
+CODEX_CASE = "csv-summary-e2e"
+
+
+def main() -> int:
+    scenarios = load_scenarios(Path(__file__).with_name("csv-tools.yaml"))
+    with ModelServer(scenarios) as server:
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "scripted-server-key",
+            "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "scripted-server-key",
+        }
+        base = [sys.executable, "-m", "aam_eval_action", "run", "--record", "--package", str(PACKAGE)]
+        runs = [base + ["--jobs", "3"], base + [CODEX_CASE, "--engine", "codex", "--model", "gpt-5.5"]]
+        for argv in runs:
+            print("$", " ".join(argv[2:]), flush=True)
+            subprocess.run(argv, env=env, check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
