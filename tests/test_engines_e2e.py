@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from support.model_server import ModelServer, all_text
 FIXTURES = Path(__file__).parent / "fixtures"
 SKILL_PKG = PackageLayout(FIXTURES / "engine-skill-pkg")
 HOOK_PKG = PackageLayout(FIXTURES / "engine-hook-pkg")
+MCP_PKG = PackageLayout(FIXTURES / "engine-mcp-pkg")
 ENGINES = ("claude-code", "codex")
 
 pytestmark = pytest.mark.cli
@@ -188,13 +190,32 @@ def test_hook_that_lets_everything_pass_is_not_a_block(
     assert not session.hook_blocked and session.hook_evidence == []
 
 
+def test_package_mcp_server_is_started_and_offered_to_the_model(
+    engine: Engine, server: ModelServer, tmp_path: Path
+) -> None:
+    server.add({"match": "List your tools", "agent": [{"text": "Listed."}]})
+    run = agent_run(engine, server, tmp_path, "List your tools.", **{"writable-paths": ["output"]})
+    session = run_case(engine, MCP_PKG, run, None)
+
+    assert session.output == "Listed." and not session.is_error
+    # Both CLIs defer MCP tools behind a tool search and name them in the first request.
+    name = "mcp__echo__echo" if engine.name == "claude-code" else "mcp__echo"
+    assert name in all_text(server.requests[0].body)
+
+
 def test_timeout_kills_the_cli_and_leaves_no_process(
     engine: Engine, server: ModelServer, tmp_path: Path
 ) -> None:
     server.add({"match": "Think for a long time", "agent": [{"sleep": 30, "text": "Too late."}]})
     run = agent_run(engine, server, tmp_path, "Think for a long time.", timeout=4)
-    session = run_case(engine, SKILL_PKG, run, None)
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(run_case, engine, SKILL_PKG, run, None)
+        while not server.requests and not future.done():
+            time.sleep(0.05)
+        running = processes_using(run.workspace, run.home)  # the CLI, waiting on the model
+        session = future.result()
 
+    assert running, "the orphan check below would see nothing"
     assert session.timed_out and session.is_error
     assert session.error == "timed out after 4 s"
     assert session.exit_code is None
@@ -228,6 +249,23 @@ def test_writable_paths_limit_where_the_agent_writes(
     assert (run.workspace / "output/ok.txt").read_text() == "ok"
     assert not (run.workspace / "elsewhere/no.txt").exists()
     assert session.output == "Tried both." and not session.is_error
+
+
+def test_a_writable_file_path_can_be_written(engine: Engine, server: ModelServer, tmp_path: Path) -> None:
+    server.add({"match": "Update the changelog", "agent": [
+        {"write": {"path": "CHANGELOG.md", "content": "- greeted the team\n"}},
+        {"write": {"path": "elsewhere/no.txt", "content": "no"}},
+        {"text": "Updated."},
+    ]})  # fmt: skip
+    paths = {"writable-paths": ["output", "CHANGELOG.md"]}
+    run = agent_run(engine, server, tmp_path, "Update the changelog.", **paths)
+    session = run_case(engine, SKILL_PKG, run, None)
+
+    assert (run.workspace / "CHANGELOG.md").read_text() == "- greeted the team\n"
+    assert session.output == "Updated." and not session.is_error
+    # Claude Code confines edits to file paths itself. Codex's permission profiles take only
+    # directories, so with a file path the workspace stays writable and the runner's check rules.
+    assert (run.workspace / "elsewhere/no.txt").exists() == (engine.name == "codex")
 
 
 def processes_using(*paths: Path) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,10 @@ def test_standalone_server_serves_a_yaml_script(tmp_path: Path) -> None:
     assert url.startswith("http://127.0.0.1:")
     assert msg.content[0].type == "tool_use" and msg.content[0].input["result"] == "FAIL"
     assert proc.returncode == 0
+
+
+def test_latency_delays_every_answer() -> None:
+    with ModelServer(latency=0.3) as slow, claude(slow) as client:
+        started = time.monotonic()
+        judge_claude(client, "anything")
+        assert time.monotonic() - started >= 0.3

@@ -95,7 +95,8 @@ def save(path: Path, cassette: AgentCassette) -> bool:
         existing = load(path)
     except CassetteError:
         existing = None
-    if existing is not None and _stable(existing) == _stable(cassette):
+    # Compared as written text, so float rounding in the file cannot make equal data differ.
+    if existing is not None and dump_yaml(_stable(existing)) == dump_yaml(_stable(cassette)):
         return False
     atomic_write(path, dump_yaml(cassette.model_dump(mode="json", exclude_none=True)))
     return True

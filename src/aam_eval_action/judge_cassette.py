@@ -11,6 +11,7 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any
 
 import httpx2
@@ -21,6 +22,7 @@ from aam_eval_action.fsutil import atomic_write
 # dates, x-stainless-* platform details) is dropped. An allow-list, not a deny-list.
 REQUEST_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta")
 RESPONSE_HEADERS = ("content-type",)
+API_HOSTS = {"anthropic": "api.anthropic.com", "openai": "api.openai.com"}
 _TRANSFER = ("content-encoding", "content-length", "transfer-encoding")
 # Host and port are left out so a cassette recorded through a gateway replays anywhere.
 MATCH_ON = ("method", "path", "query", "body")
@@ -44,7 +46,21 @@ def miss_error(provider: str, message: str) -> Exception:
     return cls(message)  # type: ignore[no-any-return]
 
 
-def _scrub_request(request: Any, redact: Callable[[str], str]) -> Any:
+def _canonical_uri(uri: str, provider: str) -> str:
+    """The provider's public API address, whatever gateway or local server was used.
+
+    Recordings stay byte-stable (no ports), reveal no internal hosts, and replay anywhere.
+    """
+    parts = urlsplit(uri)
+    path = parts.path
+    if "/v1/" in path:
+        path = path[path.index("/v1/"):]
+    host = API_HOSTS.get(provider, parts.netloc)
+    return urlunsplit(("https", host, path, parts.query, ""))
+
+
+def _scrub_request(request: Any, redact: Callable[[str], str], provider: str) -> Any:
+    request.uri = _canonical_uri(request.uri, provider)
     kept = {k: v for k, v in request.headers.items() if k.lower() in REQUEST_HEADERS}
     request.headers = kept
     body = request.body
@@ -87,7 +103,7 @@ class JudgeCassette:
         self._lock = threading.Lock()
         config = VCR(
             match_on=MATCH_ON, decode_compressed_response=True,
-            before_record_request=functools.partial(_scrub_request, redact=redact),
+            before_record_request=functools.partial(_scrub_request, redact=redact, provider=provider),
             before_record_response=functools.partial(_scrub_response, redact=redact),
             record_mode="all" if mode == "record" else "new_episodes",
         ).get_merged_config(path=str(path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -145,7 +146,16 @@ def _live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
     finally:
         if not ctx.keep_workspaces:
             ws.cleanup()
-    return _scrub(ctx, session)
+    return _scrub(ctx, _portable(session, ws))
+
+
+def _portable(session: Session, ws: workspace.Workspace) -> Session:
+    """Temp paths replaced by placeholders, so recordings are byte-stable and machine-neutral."""
+    data = json.dumps(session.model_dump(mode="json"))
+    for path, name in ((ws.root, "$WORKSPACE"), (ws.home, "$HOME"), (ws.base, "$TMP")):
+        for variant in {str(path), os.path.realpath(path)}:
+            data = data.replace(json.dumps(variant)[1:-1], name)
+    return Session.model_validate(json.loads(data))
 
 
 def _scrub(ctx: CaseContext, session: Session) -> Session:

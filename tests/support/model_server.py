@@ -16,7 +16,12 @@ comes from scenarios, each chosen by a substring of the request:
 
 The turn index is stateless: it is the number of model turns already in the request
 (assistant messages for Anthropic, function calls for Responses), so retries of a turn
-get the same answer. Answers are deterministic: ids derive from the request content.
+get the same answer. After the last step the last `text` answers again (or `Done.`).
+A request that matches no scenario gets `OK.` (agent) or a PASS verdict "no scenario
+matched" (judge); side requests without tools (titles, quota probes) get `OK.` and never
+use the script. Judge requests are those offering the `record_verdict` tool (Anthropic) or
+asking for the `verdict` JSON format (OpenAI). Answers are deterministic: ids derive from
+the request content, so identical requests get byte-identical answers.
 
 Run standalone with `python tests/support/model_server.py --scenarios FILE`.
 """
@@ -94,15 +99,14 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def prompt_text(body: dict[str, Any]) -> str:
-    """The user's own prompt: user text that the CLI did not inject."""
-    parts = [
-        t
-        for m in _messages(body)
-        if m.get("role") == "user"
-        for t in _texts(m.get("content"))
-        if not t.lstrip().startswith(INJECTED_PREFIXES)
-    ]
-    return "\n".join(parts)
+    """The user's own prompt: the first user message's text that the CLI did not inject."""
+    for message in _messages(body):
+        if message.get("role") != "user":
+            continue
+        texts = [t for t in _texts(message.get("content")) if not t.lstrip().startswith(INJECTED_PREFIXES)]
+        if texts:
+            return "\n".join(texts)
+    return ""
 
 
 def all_text(body: dict[str, Any]) -> str:
@@ -138,9 +142,7 @@ def turn_index(body: dict[str, Any]) -> int:
 def workspace_dir(body: dict[str, Any]) -> str | None:
     """The agent's working directory, as Claude Code or Codex states it in the request."""
     text = all_text(body)
-    found = re.search(r"Primary working directory: (\S+)", text) or re.search(
-        r"<cwd>([^<]+)</cwd>", text
-    )
+    found = re.search(r"Primary working directory: (\S+)", text) or re.search(r"<cwd>([^<]+)</cwd>", text)
     return found.group(1) if found else None
 
 
@@ -421,9 +423,7 @@ def response_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any]]
         ("response.output_item.done", {"output_index": 0, "item": item}),
         ("response.completed", {"response": response}),
     ]
-    return [
-        (name, dict(data, type=name, sequence_number=i)) for i, (name, data) in enumerate(events)
-    ]
+    return [(name, dict(data, type=name, sequence_number=i)) for i, (name, data) in enumerate(events)]
 
 
 def openai_error(reply: Reply) -> dict[str, Any]:

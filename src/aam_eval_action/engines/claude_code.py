@@ -35,7 +35,7 @@ OFFLINE_ENV = {
 }
 NETWORK_TOOLS = ("WebFetch", "WebSearch")
 # Tools a session may use without asking when only some paths are writable (`dontAsk` mode).
-ALLOWED_TOOLS = ("Bash", "Read", "Glob", "Grep", "Skill", "Task", "Agent", "TodoWrite")
+ALLOWED_TOOLS = ("Bash", "Read", "Glob", "Grep", "Skill", "Task", "Agent", "TodoWrite", "ToolSearch")
 HOOK_ERROR = re.compile(r"^\w+:\S* hook error")
 """How Claude Code words a tool result that a hook refused (exit 2 or a `deny` decision)."""
 
@@ -89,7 +89,7 @@ class ClaudeCode:
 
     def argv(self, run: AgentRun) -> list[str]:
         """The command line: headless, stream-json with hook events, permissions from the sandbox."""
-        mode, permissions = permission_settings(run.sandbox)
+        mode, permissions = permission_settings(run.sandbox, mcp_names(run.workspace))
         return [
             CLI, "-p",
             "--output-format", "stream-json", "--verbose", "--include-hook-events",
@@ -112,19 +112,31 @@ class ClaudeCode:
 # --- permissions ----------------------------------------------------------------------
 
 
-def permission_settings(sandbox: Sandbox) -> tuple[str, dict[str, list[str]]]:
+def permission_settings(sandbox: Sandbox, mcp: list[str] | None = None) -> tuple[str, dict[str, list[str]]]:
     """The permission mode and rules that enforce the sandbox with Claude Code's own checks.
 
     With no writable-paths every tool runs unprompted (`bypassPermissions`). With writable-paths,
-    `dontAsk` refuses whatever is not allowed, and file edits are allowed only under those paths.
-    Bash is not confined to them: that would need Claude Code's bubblewrap sandbox.
+    `dontAsk` refuses whatever is not allowed, and file edits are allowed only under those paths;
+    the package's MCP servers stay allowed. Bash is not confined to the paths: that would need
+    Claude Code's bubblewrap sandbox.
     """
     deny = [] if sandbox.network else list(NETWORK_TOOLS)
     if sandbox.writable_paths is None:
         return "bypassPermissions", {"deny": deny}
     allow = list(ALLOWED_TOOLS) + (list(NETWORK_TOOLS) if sandbox.network else [])
-    allow += [f"Edit(./{path}/**)" for path in sandbox.writable_paths]  # covers Write too
+    allow += [f"mcp__{name}" for name in mcp or []]
+    # A writable path may be a file or a directory; Edit rules cover Write too.
+    allow += [rule for p in sandbox.writable_paths for rule in (f"Edit(./{p})", f"Edit(./{p}/**)")]
     return "dontAsk", {"allow": allow, "deny": deny}
+
+
+def mcp_names(workspace: Path) -> list[str]:
+    """Names of the MCP servers installed in the workspace's `.mcp.json`."""
+    path = workspace / ".mcp.json"
+    if not path.is_file():
+        return []
+    servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers") or {}
+    return sorted(servers)
 
 
 def base_env(run: AgentRun) -> dict[str, str]:

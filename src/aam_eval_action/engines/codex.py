@@ -23,6 +23,7 @@ from aam_eval_action.engines.claude_code import (
     finish,
     hooks_config,
     instructions,
+    mcp_servers,
     merge_json,
     one_line,
 )
@@ -37,8 +38,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROFILE = "aam"
 """The permission profile used when only some workspace paths are writable."""
 OFFLINE_CONFIG = ("analytics.enabled=false", "check_for_update_on_startup=false")
-HOOK_FLAGS = ("--trust", "--dangerously-bypass-hook-trust")
-"""Without both, Codex silently skips project hooks."""
 BYPASS_WARNING = "--dangerously-bypass-hook-trust"
 HOOK_BLOCK = re.compile(r"Command blocked by \w+ hook: .*")
 """A blocked call leaves no `--json` item; Codex logs it on stderr in these words."""
@@ -58,19 +57,22 @@ class Codex:
         return "the `codex` CLI is not on PATH (npm install -g @openai/codex)"
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
-        """Skills into `.agents/skills/`, rules and AGENTS.md into `AGENTS.md`, hooks into `.codex/`."""
+        """Skills into `.agents/skills/`, rules and AGENTS.md into AGENTS.md, hooks and MCP into .codex/."""
         copy_skills(package, target, workspace / ".agents" / "skills")
         root = copy_package(package, target, workspace)
         hooks = hooks_config(package, root)
         if hooks:
             merge_json(workspace / ".codex" / "hooks.json", {"hooks": hooks})
+        servers = mcp_servers(package, root)
+        if servers:
+            append_text(workspace / ".codex" / "config.toml", mcp_toml(servers))
         append_text(workspace / "AGENTS.md", instructions(package))
 
     def run(self, run: AgentRun) -> Session:
         """Run `codex exec` on the workspace and parse its JSON events."""
         (run.home / ".codex").mkdir(parents=True, exist_ok=True)  # Codex refuses a missing one
-        for path in run.sandbox.writable_paths or []:
-            (run.workspace / path).mkdir(parents=True, exist_ok=True)  # profiles need them to exist
+        for path in profile_dirs(run.sandbox, run.workspace) or []:
+            path.mkdir(parents=True, exist_ok=True)  # a profile can only grant existing directories
         done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
         session = Session(
             engine=self.name,
@@ -92,10 +94,9 @@ class Codex:
         """The command line: JSON events, explicit model and provider, the sandbox, hook trust."""
         argv = [CLI, "exec", "--json", "--skip-git-repo-check", "--ephemeral"]
         argv += ["--cd", str(run.workspace), "--model", run.model]
-        argv += sandbox_args(run.sandbox, run.workspace)
+        argv += sandbox_args(run.sandbox.network, profile_dirs(run.sandbox, run.workspace))
         argv += config_args([*OFFLINE_CONFIG, *provider_config(base_url(run))])
-        if (run.workspace / ".codex" / "hooks.json").is_file():
-            argv += HOOK_FLAGS
+        argv += trust_flags(run.workspace)
         return [*argv, "--", run.prompt]
 
     def env(self, run: AgentRun) -> dict[str, str]:
@@ -104,6 +105,42 @@ class Codex:
         env["CODEX_HOME"] = str(run.home / ".codex")
         env.update(run.env)
         return env
+
+
+def trust_flags(workspace: Path) -> list[str]:
+    """The trust flags the installed files need.
+
+    Codex reads a project's `.codex/config.toml` (MCP servers) only when the project is trusted,
+    and runs project hooks only when their own trust check is bypassed as well.
+    """
+    if (workspace / ".codex" / "hooks.json").is_file():
+        return ["--trust", "--dangerously-bypass-hook-trust"]
+    if (workspace / ".codex" / "config.toml").is_file():
+        return ["--trust"]
+    return []
+
+
+def mcp_toml(servers: dict[str, Any]) -> str:
+    """MCP servers as Codex `[mcp_servers.<name>]` tables (Claude's `type` key dropped)."""
+    tables = []
+    for name, server in servers.items():
+        lines = [f"[mcp_servers.{toml_str(name)}]"]
+        lines += [f"{key} = {toml_value(value)}" for key, value in server.items() if key != "type"]
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
+
+
+def toml_value(value: Any) -> str:
+    """A JSON value as TOML: strings, numbers, booleans, arrays and inline tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_str(str(k))} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, int | float):
+        return str(value)
+    return toml_str(str(value))
 
 
 def base_url(run: AgentRun) -> str:
@@ -123,22 +160,37 @@ def provider_config(url: str) -> list[str]:
     ]
 
 
-def sandbox_args(sandbox: Sandbox, workspace: Path) -> list[str]:
-    """Codex's own sandbox: the workspace writable, or only the writable-paths via a profile."""
-    network = "true" if sandbox.network else "false"
+def profile_dirs(sandbox: Sandbox, workspace: Path) -> list[Path] | None:
+    """The writable-paths as directories for a permission profile, or None when there is none.
+
+    Codex's profiles take directories only (a file as a writable root breaks every command), so
+    when a writable path is a file (or a missing name with a suffix, like `CHANGELOG.md`) the
+    whole workspace stays writable and the runner's sandbox check is what enforces the paths.
+    """
     if sandbox.writable_paths is None:
+        return None
+    dirs = [(workspace / p).resolve() for p in sandbox.writable_paths]
+    if any(d.is_file() or (not d.exists() and d.suffix) for d in dirs):
+        return None
+    return dirs
+
+
+def sandbox_args(network: bool, dirs: list[Path] | None) -> list[str]:
+    """Codex's own sandbox: the workspace writable, or only `dirs` through a permission profile."""
+    net = "true" if network else "false"
+    if dirs is None:
         return [
             "--sandbox",
             "workspace-write",
-            *config_args([f"sandbox_workspace_write.network_access={network}"]),
+            *config_args([f"sandbox_workspace_write.network_access={net}"]),
         ]
-    rules = {":root": "read"} | {str((workspace / p).resolve()): "write" for p in sandbox.writable_paths}
+    rules = {":root": "read"} | {str(d): "write" for d in dirs}
     table = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in rules.items())
     return config_args(
         [
             f"default_permissions={toml_str(PROFILE)}",
             f"permissions.{PROFILE}.filesystem={{{table}}}",
-            f"permissions.{PROFILE}.network.enabled={network}",
+            f"permissions.{PROFILE}.network.enabled={net}",
         ]
     )
 

@@ -1,0 +1,36 @@
+# The image of `uses: org/aam-eval-action@v1`: replays the evals from cassettes, so it
+# needs Python, git and the pinned dependencies, and nothing of the live modes (Node and
+# the agent CLIs are in live.Dockerfile, for the `live` variant). GitHub builds this on
+# every job that uses the action: keep it small and the slow layers first.
+ARG BASE_IMAGE=python:3.12-slim
+FROM ${BASE_IMAGE}
+
+LABEL org.opencontainers.image.title="aam-eval-action" \
+      org.opencontainers.image.description="Replay and diff LLM-judged agent evals on pull requests"
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+
+# git replays the base branch from a worktree of the checked-out repository.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git \
+    && rm -rf /var/lib/apt/lists/*
+
+# The mounted workspace belongs to the runner's user, not to root in here.
+RUN git config --system --add safe.directory '*'
+
+# Dependencies before the source: editing src/ rebuilds only the layers below.
+COPY requirements/action.txt /tmp/requirements/action.txt
+RUN pip install --requirement /tmp/requirements/action.txt \
+    && rm -rf /tmp/requirements
+
+COPY pyproject.toml README.md /tmp/aam-eval-action/
+COPY src /tmp/aam-eval-action/src
+RUN pip install --no-deps /tmp/aam-eval-action \
+    && rm -rf /tmp/aam-eval-action
+
+ENTRYPOINT ["aam-eval", "action"]

@@ -1,0 +1,431 @@
+"""Build the action's image from its Dockerfile and run it as GitHub runs a docker action.
+
+    sudo bash tests/docker/run_container_test.sh [--live] [--keep]
+
+Starts a Docker engine of its own, makes the base image (cached), builds the project's
+Dockerfile unchanged, then runs the container twice on a real pull request: a git
+repository with a base branch and a PR branch, checked out as actions/checkout does,
+the workspace and file-command directories mounted where GitHub mounts them, INPUT_*
+from action.yml's defaults and GITHUB_* as the runner sets them, and the project's
+GitHub-compatible server as the API. It checks the one sticky comment and the outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from engine import BaseImage, Dockerd, EngineError, make_workdir, remove_tree  # noqa: E402
+
+from support.github_server import GitHubServer  # noqa: E402
+from support.gitrepo import commit_all, git, init  # noqa: E402
+
+LEAN_TAG = "aam-eval-action:test"
+LIVE_TAG = "aam-eval-action-live:test"
+OWNER, REPO, PR = "octo-org", "agent-skills", 7
+TOKEN = "ghs_container_test_token"
+RUNNER_UID = 1001  # the runner's user on GitHub-hosted machines, not root
+EXAMPLE = ROOT / "examples" / "csv-tools"
+NEVER_SAID = "a sentence the agent never wrote"
+
+
+class Timings:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str]] = []
+
+    @contextmanager
+    def step(self, label: str) -> Iterator[None]:
+        print(f"==> {label}", flush=True)
+        start = time.monotonic()
+        yield
+        took = time.monotonic() - start
+        self.rows.append((label, f"{took:.1f} s"))
+        print(f"    {label}: {took:.1f} s", flush=True)
+
+    def note(self, label: str, value: str) -> None:
+        self.rows.append((label, value))
+        print(f"    {label}: {value}", flush=True)
+
+    def table(self) -> str:
+        width = max(len(label) for label, _ in self.rows)
+        return "\n".join(f"  {label:<{width}}  {value}" for label, value in self.rows)
+
+
+# -- the images ---------------------------------------------------------------------
+
+
+def build(engine: Dockerd, tag: str, dockerfile: str, base: str, log: Path) -> None:
+    proc = engine.docker(
+        "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}",
+        "--file", str(ROOT / dockerfile), "--tag", tag, str(ROOT), check=False,
+    )
+    log.write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text().splitlines()[-40:])
+        raise EngineError(f"docker build of {dockerfile} failed ({proc.returncode}):\n{tail}")
+
+
+def image_mb(engine: Dockerd, tag: str) -> float:
+    size = engine.docker("image", "inspect", "--format", "{{.Size}}", tag).stdout.strip()
+    return int(size) / 1e6
+
+
+# -- the pull request ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    workspace: Path
+    package_path: str
+    base_sha: str
+    head_sha: str
+    merge_sha: str
+    synthetic: bool
+
+
+def make_pull_request(tmp: Path) -> PullRequest:
+    """origin: main with the evals, feature with one check broken and one case removed.
+
+    The workspace is then a clone checked out at the PR's merge commit, as
+    actions/checkout with fetch-depth 0 leaves it on a pull_request event.
+    """
+    origin = tmp / "origin"
+    init(origin)
+    synthetic = not _example_is_recorded()
+    package_path = _synthetic_package(origin) if synthetic else _example_package(origin)
+    base = commit_all(origin, "Add the evals")
+    git(origin, "checkout", "-q", "-b", "feature")
+    _change_the_agent(origin / package_path)
+    head = commit_all(origin, "Change the agent")
+    git(origin, "checkout", "-q", "--detach", "main")
+    git(origin, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {base}", "feature")
+    merge = git(origin, "rev-parse", "HEAD")
+    git(origin, "update-ref", f"refs/pull/{PR}/merge", merge)
+    git(origin, "checkout", "-q", "main")
+
+    workspace = tmp / "runner" / "work" / REPO / REPO
+    workspace.parent.mkdir(parents=True)
+    git(tmp, "clone", "-q", str(origin), str(workspace))
+    git(workspace, "fetch", "-q", "origin", f"+refs/pull/{PR}/merge:refs/remotes/pull/{PR}/merge")
+    git(workspace, "checkout", "-q", "--detach", f"refs/remotes/pull/{PR}/merge")
+    return PullRequest(workspace, package_path, base, head, merge, synthetic)
+
+
+def _example_is_recorded() -> bool:
+    cassettes = ROOT / "cassettes"
+    return cassettes.is_dir() and any(cassettes.rglob("*.json"))
+
+
+def _example_package(origin: Path) -> str:
+    """The shipped example with its recorded cassettes, laid out as in this repository."""
+    shutil.copytree(EXAMPLE, origin / "examples" / "csv-tools",
+                    ignore=shutil.ignore_patterns("reports"))
+    shutil.copytree(ROOT / "cassettes", origin / "cassettes")
+    return "examples/csv-tools"
+
+
+def _synthetic_package(origin: Path) -> str:
+    """Four passing cases with agent and judge cassettes, recorded on the host."""
+    from support.model_server import ModelServer
+    from support.packages import record_sessions, simple_case, write_package
+
+    names = [f"case-{i}" for i in range(1, 5)]
+    cases = [simple_case(n, expected={"contains": ["done"]}) for n in names]
+    package = write_package(origin / "pkg", cases)
+    record_sessions(package, {n: f"done: finished the task for {n}." for n in names})
+    scenarios = [{"match": f"task for {n}.", "judge": {"result": "PASS", "reason": f"{n} is fine"}}
+                 for n in names]
+    with ModelServer(scenarios) as server:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "scripted"}
+        subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(package)],
+                       env=env, check=True, capture_output=True)
+    shutil.rmtree(package / "evals" / "reports", ignore_errors=True)
+    return "pkg"
+
+
+def _change_the_agent(package: Path) -> None:
+    """One case's check now asks for words never said; the last case is removed."""
+    files = sorted((package / "evals" / "cases").glob("*.yaml"))
+    for path in files:
+        case = yaml.safe_load(path.read_text())
+        if case.get("expected", {}).get("contains"):
+            case["expected"]["contains"] = [NEVER_SAID]
+            path.write_text(yaml.safe_dump(case, sort_keys=False))
+            break
+    files[-1].unlink()
+
+
+def event_payload(pr: PullRequest, api: str) -> dict[str, Any]:
+    """A `pull_request` event as GitHub writes it (the fields anyone reads, real-shaped)."""
+    repo = {"id": 1, "name": REPO, "full_name": f"{OWNER}/{REPO}", "owner": {"login": OWNER},
+            "default_branch": "main", "private": False}
+    return {
+        "action": "synchronize",
+        "number": PR,
+        "pull_request": {
+            "number": PR, "state": "open", "title": "Change the agent",
+            "url": f"{api}/repos/{OWNER}/{REPO}/pulls/{PR}",
+            "html_url": f"https://github.com/{OWNER}/{REPO}/pull/{PR}",
+            "user": {"login": "contributor"},
+            "head": {"ref": "feature", "sha": pr.head_sha, "label": f"{OWNER}:feature", "repo": repo},
+            "base": {"ref": "main", "sha": pr.base_sha, "label": f"{OWNER}:main", "repo": repo},
+        },
+        "repository": repo,
+        "sender": {"login": "contributor"},
+    }
+
+
+# -- the run, as the runner does it -------------------------------------------------
+
+
+@dataclass
+class Runner:
+    """The host side of one job: its temp directories and what it hands to the container."""
+
+    temp: Path
+    pr: PullRequest
+    api_url: str
+
+    def __post_init__(self) -> None:
+        for name in ("_github_home", "_github_workflow", "_runner_file_commands"):
+            (self.temp / name).mkdir(parents=True, exist_ok=True)
+        event = self.temp / "_github_workflow" / "event.json"
+        event.write_text(json.dumps(event_payload(self.pr, self.api_url), indent=2))
+        for root in (self.temp, self.pr.workspace):
+            subprocess.run(["chown", "-R", f"{RUNNER_UID}:{RUNNER_UID}", str(root)], check=True)
+
+    def step_env(self, step: str) -> dict[str, str]:
+        inputs = _action_inputs(self.pr.package_path)
+        github = {
+            "HOME": "/github/home", "CI": "true", "GITHUB_ACTIONS": "true",
+            "GITHUB_JOB": "evals", "GITHUB_WORKFLOW": "evals", "GITHUB_ACTION": "__org_aam-eval-action",
+            "GITHUB_ACTION_REPOSITORY": "org/aam-eval-action", "GITHUB_ACTION_REF": "v1",
+            "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "/github/workflow/event.json",
+            "GITHUB_REPOSITORY": f"{OWNER}/{REPO}", "GITHUB_REPOSITORY_OWNER": OWNER,
+            "GITHUB_REF": f"refs/pull/{PR}/merge", "GITHUB_REF_NAME": f"{PR}/merge",
+            "GITHUB_REF_TYPE": "branch", "GITHUB_SHA": self.pr.merge_sha,
+            "GITHUB_HEAD_REF": "feature", "GITHUB_BASE_REF": "main",
+            "GITHUB_SERVER_URL": "https://github.com", "GITHUB_API_URL": self.api_url,
+            "GITHUB_GRAPHQL_URL": f"{self.api_url}/graphql",
+            "GITHUB_RUN_ID": "4242", "GITHUB_RUN_NUMBER": "7", "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_ACTOR": "contributor", "GITHUB_WORKSPACE": "/github/workspace",
+            "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64", "RUNNER_NAME": "GitHub Actions 1",
+        }
+        for var, prefix in (("GITHUB_OUTPUT", "set_output"), ("GITHUB_STEP_SUMMARY", "step_summary"),
+                            ("GITHUB_ENV", "set_env"), ("GITHUB_PATH", "add_path"),
+                            ("GITHUB_STATE", "save_state")):
+            name = f"{prefix}_{step}"
+            (self.temp / "_runner_file_commands" / name).touch()
+            github[var] = f"/github/file_commands/{name}"
+        return {**inputs, **github}
+
+    def run(self, engine: Dockerd, image: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        # As the runner: variable names on the command line, values in the client's environment.
+        names = [arg for name in env for arg in ("-e", name)]
+        mounts = {
+            self.temp / "_github_home": "/github/home",
+            self.temp / "_github_workflow": "/github/workflow",
+            self.temp / "_runner_file_commands": "/github/file_commands",
+            self.pr.workspace: "/github/workspace",
+        }
+        volumes = [arg for host, inside in mounts.items() for arg in ("-v", f"{host}:{inside}")]
+        return engine.docker(
+            "run", "--name", uuid.uuid4().hex, "--label", "aam-eval-container-test",
+            "--workdir", "/github/workspace", "--rm", "--network", "host",
+            *names, *volumes, image, check=False, env=env,
+        )
+
+    def file_command(self, env: dict[str, str], var: str) -> str:
+        name = Path(env[var]).name
+        return (self.temp / "_runner_file_commands" / name).read_text()
+
+
+def _action_inputs(package_path: str) -> dict[str, str]:
+    """Every input with action.yml's default, as the runner passes them (`with:` overrides)."""
+    spec = yaml.safe_load((ROOT / "action.yml").read_text())
+    values = {name: str(meta.get("default", "")) for name, meta in spec["inputs"].items()}
+    values = {k: TOKEN if v == "${{ github.token }}" else v for k, v in values.items()}
+    values["package-path"] = package_path
+    return {f"INPUT_{name.upper()}": value for name, value in values.items()}
+
+
+# -- what must be true afterwards ---------------------------------------------------
+
+
+def parse_outputs(text: str) -> dict[str, str]:
+    """`name=value` lines and `name<<DELIMITER` blocks, as the runner reads GITHUB_OUTPUT."""
+    outputs: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            block = []
+            for part in lines:
+                if part == delimiter:
+                    break
+                block.append(part)
+            outputs[name] = "\n".join(block)
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+    return outputs
+
+
+def check_first_run(proc: subprocess.CompletedProcess[str], outputs: dict[str, str], summary: str,
+                    server: GitHubServer, pr: PullRequest, marker: str) -> dict[str, Any]:
+    expected = {"pass-rate", "pass-rate-delta", "passed", "failed", "errored", "total",
+                "regressions", "report-path", "comment-url"}
+    _require(expected <= outputs.keys(), f"GITHUB_OUTPUT lacks {sorted(expected - outputs.keys())}")
+    counts = {k: int(outputs[k]) for k in ("passed", "failed", "errored", "total", "regressions")}
+    _require(counts["passed"] + counts["failed"] + counts["errored"] == counts["total"],
+             f"passed + failed + errored != total: {counts}")
+    rate = 100 * counts["passed"] / counts["total"] if counts["total"] else 0.0
+    _require(outputs["pass-rate"] == f"{rate:.1f}", f"pass-rate {outputs['pass-rate']} != {rate:.1f}")
+    _require(outputs["pass-rate-delta"] != "", "no pass-rate-delta: the base was not replayed")
+    code = 1 if counts["regressions"] else 0
+    _require(proc.returncode == code,
+             f"exit code {proc.returncode}, expected {code} for {counts['regressions']} regression(s)")
+    if counts["regressions"]:
+        _require("::error file=" in proc.stdout, "no ::error file=… annotation for the regression")
+    _require(f"::add-mask::{TOKEN}" in proc.stdout, "the token was not masked")
+
+    comments = [c for c in server.comments(OWNER, REPO, PR) if marker in c["body"]]
+    _require(len(comments) == 1, f"{len(comments)} comments carry the marker, expected 1")
+    comment = comments[0]
+    _require(outputs["comment-url"] == comment["html_url"],
+             f"comment-url {outputs['comment-url']!r} != {comment['html_url']!r}")
+    _require(summary.count(marker) == 1, "the job summary does not hold the comment once")
+    report = pr.workspace / outputs["report-path"]
+    _require(report.is_file(), f"report-path {outputs['report-path']} is not in the workspace")
+    _require(json.loads(report.read_text()).get("cases"), "the head report has no cases")
+    if pr.synthetic:  # four passing cases; the PR breaks one and removes one
+        want = {"pass-rate": "66.7", "pass-rate-delta": "-33.3", "total": "3", "regressions": "1"}
+        got = {k: outputs[k] for k in want}
+        _require(got == want, f"outputs {got} != {want}")
+        _require("case-4" in comment["body"], "the removed case is not in the comment")
+    return comment
+
+
+def check_second_run(proc: subprocess.CompletedProcess[str], server: GitHubServer, marker: str,
+                     first: dict[str, Any], seeded: int) -> None:
+    comments = server.comments(OWNER, REPO, PR)
+    ours = [c["id"] for c in comments if marker in c["body"]]
+    _require(ours == [first["id"]], f"marker comments after the second run: {ours}, expected "
+             f"only {first['id']} (edited in place)")
+    _require(len(comments) == seeded + 1, f"{len(comments)} comments, expected {seeded + 1}")
+    edited = [r for r in server.requests
+              if r.method == "PATCH" and r.path.endswith(f"/issues/comments/{first['id']}")]
+    _require(len(edited) == 1 and edited[0].status == 200, "the second run did not PATCH the comment")
+    _require(proc.returncode in (0, 1), f"the second run exited {proc.returncode}")
+
+
+def _require(condition: object, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)
+
+
+def _show(title: str, proc: subprocess.CompletedProcess[str], lines: int = 25) -> None:
+    out = (proc.stdout + proc.stderr).rstrip().splitlines()
+    print(f"---- {title}: exit {proc.returncode}, last {min(lines, len(out))} of {len(out)} lines")
+    print("\n".join("    " + line for line in out[-lines:]))
+
+
+# -- main ---------------------------------------------------------------------------
+
+
+def scenario(engine: Dockerd, work: Path, timings: Timings) -> None:
+    from aam_eval_action.comment import MARKER
+
+    with timings.step("pull request repository"):
+        pr = make_pull_request(work / "job")
+    timings.note("example package", "synthetic (no cassettes/ yet)" if pr.synthetic
+                 else "examples/csv-tools with cassettes/")
+    seeded = 120  # the marker comment is found past the first pages
+    with GitHubServer(tokens={TOKEN: "write"}) as server:
+        server.add_pr(OWNER, REPO, PR, head="feature", base="main")
+        server.seed_comments(OWNER, REPO, PR, seeded)
+        runner = Runner(work / "job" / "runner" / "work" / "_temp", pr, server.url)
+
+        env = runner.step_env(uuid.uuid4().hex)
+        with timings.step("container run 1 (creates the comment)"):
+            proc = runner.run(engine, LEAN_TAG, env)
+        _show("run 1", proc)
+        outputs = parse_outputs(runner.file_command(env, "GITHUB_OUTPUT"))
+        print("    outputs:", json.dumps(outputs))
+        first = check_first_run(proc, outputs, runner.file_command(env, "GITHUB_STEP_SUMMARY"),
+                                server, pr, MARKER)
+
+        env = runner.step_env(uuid.uuid4().hex)
+        with timings.step("container run 2 (edits it)"):
+            proc = runner.run(engine, LEAN_TAG, env)
+        _show("run 2", proc, lines=5)
+        check_second_run(proc, server, MARKER, first, seeded)
+    print("---- the sticky comment:")
+    print("\n".join("    " + line for line in first["body"].splitlines()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--live", action="store_true", help="also build live.Dockerfile")
+    parser.add_argument("--keep", action="store_true", help="leave the engine's directory behind")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    cache = Path(os.environ.get("AAM_DOCKER_CACHE", "/var/cache/aam-eval-docker"))
+    timings = Timings()
+    work = make_workdir()
+    engine = Dockerd(work)
+    try:
+        with timings.step("dockerd start"):
+            engine.start()
+        base = BaseImage.like_host()
+        with timings.step("base image"):
+            tarball, made = base.ensure_tarball(cache, work)
+            base.import_into(engine, tarball)
+        timings.note("base image source", "debootstrap (now cached)" if made else f"cache {tarball}")
+        with timings.step("docker build Dockerfile"):
+            build(engine, LEAN_TAG, "Dockerfile", base.tag, work / "build-lean.log")
+        lean, base_mb = image_mb(engine, LEAN_TAG), image_mb(engine, base.tag)
+        timings.note("image size", f"{lean:.0f} MB = stand-in base {base_mb:.0f} MB "
+                     f"+ the Dockerfile's layers {lean - base_mb:.0f} MB")
+        if args.live:
+            with timings.step("docker build live.Dockerfile"):
+                build(engine, LIVE_TAG, "live.Dockerfile", base.tag, work / "build-live.log")
+            live = image_mb(engine, LIVE_TAG)
+            timings.note("live image size", f"{live:.0f} MB (+{live - base_mb:.0f} MB over the base)")
+            versions = engine.docker("run", "--rm", "--network", "host", "--entrypoint", "sh", LIVE_TAG,
+                                     "-c", "node --version; claude --version; codex --version")
+            timings.note("live image tools", " | ".join(versions.stdout.split("\n")).strip(" |"))
+        scenario(engine, work, timings)
+    except (EngineError, AssertionError, subprocess.CalledProcessError) as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        with timings.step("dockerd stop and clean up"):
+            engine.stop()
+            if not args.keep:
+                remove_tree(work)
+        print("---- timings\n" + timings.table(), flush=True)
+    print("container test: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""Record with the real CLIs against the scripted server, then replay with nothing at all.
+
+The shipped example package is recorded by real `claude` sessions (and one `codex` session),
+the server is stopped, and replay runs with no API key, no CLI on PATH and the network refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, aam_eval
+from support.model_server import ModelServer, load_scenarios
+
+from aam_eval_action.engines import get_engine
+
+SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
+pytestmark = pytest.mark.cli
+
+
+def _need(engine: str) -> None:
+    reason = get_engine(engine).available()
+    if reason:
+        pytest.skip(reason)
+
+
+def _verdicts(path: Path) -> dict[str, tuple[str, dict[str, str], str]]:
+    cases = json.loads(path.read_text())["cases"]
+    return {c["name"]: (c["verdict"], c["deterministic_checks"],
+                        (c.get("judge_verdict") or {}).get("result", "")) for c in cases}
+
+
+@pytest.fixture
+def fresh_example(example: Path) -> Path:
+    """The example with its cassettes removed and its cassette dir inside the package."""
+    config = example / "evals/eval-config.json"
+    data = json.loads(config.read_text())
+    data["cassettes"] = "cassettes"
+    config.write_text(json.dumps(data, indent=2))
+    return example
+
+
+def _record(pkg: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, scenarios: list[dict[str, object]] = SCENARIOS) -> tuple[Path, str]:
+    out = pkg.parent / f"record-{len(list(pkg.parent.glob('record-*')))}.json"
+    with ModelServer(scenarios) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-scripted")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-scripted")
+        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "3", "-o", str(out), *extra)
+    for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name)
+    return out, result.out + result.err
+
+
+def _no_network(self: socket.socket, address: object) -> None:
+    raise OSError(f"replay tried to reach the network: {address}")
+
+
+def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _need("claude-code")
+    recorded, log = _record(fresh_example, monkeypatch)
+    live = _verdicts(recorded)
+    assert live == {
+        "average-revenue": ("FAIL", {"contains": "FAIL", "sandbox": "PASS"}, ""),
+        "changelog-entry": ("PASS", {"files_created": "PASS", "sandbox": "PASS"}, "PASS"),
+        "csv-summary-e2e": ("PASS", {"contains": "PASS", "not_contains": "PASS", "files_created": "PASS",
+                                     "sandbox": "PASS"}, "PASS"),
+        "hook-blocks-env-write": ("PASS", {"not_contains": "PASS", "agent_blocked": "PASS", "sandbox": "PASS"}, "PASS"),
+        "no-invented-numbers": ("FAIL", {"sandbox": "PASS"}, "FAIL"),
+        "scratch-copy-sandbox": ("FAIL", {"sandbox": "FAIL"}, ""),
+    }, log
+    session = yaml.safe_load((fresh_example / "evals/cassettes/csv-summary-e2e/claude-code.session.yaml").read_text())
+    attempt = session["attempts"][0]
+    assert [t["name"] for t in attempt["tool_calls"]] == ["Skill", "Bash"]
+    assert attempt["files"][0]["path"] == "output/summary.md" and "Rows: 3" in attempt["files"][0]["text"]
+    assert attempt["runtime_version"] and attempt["session_id"]
+    assert "/tmp/" not in (fresh_example / "evals/cassettes/hook-blocks-env-write/claude-code.session.yaml").read_text()
+
+    # Replay: no key, no CLI on PATH, no network.
+    empty_bin = tmp_path / "empty-bin"
+    empty_bin.mkdir()
+    monkeypatch.setenv("PATH", str(empty_bin))
+    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    replay = aam_eval("run", "--package", str(fresh_example), "--replay", "-o", str(tmp_path / "replay.json"))
+    assert replay.code == 1
+    assert _verdicts(tmp_path / "replay.json") == live
+    report = json.loads((tmp_path / "replay.json").read_text())
+    assert report["summary"]["replayed"] == 6
+    assert report["agent"]["runtime_version"]
+
+
+def test_rerecording_identical_sessions_is_byte_identical(fresh_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need("claude-code")
+    _record(fresh_example, monkeypatch, "csv-summary-e2e", "hook-blocks-env-write")
+    first = {p: p.read_bytes() for p in (fresh_example / "evals/cassettes").rglob("*.yaml")}
+    _record(fresh_example, monkeypatch, "csv-summary-e2e", "hook-blocks-env-write")
+    second = {p: p.read_bytes() for p in (fresh_example / "evals/cassettes").rglob("*.yaml")}
+    assert len(first) == 4
+    for path in first:
+        assert first[path] == second[path], _diff(first[path], second[path])
+
+
+def _diff(a: bytes, b: bytes) -> str:
+    import difflib
+
+    return "".join(difflib.unified_diff(a.decode().splitlines(True), b.decode().splitlines(True)))
+
+
+def test_each_kind_of_replay_miss_says_what_changed(fresh_example: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _need("claude-code")
+    _record(fresh_example, monkeypatch, "csv-summary-e2e", "hook-blocks-env-write", "changelog-entry")
+    skill = fresh_example / "skills/csv-summary/SKILL.md"
+    skill.write_text(skill.read_text() + "\nAlso mention the file name.\n")
+    (fresh_example / "evals/fixtures/src/app.py").write_text("print('changed')\n")
+    out = tmp_path / "r.json"
+    aam_eval("run", "--package", str(fresh_example), "--replay", "-o", str(out))
+    errors = {c["name"]: c.get("error", "") for c in json.loads(out.read_text())["cases"]}
+    assert "replay miss: skill file skills/csv-summary/SKILL.md changed since recording" in errors["csv-summary-e2e"]
+    assert "aam-eval run csv-summary-e2e --record --package" in errors["csv-summary-e2e"]
+    assert "workspace file src/app.py changed" in errors["hook-blocks-env-write"]
+    assert "skill file" in errors["hook-blocks-env-write"]  # no target: every skill is installed
+    assert "replay miss: no cassette recorded for engine claude-code" in errors["average-revenue"]
+    aam_eval("run", "changelog-entry", "--package", str(fresh_example), "--replay", "--model", "claude-opus-4-7", "-o", str(out))
+    error = json.loads(out.read_text())["cases"][0]["error"]
+    assert "model changed (claude-sonnet-4-6 → claude-opus-4-7)" in error
+    aam_eval("run", "changelog-entry", "--package", str(fresh_example), "--replay", "--engine", "codex", "-o", str(out))
+    assert "no cassette recorded for engine codex" in json.loads(out.read_text())["cases"][0]["error"]
+
+
+def test_codex_session_records_and_replays(fresh_example: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _need("codex")
+    recorded, log = _record(fresh_example, monkeypatch, "csv-summary-e2e", "hook-blocks-env-write",
+                            "--engine", "codex", "--model", "gpt-5.5")
+    live = _verdicts(recorded)
+    assert live["csv-summary-e2e"][0] == "PASS", log
+    assert live["hook-blocks-env-write"][1]["agent_blocked"] == "PASS", log
+    session = yaml.safe_load((fresh_example / "evals/cassettes/csv-summary-e2e/codex.session.yaml").read_text())
+    assert session["attempts"][0]["runtime_version"] and session["attempts"][0]["model"] == "gpt-5.5"
+    out = tmp_path / "replay.json"
+    aam_eval("run", "csv-summary-e2e", "hook-blocks-env-write", "--package", str(fresh_example), "--replay",
+             "--engine", "codex", "--model", "gpt-5.5", "-o", str(out))
+    assert _verdicts(out) == live
+
+
+def test_canary_key_echoed_by_the_model_is_never_written(fresh_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need("claude-code")
+    canary = "sk-ant-CANARY-9f8e7d6c5b4a"
+    leaky = [dict(s) for s in SCENARIOS]
+    leaky[0] = {**leaky[0], "agent": [{"text": f"Rows: 3, 952.75 and by the way your key is {canary}"}]}
+    with ModelServer(leaky) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", canary)
+        result = aam_eval("run", "csv-summary-e2e", "--package", str(fresh_example), "--record", "--report")
+        assert any(canary in str(r.headers) for r in server.requests)  # the CLI really used it
+    written = [p for p in fresh_example.rglob("*") if p.is_file() and p.suffix in (".yaml", ".json")]
+    text = "\n".join(p.read_text() for p in written) + result.out + result.err
+    assert canary not in text
+    assert "[REDACTED:ANTHROPIC_API_KEY]" in text
+
+
+def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need("claude-code")
+    slow = [{"match": "Summarise fixtures/sales.csv", "agent": [{"sleep": 60, "text": "late"}]}]
+    before = _claude_processes()
+    with ModelServer(slow) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-scripted")
+        out = fresh_example.parent / "t.json"
+        aam_eval("run", "csv-summary-e2e", "--package", str(fresh_example), "--mode", "live", "--timeout", "4", "-o", str(out))
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["verdict"] == "FAIL"
+    assert "timed out after 4" in case["error"]
+    assert _claude_processes() <= before
+
+
+def _claude_processes() -> set[int]:
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"claude" in cmd and b"pytest" not in cmd:
+                found.add(int(proc.name))
+    return found
+
+
+def test_copy_is_private(example: Path) -> None:
+    # The fixture copies the example; the repository's own files are never touched by tests.
+    assert example != ROOT / "examples/csv-tools"
+    assert shutil.disk_usage(example)
