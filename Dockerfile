@@ -25,12 +25,12 @@ RUN git config --system --add safe.directory '*'
 
 # Dependencies before the source: editing src/ rebuilds only the layers below.
 COPY requirements/action.txt /tmp/requirements/action.txt
-RUN pip install --requirement /tmp/requirements/action.txt \
+RUN pip install --no-compile --requirement /tmp/requirements/action.txt \
     && rm -rf /tmp/requirements
 
 COPY pyproject.toml README.md /tmp/aam-eval-action/
 COPY src /tmp/aam-eval-action/src
-RUN pip install --no-deps /tmp/aam-eval-action \
+RUN pip install --no-compile --no-deps /tmp/aam-eval-action \
     && rm -rf /tmp/aam-eval-action
 
 ENTRYPOINT ["aam-eval", "action"]

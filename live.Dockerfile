@@ -31,7 +31,7 @@ RUN apt-get update \
 RUN git config --system --add safe.directory '*'
 
 COPY requirements/action.txt /tmp/requirements/action.txt
-RUN pip install --requirement /tmp/requirements/action.txt \
+RUN pip install --no-compile --requirement /tmp/requirements/action.txt \
     && rm -rf /tmp/requirements
 
 # Node from its PyPI wheel: the same package index as everything else, and pinned.
@@ -51,7 +51,7 @@ RUN npm install --global --no-audit --no-fund --loglevel=error \
 
 COPY pyproject.toml README.md /tmp/aam-eval-action/
 COPY src /tmp/aam-eval-action/src
-RUN pip install --no-deps /tmp/aam-eval-action \
+RUN pip install --no-compile --no-deps /tmp/aam-eval-action \
     && rm -rf /tmp/aam-eval-action
 
 ENTRYPOINT ["aam-eval", "action"]

@@ -7,17 +7,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+
+from aam_eval_action.action import main as action_main
+from aam_eval_action.comment import MARKER
 from support.github_server import GitHubServer
 from support.gitrepo import commit_all, git, init
 from support.model_server import ModelServer
 from support.packages import record_sessions, simple_case, write_package
-
-from aam_eval_action.action import main as action_main
-from aam_eval_action.comment import MARKER
 
 OWNER, REPO, PR = "acme", "evals", 7
 
@@ -128,7 +129,7 @@ def test_shallow_clone_fetches_the_base_commit(pr_repo: tuple[Path, str], tmp_pa
     repo, base = pr_repo
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "--depth=1", "--branch", "pr", f"file://{repo}", str(clone))
-    with pytest.raises(Exception):
+    with pytest.raises(subprocess.CalledProcessError):
         git(clone, "cat-file", "-e", base)
     env = _env(clone, tmp_path, "http://127.0.0.1:9", "rw-token", base, comment="false")
     assert action_main(env) == 1

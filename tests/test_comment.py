@@ -12,7 +12,7 @@ from support.golden import assert_golden
 from support.reports import case, report
 
 RUN_URL = "https://github.com/my-org/code-review/actions/runs/42"
-EVIL = "evil|name <script>alert(1)</script> ```sh\nrm -rf /\n``` @octocat [x](http://e) ![i](http://e/i.png) **bold _it_"  # noqa: E501
+EVIL = "evil|name <script>alert(1)</script> ```sh\nrm -rf /\n``` @octocat [x](http://e) ![i](http://e/i.png) **bold _it_"
 
 
 def typical() -> ReportDiff:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from support.model_server import ModelServer
 from support.packages import record_sessions, simple_case, write_package
 

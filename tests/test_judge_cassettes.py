@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from conftest import aam_eval
 from support.model_server import ModelServer
 from support.packages import record_sessions, simple_case, write_package
@@ -107,7 +108,7 @@ def test_criteria_change_invalidates_only_the_judge(tmp_path: Path, monkeypatch:
         case_file = next((pkg / "evals/cases").glob("*case-01.yaml"))
         case_file.write_text(case_file.read_text().replace("completed the task", "finished the job"))
         monkeypatch.delenv("ANTHROPIC_BASE_URL")
-        replay = aam_eval("run", "--package", str(pkg), "--replay", "-o", str(tmp_path / "r.json"))
+        aam_eval("run", "--package", str(pkg), "--replay", "-o", str(tmp_path / "r.json"))
         case = {c["name"]: c for c in json.loads((tmp_path / "r.json").read_text())["cases"]}["case-01"]
         assert case["verdict"] == "ERROR"
         assert "judge replay miss: judge criteria changed" in case["error"]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, aam_eval
-from support.model_server import ModelServer, load_scenarios
 
 from aam_eval_action.engines import get_engine
+from conftest import ROOT, aam_eval
+from support.model_server import ModelServer, load_scenarios
 
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
 pytestmark = pytest.mark.cli

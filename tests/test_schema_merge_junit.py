@@ -8,10 +8,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 import yaml
-from conftest import EXAMPLE, ROOT, aam_eval
-from support.packages import record_sessions, simple_case, write_package
 
 from aam_eval_action.commands.schema import FILES, render
+from conftest import EXAMPLE, ROOT, aam_eval
+from support.packages import record_sessions, simple_case, write_package
 
 
 @pytest.mark.parametrize("kind", list(FILES))
@@ -43,7 +43,7 @@ def _shard_reports(tmp_path: Path) -> tuple[Path, list[Path]]:
 def test_shards_split_the_cases_and_merge_back_into_one_run(tmp_path: Path) -> None:
     pkg, paths = _shard_reports(tmp_path)
     shard_cases = [[c["name"] for c in json.loads(p.read_text())["cases"]] for p in paths]
-    assert sorted(sum(shard_cases, [])) == [f"case-{i:02d}" for i in range(7)]
+    assert sorted(n for shard in shard_cases for n in shard) == [f"case-{i:02d}" for i in range(7)]
     assert all(len(s) in (2, 3) for s in shard_cases)
     whole = tmp_path / "whole.json"
     aam_eval("run", "--package", str(pkg), "--replay", "-o", str(whole))

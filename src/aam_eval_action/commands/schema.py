@@ -6,18 +6,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from aam_eval_action.config import Case, EvalConfig
 from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.report import Report
 
-KINDS = {"case": Case, "eval-config": EvalConfig, "report": Report}
+KINDS: dict[str, type[BaseModel]] = {"case": Case, "eval-config": EvalConfig, "report": Report}
 FILES = {"case": "case.schema.json", "eval-config": "eval-config.schema.json",
          "report": "report.schema.json"}
 
 
 def schema_for(kind: str) -> dict[str, Any]:
     model = KINDS[kind]
-    data = model.model_json_schema(by_alias=True, mode="validation")
+    data: dict[str, Any] = model.model_json_schema(by_alias=True, mode="validation")
     data["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     data["$id"] = f"https://aam-eval-action.invalid/schemas/{FILES[kind]}"
     return data
