@@ -184,9 +184,10 @@ def _claude_processes() -> set[int]:
         if proc.name.isdigit():
             try:
                 cmd = (proc / "cmdline").read_bytes()
-            except OSError:
+                state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
                 continue
-            if b"claude" in cmd and b"pytest" not in cmd:
+            if b"claude" in cmd and b"pytest" not in cmd and state != "Z":
                 found.add(int(proc.name))
     return found
 

@@ -72,15 +72,26 @@ class Timings:
 # -- the images ---------------------------------------------------------------------
 
 
-def build(engine: Dockerd, tag: str, dockerfile: str, base: str, log: Path) -> None:
+def dockerfile_of(action_yml: Path) -> tuple[Path, Path]:
+    """The Dockerfile and build context GitHub uses for this action: `runs.image`, relative
+    to action.yml, names a file ending in Dockerfile, built with its own directory as context."""
+    image = yaml.safe_load(action_yml.read_text())["runs"]["image"]
+    _require(image.endswith("Dockerfile"), f"{action_yml}: runs.image {image!r} is not a Dockerfile")
+    dockerfile = (action_yml.parent / image).resolve()
+    _require(dockerfile.is_file(), f"{action_yml}: {dockerfile} does not exist")
+    return dockerfile, dockerfile.parent
+
+
+def build(engine: Dockerd, tag: str, action_yml: Path, base: str, log: Path) -> None:
+    dockerfile, context = dockerfile_of(action_yml)
     proc = engine.docker(
         "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}",
-        "--file", str(ROOT / dockerfile), "--tag", tag, str(ROOT), check=False,
+        "--file", str(dockerfile), "--tag", tag, str(context), check=False,
     )
     log.write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         tail = "\n".join(log.read_text().splitlines()[-40:])
-        raise EngineError(f"docker build of {dockerfile} failed ({proc.returncode}):\n{tail}")
+        raise EngineError(f"docker build of {dockerfile.name} failed ({proc.returncode}):\n{tail}")
 
 
 def image_mb(engine: Dockerd, tag: str) -> float:
@@ -131,7 +142,7 @@ def make_pull_request(tmp: Path) -> PullRequest:
 
 def _example_is_recorded() -> bool:
     cassettes = ROOT / "cassettes"
-    return cassettes.is_dir() and any(cassettes.rglob("*.json"))
+    return cassettes.is_dir() and any(p.is_file() for p in cassettes.rglob("*"))
 
 
 def _example_package(origin: Path) -> str:
@@ -324,17 +335,18 @@ def check_first_run(proc: subprocess.CompletedProcess[str], outputs: dict[str, s
     return comment
 
 
-def check_second_run(proc: subprocess.CompletedProcess[str], server: GitHubServer, marker: str,
-                     first: dict[str, Any], seeded: int) -> None:
+def check_later_run(proc: subprocess.CompletedProcess[str], server: GitHubServer, marker: str,
+                    first: dict[str, Any], seeded: int, edits: int) -> None:
     comments = server.comments(OWNER, REPO, PR)
     ours = [c["id"] for c in comments if marker in c["body"]]
-    _require(ours == [first["id"]], f"marker comments after the second run: {ours}, expected "
+    _require(ours == [first["id"]], f"marker comments after a later run: {ours}, expected "
              f"only {first['id']} (edited in place)")
     _require(len(comments) == seeded + 1, f"{len(comments)} comments, expected {seeded + 1}")
     edited = [r for r in server.requests
               if r.method == "PATCH" and r.path.endswith(f"/issues/comments/{first['id']}")]
-    _require(len(edited) == 1 and edited[0].status == 200, "the second run did not PATCH the comment")
-    _require(proc.returncode in (0, 1), f"the second run exited {proc.returncode}")
+    _require(len(edited) == edits and all(r.status == 200 for r in edited),
+             f"{len(edited)} PATCHes of the comment, expected {edits}")
+    _require(proc.returncode in (0, 1), f"a later run exited {proc.returncode}")
 
 
 def _require(condition: object, message: str) -> None:
@@ -351,7 +363,8 @@ def _show(title: str, proc: subprocess.CompletedProcess[str], lines: int = 25) -
 # -- main ---------------------------------------------------------------------------
 
 
-def scenario(engine: Dockerd, work: Path, timings: Timings) -> None:
+def scenario(engine: Dockerd, work: Path, timings: Timings, images: list[str]) -> None:
+    """The first image creates the comment; each later run (same PR, new push) edits it."""
     from aam_eval_action.comment import MARKER
 
     with timings.step("pull request repository"):
@@ -363,28 +376,26 @@ def scenario(engine: Dockerd, work: Path, timings: Timings) -> None:
         server.add_pr(OWNER, REPO, PR, head="feature", base="main")
         server.seed_comments(OWNER, REPO, PR, seeded)
         runner = Runner(work / "job" / "runner" / "work" / "_temp", pr, server.url)
-
-        env = runner.step_env(uuid.uuid4().hex)
-        with timings.step("container run 1 (creates the comment)"):
-            proc = runner.run(engine, LEAN_TAG, env)
-        _show("run 1", proc)
-        outputs = parse_outputs(runner.file_command(env, "GITHUB_OUTPUT"))
-        print("    outputs:", json.dumps(outputs))
-        first = check_first_run(proc, outputs, runner.file_command(env, "GITHUB_STEP_SUMMARY"),
-                                server, pr, MARKER)
-
-        env = runner.step_env(uuid.uuid4().hex)
-        with timings.step("container run 2 (edits it)"):
-            proc = runner.run(engine, LEAN_TAG, env)
-        _show("run 2", proc, lines=5)
-        check_second_run(proc, server, MARKER, first, seeded)
+        first: dict[str, Any] = {}
+        for number, image in enumerate(images, start=1):
+            env = runner.step_env(uuid.uuid4().hex)
+            with timings.step(f"container run {number} ({image})"):
+                proc = runner.run(engine, image, env)
+            _show(f"run {number}", proc, lines=25 if number == 1 else 5)
+            if number == 1:
+                outputs = parse_outputs(runner.file_command(env, "GITHUB_OUTPUT"))
+                print("    outputs:", json.dumps(outputs))
+                summary = runner.file_command(env, "GITHUB_STEP_SUMMARY")
+                first = check_first_run(proc, outputs, summary, server, pr, MARKER)
+            else:
+                check_later_run(proc, server, MARKER, first, seeded, edits=number - 1)
     print("---- the sticky comment:")
     print("\n".join("    " + line for line in first["body"].splitlines()))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--live", action="store_true", help="also build live.Dockerfile")
+    parser.add_argument("--live", action="store_true", help="also build the live variant's image")
     parser.add_argument("--keep", action="store_true", help="leave the engine's directory behind")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -400,20 +411,20 @@ def main(argv: list[str] | None = None) -> int:
             tarball, made = base.ensure_tarball(cache, work)
             base.import_into(engine, tarball)
         timings.note("base image source", "debootstrap (now cached)" if made else f"cache {tarball}")
-        with timings.step("docker build Dockerfile"):
-            build(engine, LEAN_TAG, "Dockerfile", base.tag, work / "build-lean.log")
+        with timings.step("docker build (action.yml)"):
+            build(engine, LEAN_TAG, ROOT / "action.yml", base.tag, work / "build-lean.log")
         lean, base_mb = image_mb(engine, LEAN_TAG), image_mb(engine, base.tag)
         timings.note("image size", f"{lean:.0f} MB = stand-in base {base_mb:.0f} MB "
                      f"+ the Dockerfile's layers {lean - base_mb:.0f} MB")
         if args.live:
-            with timings.step("docker build live.Dockerfile"):
-                build(engine, LIVE_TAG, "live.Dockerfile", base.tag, work / "build-live.log")
+            with timings.step("docker build (live/action.yml)"):
+                build(engine, LIVE_TAG, ROOT / "live" / "action.yml", base.tag, work / "build-live.log")
             live = image_mb(engine, LIVE_TAG)
             timings.note("live image size", f"{live:.0f} MB (+{live - base_mb:.0f} MB over the base)")
             versions = engine.docker("run", "--rm", "--network", "host", "--entrypoint", "sh", LIVE_TAG,
                                      "-c", "node --version; claude --version; codex --version")
             timings.note("live image tools", " | ".join(versions.stdout.split("\n")).strip(" |"))
-        scenario(engine, work, timings)
+        scenario(engine, work, timings, [LEAN_TAG, LEAN_TAG] + ([LIVE_TAG] if args.live else []))
     except (EngineError, AssertionError, subprocess.CalledProcessError) as exc:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1

@@ -45,7 +45,7 @@ class ClaudeCode:
 
     name = "claude-code"
     provider = "anthropic"
-    default_model = "claude-sonnet-4-5"
+    default_model = "claude-sonnet-4-6"
 
     def available(self) -> str | None:
         """None when `claude` is on PATH, else how to get it."""

@@ -88,10 +88,36 @@ def kill_all() -> None:
 
 
 def _group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is left in the group.
+
+    A zombie still answers killpg(pgid, 0) until its parent reaps it, which can take seconds
+    when the parent is PID 1; waiting for it would only slow every session down.
+    """
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    members = _members(pgid)
+    return members is None or any(state != "Z" for state in members)
+
+
+def _members(pgid: int) -> list[str] | None:
+    """States of the group's processes from /proc; None where /proc cannot tell."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    states = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            states.append(fields[0])
+    return states
