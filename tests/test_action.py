@@ -167,3 +167,22 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
         action_main({"INPUT_FAIL-ON": "sometimes", "GITHUB_WORKSPACE": str(tmp_path)})
     assert "::error::action input 'fail-on'" in capsys.readouterr().out
     assert os.environ.get("INPUT_FAIL-ON") is None
+
+
+def test_matrix_shards_then_a_merge_job_comments_once(pr_repo: tuple[Path, str], tmp_path: Path) -> None:
+    repo, base = pr_repo
+    for i in (1, 2):
+        env = _env(repo, tmp_path, "http://127.0.0.1:9", "rw-token", base, shard=f"{i}/2",
+                   comment="false", fail_on="never", report_path=f"shards/shard-{i}.json")
+        assert action_main(env) == 0
+    sizes = [len(json.loads((repo / f"shards/shard-{i}.json").read_text())["cases"]) for i in (1, 2)]
+    assert sorted(sizes) == [2, 2]
+    with GitHubServer(tokens={"rw-token": "write"}) as gh:
+        gh.add_pr(OWNER, REPO, PR)
+        env = _env(repo, tmp_path, gh.url, "rw-token", base, merge_reports="shards/*.json",
+                   report_path="merged.json")
+        assert action_main(env) == 1
+        comments = [c for c in gh.comments(OWNER, REPO, PR) if MARKER in c["body"]]
+    assert len(comments) == 1
+    assert "**Pass rate 100.0% → 75.0% (-25.0 pp)**" in comments[0]["body"]
+    assert json.loads((repo / "merged.json").read_text())["summary"]["total"] == 4

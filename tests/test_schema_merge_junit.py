@@ -77,3 +77,15 @@ def test_junit_has_one_testcase_per_case_with_failures(tmp_path: Path) -> None:
     assert failure is not None and "contains: FAIL" in (failure.text or "")
     assert cases["beta"].find("error") is not None  # no cassette: an ERROR
     assert cases["alpha"].get("file") == "evals/cases/0000-alpha.yaml"
+
+
+def test_shards_balance_by_recorded_duration() -> None:
+    from aam_eval_action.commands.run import shard_of
+
+    durations = {"slow": 100.0, "a": 10.0, "b": 10.0, "c": 10.0, "d": 10.0}
+    names = list(durations)
+    shards = [shard_of(names, (i, 2), durations) for i in (1, 2)]
+    assert shards == [["slow"], ["a", "b", "c", "d"]]
+    by_name = [shard_of(names, (i, 2), {}) for i in (1, 2)]
+    assert sorted(by_name[0] + by_name[1]) == sorted(names)
+    assert abs(len(by_name[0]) - len(by_name[1])) <= 1

@@ -23,7 +23,8 @@ from aam_eval_action.report import Report
 INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
-    "min-pass-rate", "report-path", "github-token", "anthropic-api-key", "openai-api-key",
+    "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
+    "openai-api-key",
 )
 
 
@@ -49,6 +50,8 @@ class ActionInputs(BaseModel):
     fail_on: Literal["regression", "failure", "never"] = Field("regression", alias="fail-on")
     min_pass_rate: float | None = Field(None, alias="min-pass-rate", ge=0, le=100)
     report_path: str | None = Field(None, alias="report-path")
+    merge_reports: str | None = Field(None, alias="merge-reports")
+    """Glob of shard reports to merge as the head report instead of running cases."""
     github_token: str | None = Field(None, alias="github-token", repr=False)
     anthropic_api_key: str | None = Field(None, alias="anthropic-api-key", repr=False)
     openai_api_key: str | None = Field(None, alias="openai-api-key", repr=False)

@@ -20,9 +20,12 @@ def run_action(inputs: ActionInputs, gh: GitHubContext) -> int:
     console = Console()
     package = (gh.workspace / inputs.package_path).resolve()
     report_path = _report_path(inputs, gh, package)
-    head, code = execute(_run_args(inputs, package, inputs.mode, report_path), console)
-    if head is None:
-        return code
+    if inputs.merge_reports:
+        head = _merged(inputs, gh, report_path)
+    else:
+        head, code = execute(_run_args(inputs, package, inputs.mode, report_path), console)
+        if head is None:
+            return code
     base = _base_report(inputs, gh, console)
     diff = diff_reports(base, head)
     body = _render(inputs, gh, diff)
@@ -31,6 +34,23 @@ def run_action(inputs: ActionInputs, gh: GitHubContext) -> int:
     comment_url = _comment(inputs, gh, body)
     _outputs(gh, head, diff, report_path, comment_url)
     return exit_code(inputs, head, diff.regressions, bool(head.interrupted))
+
+
+def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Report:
+    """The shard reports of a matrix run, joined into the head report."""
+    from aam_eval_action.commands.merge import merge_reports
+    from aam_eval_action.errors import UsageError
+    from aam_eval_action.fsutil import atomic_write
+    from aam_eval_action.report import to_json
+
+    pattern = inputs.merge_reports or ""
+    paths = sorted(gh.workspace.glob(pattern))
+    if not paths:
+        raise UsageError(f"merge-reports {pattern!r} matched no report under {gh.workspace}")
+    merged = merge_reports([load_report(p) for p in paths])
+    atomic_write(report_path, to_json(merged))
+    print(f"merged {len(paths)} shard report(s): {merged.summary.total} case(s)", flush=True)
+    return merged
 
 
 def _run_args(inputs: ActionInputs, package: Path, mode: str, output: Path | None) -> RunArgs:

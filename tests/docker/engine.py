@@ -75,9 +75,8 @@ class Dockerd:
             "--bridge=none", "--iptables=false", "--ip-masq=false",
         ]
         with self.log.open("wb") as log:
-            self._process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
+            # In the test's process group: whatever stops the test stops the engine too.
+            self._process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -97,7 +96,7 @@ class Dockerd:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-        _kill_from_pidfile(self.root / "exec" / "containerd" / "containerd.pid")
+        _kill_from_pidfile(self.root / "exec" / "containerd" / "containerd.pid", self.root)
 
     def docker(self, *args: str, check: bool = True, capture: bool = True,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -120,9 +119,12 @@ class Dockerd:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def _kill_from_pidfile(pidfile: Path) -> None:
+def _kill_from_pidfile(pidfile: Path, owner: Path) -> None:
+    """SIGTERM, then SIGKILL, the process in `pidfile` if its command line names `owner`."""
     with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
         pid = int(pidfile.read_text().strip())
+        if str(owner) not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+            return  # gone, and the pid now belongs to someone else
         os.kill(pid, signal.SIGTERM)
         for _ in range(50):
             os.kill(pid, 0)
@@ -133,7 +135,8 @@ def _kill_from_pidfile(pidfile: Path) -> None:
 def make_workdir() -> Path:
     """A fresh directory for one run; leftovers of killed earlier runs are removed first."""
     for stale in Path(tempfile.gettempdir()).glob(WORK_PREFIX + "*"):
-        if not _alive(stale / "dockerd.pid"):
+        # An hour's margin: another run may have made its directory and not started yet.
+        if not _alive(stale / "dockerd.pid") and time.time() - stale.stat().st_mtime > 3600:
             remove_tree(stale)
     # Short: the engine's unix socket path must stay under 108 bytes.
     return Path(tempfile.mkdtemp(prefix=WORK_PREFIX))

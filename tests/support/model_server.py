@@ -13,6 +13,7 @@ comes from scenarios, each chosen by a substring of the request:
       - sleep: 30               # wait before answering (combines with another key)
       - error: {status: 500, message: "overloaded"}
     judge: {result: "PASS", reason: "why"}     # or {status: 529, times: 2, then: {...}}
+                                               # or a list: successive calls, cycling
 
 The turn index is stateless: it is the number of model turns already in the request
 (assistant messages for Anthropic, function calls for Responses), so retries of a turn
@@ -165,6 +166,7 @@ class Script:
     def __init__(self, scenarios: list[dict[str, Any]]) -> None:
         self._scenarios = list(scenarios)
         self._judge_failures: dict[int, int] = {}
+        self._judge_calls: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def add(self, scenario: dict[str, Any]) -> None:
@@ -190,10 +192,19 @@ class Script:
         if found is None:
             return verdict_reply({"result": "PASS", "reason": "no scenario matched"})
         index, scenario = found
-        judge = dict(scenario.get("judge") or {"result": "PASS", "reason": "scripted"})
+        judge = scenario.get("judge") or {"result": "PASS", "reason": "scripted"}
+        if isinstance(judge, list):  # successive calls get successive verdicts (a flaky judge)
+            judge = judge[self._next_call(index) % len(judge)]
+        judge = dict(judge)
         if "status" in judge and self._take_failure(index, int(judge.get("times", 1))):
             return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
         return verdict_reply(judge.get("then", judge))
+
+    def _next_call(self, index: int) -> int:
+        with self._lock:
+            n = self._judge_calls.get(index, 0)
+            self._judge_calls[index] = n + 1
+            return n
 
     def _take_failure(self, index: int, times: int) -> bool:
         with self._lock:

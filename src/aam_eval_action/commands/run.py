@@ -52,7 +52,8 @@ def execute(args: RunArgs, console: Console | None = None) -> tuple[Report | Non
     package = load_package(args.package)
     settings = resolve(package, args.overrides)
     _check_engine(settings)
-    selected = select(package.cases, args.cases, args.target, args.shard)
+    durations = recorded_durations(settings) if args.shard else None
+    selected = select(package.cases, args.cases, args.target, args.shard, durations)
     errors = [e for e in package.errors if not args.cases or e.case_name in args.cases]
     ctx = CaseContext(settings, Redactor.from_environment(settings.secret_values),
                       keep_workspaces=args.keep_workspaces)
@@ -82,7 +83,8 @@ def _check_engine(settings: RunSettings) -> None:
 
 
 def select(
-    cases: list[LoadedCase], names: list[str], target: str | None, shard: tuple[int, int] | None
+    cases: list[LoadedCase], names: list[str], target: str | None, shard: tuple[int, int] | None,
+    durations: dict[str, float] | None = None,
 ) -> list[LoadedCase]:
     """The cases to run: by name, by target, then this shard's share."""
     known = {c.case.name for c in cases}
@@ -95,10 +97,37 @@ def select(
     if target:
         chosen = [c for c in chosen if c.case.target == target]
     if shard:
-        index, total = shard
-        chosen = [c for i, c in enumerate(sorted(chosen, key=lambda c: c.case.name))
-                  if i % total == index - 1]
+        mine = set(shard_of([c.case.name for c in chosen], shard, durations or {}))
+        chosen = [c for c in chosen if c.case.name in mine]
     return chosen
+
+
+def shard_of(names: list[str], shard: tuple[int, int], durations: dict[str, float]) -> list[str]:
+    """Shard I of N: balanced by recorded duration (longest first into the lightest shard),
+    by name when nothing is recorded. Every shard computes the same split on its own."""
+    index, total = shard
+    loads = [0.0] * total
+    members: list[list[str]] = [[] for _ in range(total)]
+    default = (sum(durations.values()) / len(durations)) if durations else 1.0
+    for name in sorted(names, key=lambda n: (-durations.get(n, default), n)):
+        lightest = min(range(total), key=lambda i: (loads[i], i))
+        loads[lightest] += durations.get(name, default)
+        members[lightest].append(name)
+    return sorted(members[index - 1])
+
+
+def recorded_durations(settings: RunSettings) -> dict[str, float]:
+    """Seconds each case's recorded session took, from its cassette (when there is one)."""
+    found: dict[str, float] = {}
+    for lc in settings.package.cases:
+        path = agent_cassettes.session_path(settings.cassettes, lc.case.name, settings.engine)
+        try:
+            recorded = agent_cassettes.load(path)
+        except agent_cassettes.CassetteError:
+            continue
+        if recorded is not None:
+            found[lc.case.name] = sum(a.duration_seconds for a in recorded.attempts)
+    return found
 
 
 def dry_run(ctx: CaseContext, cases: list[LoadedCase], console: Console) -> int:
