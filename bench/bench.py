@@ -84,7 +84,8 @@ def read_floor(pkg: Path) -> float:
 def bench_replay(rows: list[tuple[str, str]]) -> None:
     for n in (10, 100, 1000):
         pkg = package(n)
-        wall, peak = timed([*CLI, "run", "--replay", "--package", str(pkg), "-o", str(BENCH_DIR / f"r{n}.json")])
+        out = str(BENCH_DIR / f"r{n}.json")
+        wall, peak = timed([*CLI, "run", "--replay", "--package", str(pkg), "-o", out])
         rows.append((f"replay {n} cases (jobs 1)", f"{wall:.2f} s, peak {peak:.0f} MB"))
         rows.append((f"  floor: parse {n} cases' cassettes", f"{read_floor(pkg):.2f} s"))
 
@@ -124,7 +125,8 @@ def bench_live(rows: list[tuple[str, str]]) -> None:
             results[jobs] = wall
             report = json.loads((BENCH_DIR / f"live{jobs}.json").read_text())
             verdicts = {c["verdict"] for c in report["cases"]}
-            rows.append((f"live 16 cases, 1 s model latency, jobs {jobs}", f"{wall:.1f} s {sorted(verdicts)}"))
+            label = f"live 16 cases, 1 s model latency, jobs {jobs}"
+            rows.append((label, f"{wall:.1f} s {sorted(verdicts)}"))
     rows.append(("  speed-up jobs 8 vs 1", f"{results[1] / results[8]:.1f}x"))
 
 

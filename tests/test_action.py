@@ -15,6 +15,7 @@ import yaml
 
 from aam_eval_action.action import main as action_main
 from aam_eval_action.comment import MARKER
+
 from support.github_server import GitHubServer
 from support.gitrepo import commit_all, git, init
 from support.model_server import ModelServer

@@ -8,6 +8,7 @@ import pytest
 from aam_eval_action.comment import MARKER, MAX_COMMENT_CHARS, marker, md, render_comment
 from aam_eval_action.diff import ReportDiff, diff_reports, format_markdown
 from aam_eval_action.errors import ConfigError
+
 from support.golden import assert_golden
 from support.reports import case, report
 

@@ -17,6 +17,7 @@ from aam_eval_action.diff import (
 )
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.report import load_report, to_json
+
 from support.reports import case, report
 
 # The seed's example report, with only the seed's fields.

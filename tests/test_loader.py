@@ -10,6 +10,7 @@ import pytest
 
 from aam_eval_action.errors import ConfigError, UnsupportedEngineError
 from aam_eval_action.loader import load_package
+
 from conftest import EXAMPLE, aam_eval
 from support.packages import simple_case, write_package
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from aam_eval_action.engines import get_engine
+
 from conftest import ROOT, aam_eval
 from support.model_server import ModelServer, load_scenarios
 

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+
+from aam_eval_action.engines import get_engine
+
 from conftest import aam_eval
 from support.model_server import ModelServer
 from support.packages import simple_case, write_package
-
-from aam_eval_action.engines import get_engine
 
 pytestmark = pytest.mark.cli
 
@@ -58,9 +59,9 @@ def test_repeat_records_attempts_and_flags_flaky(
 
 
 def test_regression_on_a_case_flaky_on_base_is_labelled_flaky(tmp_path: Path) -> None:
-    from support.reports import case, report
-
     from aam_eval_action.report import to_json
+
+    from support.reports import case, report
 
     base = report([case("wobbly", flaky=True), case("steady")])
     head = report([case("wobbly", "FAIL"), case("steady")])

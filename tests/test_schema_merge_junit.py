@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from aam_eval_action.commands.schema import FILES, render
+
 from conftest import EXAMPLE, ROOT, aam_eval
 from support.packages import record_sessions, simple_case, write_package
 

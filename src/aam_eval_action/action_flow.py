@@ -21,11 +21,11 @@ def run_action(inputs: ActionInputs, gh: GitHubContext) -> int:
     package = (gh.workspace / inputs.package_path).resolve()
     report_path = _report_path(inputs, gh, package)
     if inputs.merge_reports:
-        head = _merged(inputs, gh, report_path)
+        head: Report | None = _merged(inputs, gh, report_path)
     else:
         head, code = execute(_run_args(inputs, package, inputs.mode, report_path), console)
-        if head is None:
-            return code
+    if head is None:
+        return code
     base = _base_report(inputs, gh, console)
     diff = diff_reports(base, head)
     body = _render(inputs, gh, diff)
