@@ -12,6 +12,7 @@ from aam_eval_action.fsutil import atomic_write, dump_yaml
 from aam_eval_action.session import Session
 
 CASSETTE_VERSION = 1
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Fields that differ between two recordings of the same interaction; ignored when deciding
 # whether a re-recording changed anything, so identical interactions leave the file untouched.
 VOLATILE = ("recorded_at", "duration_seconds", "session_id")
@@ -68,7 +69,7 @@ def load(path: Path) -> AgentCassette | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise CassetteError(f"{path}: cannot be read ({exc})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -1,47 +1,54 @@
 """Terminal output: one line per finished case, a summary table at the end.
 
-rich honours NO_COLOR and prints no live widgets here, so output stays plain in CI logs.
+Case lines are plain writes (colour only on a terminal, never with NO_COLOR): a run prints
+thousands of them. rich draws the summary table; nothing animates, so CI logs stay clean.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from typing import TextIO
 
 from aam_eval_action.report import CaseResult, Report
 
 STYLES = {"PASS": "green", "FAIL": "red", "ERROR": "yellow", "SKIP": "dim"}
+ANSI = {"green": "\033[32m", "red": "\033[31m", "yellow": "\033[33m", "dim": "\033[2m"}
+TABLE_ROWS = 40
 
 
 class Console:
     def __init__(self, stream: TextIO | None = None) -> None:
-        from rich.console import Console as RichConsole
-
-        self._rich = RichConsole(file=stream or sys.stdout, highlight=False, soft_wrap=True)
+        self.stream = stream or sys.stdout
+        self.color = _wants_color(self.stream)
+        self._lock = threading.Lock()
 
     def line(self, text: str, style: str | None = None) -> None:
-        self._rich.print(text, style=style, markup=False)
+        if self.color and style in ANSI:
+            text = f"{ANSI[style]}{text}\033[0m"
+        with self._lock:
+            self.stream.write(text + "\n")
+            self.stream.flush()
 
     def case(self, r: CaseResult) -> None:
         source = "replayed" if r.replayed else ("live" if r.replayed is False else "-")
-        text = f"{r.verdict:<5} {r.name}  {r.duration_seconds:.1f}s  {source}"
-        self.line(text, STYLES.get(r.verdict))
+        flaky = "  flaky" if r.flaky else ""
+        self.line(f"{r.verdict:<5} {r.name}  {r.duration_seconds:.1f}s  {source}{flaky}",
+                  STYLES.get(r.verdict))
         if r.verdict != "PASS" and r.error:
             self.line(f"      {r.error}", "dim")
 
     def summary(self, report: Report) -> None:
-        from rich.table import Table
-
-        table = Table(title=None, show_edge=False)
-        for col in ("case", "verdict", "checks", "judge", "time", "source"):
-            table.add_column(col)
-        for c in report.cases:
-            checks = ", ".join(f"{k}:{v}" for k, v in c.deterministic_checks.items()) or "-"
-            judge = c.judge_verdict.result if c.judge_verdict else "-"
-            source = "replayed" if c.replayed else ("live" if c.replayed is False else "-")
-            table.add_row(c.name, c.verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
-                          style=STYLES.get(c.verdict))
-        self._rich.print(table)
+        shown = report.cases
+        hidden = 0
+        if len(shown) > TABLE_ROWS:  # a long run: the table lists what did not pass
+            shown = [c for c in report.cases if c.verdict != "PASS"][:TABLE_ROWS]
+            hidden = len(report.cases) - len(shown)
+        if shown:
+            self._table(shown)
+        if hidden:
+            self.line(f"({hidden} more case(s) not listed: every passing case, see the report)")
         s = report.summary
         cost = f", ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
         self.line(
@@ -49,3 +56,36 @@ class Console:
             f"{s.errored} errored, {s.replayed} replayed, {report.duration_seconds:.1f}s{cost}"
             + ("  [interrupted: partial report]" if report.interrupted else "")
         )
+
+    def _table(self, cases: list[CaseResult]) -> None:
+        from rich.console import Console as RichConsole
+        from rich.table import Table
+
+        table = Table(show_edge=False)
+        for col in ("case", "verdict", "checks", "judge", "time", "source"):
+            table.add_column(col)
+        for c in cases:
+            checks = ", ".join(f"{k}:{v}" for k, v in c.deterministic_checks.items()) or "-"
+            judge = c.judge_verdict.result if c.judge_verdict else "-"
+            source = "replayed" if c.replayed else ("live" if c.replayed is False else "-")
+            table.add_row(c.name, c.verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
+                          style=STYLES.get(c.verdict) if self.color else None)
+        rich = RichConsole(file=self.stream, highlight=False, no_color=not self.color,
+                           width=max(100, _width()))
+        with self._lock:
+            rich.print(table)
+
+
+def _wants_color(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _width() -> int:
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return 100

@@ -47,6 +47,10 @@ def run_all(
     queue = list(cases)
     interrupted = False
     try:
+        if ctx.settings.jobs == 1:  # no threads needed: cases run one after another
+            while queue:
+                outcomes.append(run_case(ctx, queue.pop(0)))
+                on_result(outcomes[-1].result)
         while queue or pending:
             while queue and len(pending) < ctx.settings.jobs and not stop.is_set():
                 pending.add(pool.submit(run_case, ctx, queue.pop(0)))

@@ -17,6 +17,8 @@ from aam_eval_action.package import PackageLayout
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
+# libyaml's loader when present: it keeps node marks (lines) and parses several times faster.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def _parse_case_file(
 ) -> list[LoadedCase | FileError]:
     try:
         text = path.read_text(encoding="utf-8")
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        nodes = list(yaml.compose_all(text, Loader=_LOADER))
     except UnicodeDecodeError:
         return [FileError(rel, None, "not UTF-8 text; save the case file as UTF-8")]
     except yaml.MarkedYAMLError as exc:
@@ -150,7 +152,7 @@ def _validate_case(
     start = node.start_mark.line + 1
     if dup:
         return FileError(rel, dup[1], f"{_loc_str(prefix + dup[0])}: duplicate key; keep one")
-    data = yaml.SafeLoader(yaml.serialize(node)).get_single_data()
+    data = yaml.constructor.SafeConstructor().construct_document(node)
     name = data.get("name") if isinstance(data, dict) else None
     name = name if isinstance(name, str) else None
     if not isinstance(data, dict):

@@ -20,4 +20,5 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-exec python3 tests/docker/run_action.py "$@"
+# The interpreter the project is installed in (.ci/run uses `python`).
+exec "$(command -v python || command -v python3)" tests/docker/run_action.py "$@"

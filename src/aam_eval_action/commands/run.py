@@ -59,6 +59,8 @@ def execute(args: RunArgs, console: Console | None = None) -> tuple[Report | Non
                       keep_workspaces=args.keep_workspaces)
     if args.dry_run:
         return None, dry_run(ctx, selected, console)
+    console.line(f"{len(selected)} case(s) · {settings.engine} · model {settings.model} · "
+                 f"judge {settings.judge_model} · mode {settings.mode}")
     for err in errors:
         console.line(f"ERROR {err}", "yellow")
     started, t0 = now()
