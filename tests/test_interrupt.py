@@ -29,6 +29,8 @@ def test_interrupt_writes_the_partial_report(tmp_path: Path, sig: signal.Signals
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         assert proc.stdout is not None
+        header = proc.stdout.readline()
+        assert header.startswith("8 case(s)"), header
         first = proc.stdout.readline()  # the first finished case
         assert first.startswith("PASS"), first
         proc.send_signal(sig)
