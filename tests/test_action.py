@@ -187,3 +187,22 @@ def test_matrix_shards_then_a_merge_job_comments_once(pr_repo: tuple[Path, str],
     assert len(comments) == 1
     assert "**Pass rate 100.0% → 75.0% (-25.0 pp)**" in comments[0]["body"]
     assert json.loads((repo / "merged.json").read_text())["summary"]["total"] == 4
+
+
+def test_comment_command_prints_or_posts(pr_repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import aam_eval
+
+    repo, _ = pr_repo
+    head = tmp_path / "head.json"
+    aam_eval("run", "--package", str(repo / "pkg"), "--replay", "-o", str(head))
+    printed = aam_eval("comment", str(head))
+    assert printed.code == 0 and MARKER in printed.out and "Pass rate 75.0%" in printed.out
+    with GitHubServer(tokens={"rw-token": "write"}) as gh:
+        gh.add_pr(OWNER, REPO, PR)
+        missing = aam_eval("comment", str(head), "--repo", f"{OWNER}/{REPO}", "--pr", str(PR), "--api-url", gh.url)
+        assert missing.code == 2 and "GITHUB_TOKEN" in missing.err
+        monkeypatch.setenv("GITHUB_TOKEN", "rw-token")
+        first = aam_eval("comment", str(head), "--repo", f"{OWNER}/{REPO}", "--pr", str(PR), "--api-url", gh.url)
+        second = aam_eval("comment", str(head), "--repo", f"{OWNER}/{REPO}", "--pr", str(PR), "--api-url", gh.url)
+        assert first.out.startswith("created ") and second.out.startswith("updated ")
+        assert len(gh.comments(OWNER, REPO, PR)) == 1

@@ -67,3 +67,34 @@ def test_judge_server_errors_are_retried_then_the_case_errors(tmp_path: Path, mo
     assert "judge failed: InternalServerError" in cases["dead-judge"]["error"]
     assert cases["fine"]["verdict"] == "PASS"
     assert result.code == 1 and elapsed < 60
+
+
+def test_model_server_dying_half_way_errors_only_the_affected_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from conftest import aam_eval
+
+    names = [f"case-{i:02d}" for i in range(6)]
+    pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
+    record_sessions(pkg, {n: f"Finished the task for {n}." for n in names})
+    server = ModelServer(latency=0.3).start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+
+    def kill_after_two() -> None:
+        while len(server.requests) < 2:
+            time.sleep(0.02)
+        time.sleep(0.35)  # the second answer goes out, then the server is gone
+        server.stop()
+
+    killer = threading.Thread(target=kill_after_two)
+    killer.start()
+    result = aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "r.json"), "--jobs", "1")
+    killer.join()
+    cases = json.loads((tmp_path / "r.json").read_text())["cases"]
+    verdicts = [c["verdict"] for c in cases]
+    assert len(cases) == 6 and result.code == 1
+    assert verdicts[:2] == ["PASS", "PASS"]
+    assert verdicts[2:] == ["ERROR"] * 4
+    assert all("judge failed: APIConnectionError" in c["error"] for c in cases[2:])

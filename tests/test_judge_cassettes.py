@@ -7,6 +7,7 @@ these tests exercise the judge side in isolation; the real CLIs are covered else
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -242,3 +243,21 @@ def test_dry_run_says_replay_or_live_and_why(tmp_path: Path) -> None:
     assert "case-00  target -  replay" in result.out
     assert "case-01  target -  live (the prompt changed since recording" in result.out
     assert "orphan cassette:" in result.out and "orphan-case" in result.out
+
+
+def test_keep_workspaces_on_replay_restores_the_recorded_files(tmp_path: Path) -> None:
+    from aam_eval_action import cassette
+
+    pkg = _package(tmp_path, n=1)
+    path = pkg / "evals/cassettes/case-00/claude-code.session.yaml"
+    recorded = cassette.load(path)
+    assert recorded is not None
+    from aam_eval_action.session import FileChange
+
+    recorded.attempts[0].files = [FileChange(path="out/a.txt", status="created", sha256="x", size=5, text="hello")]
+    cassette.save(path, recorded)
+    result = aam_eval("run", "--package", str(pkg), "--replay", "--keep-workspaces")
+    line = next(x for x in result.err.splitlines() if "kept workspace of case-00" in x)
+    kept = Path(line.rsplit(": ", 1)[1])
+    assert (kept / "out/a.txt").read_text() == "hello"
+    shutil.rmtree(kept.parent)

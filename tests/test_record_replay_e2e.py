@@ -62,9 +62,24 @@ def _no_network(self: socket.socket, address: object) -> None:
     raise OSError(f"replay tried to reach the network: {address}")
 
 
+MISSING_FILE_CASE = """\
+name: report-not-written
+description: The agent answers but never writes the report file it was asked for.
+input:
+  prompt: "Write the sales report for fixtures/sales.csv to output/report.md."
+  files: [fixtures/sales.csv]
+expected:
+  files-created: [output/report.md]
+judge:
+  criteria: output/report.md must exist and summarise the CSV.
+"""
+MISSING_FILE_SCENARIO = {"match": "Write the sales report", "agent": [{"text": "Here is the report: 3 rows."}]}
+
+
 def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _need("claude-code")
-    recorded, log = _record(fresh_example, monkeypatch)
+    (fresh_example / "evals/cases/07-report-not-written.yaml").write_text(MISSING_FILE_CASE)
+    recorded, log = _record(fresh_example, monkeypatch, scenarios=[*SCENARIOS, MISSING_FILE_SCENARIO])
     live = _verdicts(recorded)
     assert live == {
         "average-revenue": ("FAIL", {"contains": "FAIL", "sandbox": "PASS"}, ""),
@@ -74,6 +89,7 @@ def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytes
         "hook-blocks-env-write": ("PASS", {"not_contains": "PASS", "agent_blocked": "PASS", "sandbox": "PASS"}, "PASS"),
         "no-invented-numbers": ("FAIL", {"sandbox": "PASS"}, "FAIL"),
         "scratch-copy-sandbox": ("FAIL", {"sandbox": "FAIL"}, ""),
+        "report-not-written": ("FAIL", {"files_created": "FAIL", "sandbox": "PASS"}, ""),
     }, log
     session = yaml.safe_load((fresh_example / "evals/cassettes/csv-summary-e2e/claude-code.session.yaml").read_text())
     attempt = session["attempts"][0]
@@ -91,7 +107,9 @@ def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytes
     assert replay.code == 1
     assert _verdicts(tmp_path / "replay.json") == live
     report = json.loads((tmp_path / "replay.json").read_text())
-    assert report["summary"]["replayed"] == 6
+    assert report["summary"]["replayed"] == 7
+    errors = {c["name"]: c.get("error") for c in report["cases"]}
+    assert errors["report-not-written"] == "files_created: not created: 'output/report.md'"
     assert report["agent"]["runtime_version"]
 
 

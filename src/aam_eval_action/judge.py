@@ -11,6 +11,8 @@ from aam_eval_action.session import FileChange, Session
 OUTPUT_CAP = 20_000
 FILES_CAP = 20_000
 MAX_TOKENS = 1024
+# Seconds one judge request may take before it is retried; the SDKs' own default is 10 min.
+REQUEST_TIMEOUT = 120.0
 PLACEHOLDER_KEY = "aam-eval-replay-placeholder"
 DEFAULT_JUDGE = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5.5"}
 VERDICT_SCHEMA: dict[str, Any] = {
@@ -107,7 +109,7 @@ def _ask_anthropic(
 
     with anthropic.Anthropic(
         api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
-        max_retries=max_retries,
+        max_retries=max_retries, timeout=REQUEST_TIMEOUT,
     ) as client:
         msg = client.messages.create(
             model=model, max_tokens=MAX_TOKENS, system=SYSTEM,
@@ -131,7 +133,7 @@ def _ask_openai(
 
     with openai.OpenAI(
         api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
-        max_retries=max_retries,
+        max_retries=max_retries, timeout=REQUEST_TIMEOUT,
     ) as client:
         resp = client.responses.create(
             model=model, instructions=SYSTEM, input=text, max_output_tokens=MAX_TOKENS,

@@ -82,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the JSON Schema of case files, eval-config or reports")
     s.add_argument("kind", nargs="?", default="all", choices=("all", "case", "eval-config", "report"))
     s.add_argument("-o", "--output-dir", type=Path, help="write <kind>.schema.json files here")
+    k = sub.add_parser("comment", help="render the PR comment for a report; print it or post it")
+    k.add_argument("head", type=Path, help="the head report")
+    k.add_argument("--base", type=Path, help="the base report to diff against")
+    k.add_argument("--template", type=Path, help="a Jinja template (may extend comment.md.j2)")
+    k.add_argument("--comment-id", help="keep a separate sticky comment per id")
+    k.add_argument("--repo", help="OWNER/NAME to post to (token from GITHUB_TOKEN)")
+    k.add_argument("--pr", type=int, help="pull request number to post to")
+    k.add_argument("--api-url", default="https://api.github.com", help="GitHub API URL")
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_*)")
     return parser
 
@@ -119,6 +127,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.action import main as action_main
 
         return action_main()
+    if args.command == "comment":
+        from aam_eval_action.commands.comment import comment
+
+        return comment(args.head, args.base, args.template, args.comment_id, args.repo, args.pr,
+                       args.api_url)
     if args.command == "merge":
         from aam_eval_action.commands.merge import merge
 

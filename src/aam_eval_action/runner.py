@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -116,6 +117,8 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     decision = decide(ctx, loaded, fp)
     if decision.replay and decision.recorded is not None:
         sessions = [_scrub(ctx, x) for x in decision.recorded.attempts[: s.repeat]]
+        if ctx.keep_workspaces:
+            _restore_for_debugging(ctx, loaded, sessions[0])
     else:
         sessions = [_live_session(ctx, loaded) for _ in range(s.repeat)]
         if s.mode in ("auto", "record"):
@@ -144,9 +147,22 @@ def _live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
         session = engine.run(run)
         session.files = workspace.changes(ws.root, before)
     finally:
-        if not ctx.keep_workspaces:
+        if ctx.keep_workspaces:
+            _kept(loaded, ws.root)
+        else:
             ws.cleanup()
     return _scrub(ctx, _portable(session, ws))
+
+
+def _restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session) -> None:
+    """--keep-workspaces on replay: the workspace as the recorded session left it."""
+    ws = workspace.create(ctx.settings.package.layout, loaded.case)
+    workspace.restore(ws.root, session.files)
+    _kept(loaded, ws.root)
+
+
+def _kept(loaded: LoadedCase, root: Path) -> None:
+    print(f"aam-eval: kept workspace of {loaded.case.name}: {root}", file=sys.stderr, flush=True)
 
 
 def _portable(session: Session, ws: workspace.Workspace) -> Session:

@@ -37,6 +37,7 @@ import json
 import re
 import shlex
 import signal
+import socket
 import sys
 import threading
 from dataclasses import dataclass
@@ -468,6 +469,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: tests read `requests` instead."""
 
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner.connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.server.owner.connections.discard(self.connection)
+        super().finish()
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         try:
@@ -525,6 +534,7 @@ class ModelServer:
         self.script = Script(scenarios or [])
         self.latency = latency
         self.requests: list[RecordedRequest] = []
+        self.connections: set[socket.socket] = set()
         self._port = port
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -558,10 +568,14 @@ class ModelServer:
         return self
 
     def stop(self) -> None:
+        """Stop like a crashed server: open keep-alive connections are cut too."""
         self._stopping.set()
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
+        for conn in list(self.connections):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join()
 
