@@ -14,11 +14,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 
-# git replays the base branch from a worktree of the checked-out repository.
+# git replays the base branch from a worktree of the checked-out repository. Only its C
+# commands are used (rev-parse, fetch, worktree), so Perl, which Debian's git package pulls
+# in for a few scripted commands, is removed again: about 45 MB less on every PR job.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git \
-    && rm -rf /var/lib/apt/lists/*
+    && dpkg --purge --force-depends perl perl-modules-5.36 libperl5.36 liberror-perl git-man \
+    && rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/*
 
 # The mounted workspace belongs to the runner's user, not to root in here.
 RUN git config --system --add safe.directory '*'
