@@ -1,6 +1,5 @@
 """Claude Code (`claude -p`): install a package the way Claude Code reads it, run it, parse stream-json.
 
-The install helpers here also serve the Codex engine: hooks use Claude Code's format in both.
 """
 
 from __future__ import annotations
@@ -16,15 +15,23 @@ import yaml
 
 from aam_eval_action.config import Sandbox
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.process import Completed, run_process
+from aam_eval_action.engines.common import base_env, block, events, finish, one_line
+from aam_eval_action.engines.install import (
+    append_text,
+    copy_package,
+    copy_skills,
+    copy_tree,
+    hooks_config,
+    instructions,
+    mcp_servers,
+    merge_json,
+)
+from aam_eval_action.engines.process import run_process
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 
 CLI = "claude"
-PACKAGE_COPY = ".aam/package"
 """Where the package's non-skill files are copied in the workspace, for hook commands to run."""
-PLUGIN_ROOT_VARS = ("${CLAUDE_PLUGIN_ROOT}", "$CLAUDE_PLUGIN_ROOT")
-BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME")
 """The only variables taken from the runner's environment; proxies go through eval-config `env`."""
 OFFLINE_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -139,115 +146,7 @@ def mcp_names(workspace: Path) -> list[str]:
     return sorted(servers)
 
 
-def base_env(run: AgentRun) -> dict[str, str]:
-    """The few runner variables an agent CLI needs, with HOME set to the run's fresh home."""
-    env = {key: os.environ[key] for key in BASE_ENV_KEYS if key in os.environ}
-    env["HOME"] = str(run.home)
-    return env
-
-
 # --- install helpers (shared with the Codex engine) -------------------------------------
-
-
-def copy_skills(package: PackageLayout, target: str | None, dest: Path) -> None:
-    """Copy the skills this target gets into `dest/<name>/`."""
-    for name in package.skills_for(target):
-        copy_tree(package.root / "skills" / name, dest / name)
-
-
-def copy_package(package: PackageLayout, target: str | None, workspace: Path) -> Path:
-    """Copy the package's non-skill files into the workspace; returns that directory (absolute)."""
-    root = (workspace / PACKAGE_COPY).resolve()
-    for rel in package.files_for(target):
-        if rel.startswith("skills/"):
-            continue
-        dest = root / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(package.root / rel, dest)
-    return root
-
-
-def copy_tree(src: Path, dest: Path) -> None:
-    """Copy a directory when it exists, keeping file modes."""
-    if src.is_dir():
-        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-
-
-def hooks_config(package: PackageLayout, root: Path) -> dict[str, Any]:
-    """The package's hooks by event, with plugin-root paths pointing at the copied package.
-
-    A hook command naming `${CLAUDE_PLUGIN_ROOT}` is refused outside a plugin, so it is
-    rewritten to the absolute path of the package copy.
-    """
-    path = package.root / "hooks" / "hooks.json"
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    events = data.get("hooks", data) if isinstance(data, dict) else None
-    if not isinstance(events, dict):
-        return {}
-    return {k: rewrite_root(v, root) for k, v in events.items() if isinstance(v, list)}
-
-
-def mcp_servers(package: PackageLayout, root: Path) -> dict[str, Any]:
-    """MCP servers from `mcp/servers.json` (a `mcpServers`/`servers` mapping or a bare one)."""
-    path = package.root / "mcp" / "servers.json"
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    servers = data.get("mcpServers", data.get("servers", data)) if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        return {}
-    return {k: rewrite_root(v, root) for k, v in servers.items() if isinstance(v, dict)}
-
-
-def rewrite_root(value: Any, root: Path) -> Any:
-    """Replace the plugin-root variable in every string of a JSON value."""
-    if isinstance(value, str):
-        for var in PLUGIN_ROOT_VARS:
-            value = value.replace(var, str(root))
-        return value
-    if isinstance(value, list):
-        return [rewrite_root(v, root) for v in value]
-    if isinstance(value, dict):
-        return {k: rewrite_root(v, root) for k, v in value.items()}
-    return value
-
-
-def instructions(package: PackageLayout) -> str:
-    """AGENTS.md followed by every `rules/<name>/RULE.md`, as one instructions text."""
-    parts = []
-    agents_md = package.root / "AGENTS.md"
-    if agents_md.is_file():
-        parts.append(agents_md.read_text(encoding="utf-8").strip())
-    for rule in sorted((package.root / "rules").glob("*/RULE.md")):
-        parts.append(rule.read_text(encoding="utf-8").strip())
-    return "\n\n".join(p for p in parts if p)
-
-
-def append_text(path: Path, text: str) -> None:
-    """Append a block of text to a file (creating it), separated from what is there."""
-    if not text:
-        return
-    old = path.read_text(encoding="utf-8").rstrip() + "\n\n" if path.is_file() else ""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(old + text + "\n", encoding="utf-8")
-
-
-def merge_json(path: Path, extra: dict[str, Any]) -> None:
-    """Merge keys into a JSON object file; hook lists of the same event are concatenated."""
-    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    for key, value in extra.items():
-        old = data.get(key)
-        if key == "hooks" and isinstance(old, dict):
-            value = {e: old.get(e, []) + v for e, v in value.items()} | {
-                e: v for e, v in old.items() if e not in value
-            }
-        elif isinstance(old, dict) and isinstance(value, dict):
-            value = old | value
-        data[key] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def write_agents(package: PackageLayout, dest: Path) -> None:
@@ -281,19 +180,6 @@ def subagent(agent_dir: Path) -> str:
 
 
 # --- stream-json ------------------------------------------------------------------------
-
-
-def events(stdout: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines stream; other lines are skipped."""
-    found = []
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            found.append(event)
-    return found
 
 
 def parse_stream(stdout: str, session: Session) -> None:
@@ -366,24 +252,3 @@ def result_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def block(session: Session, evidence: str) -> None:
-    """Record that a hook blocked the agent, once per distinct piece of evidence."""
-    session.hook_blocked = True
-    if evidence not in session.hook_evidence:
-        session.hook_evidence.append(cap(evidence, TOOL_RESULT_CAP))
-
-
-def finish(session: Session, done: Completed, timeout: float) -> None:
-    """Settle is_error and error from the exit status, the timeout and what the stream said."""
-    if done.timed_out:
-        session.is_error = True
-        session.error = f"timed out after {timeout:g} s"
-    elif done.exit_code != 0:
-        session.is_error = True
-        session.error = session.error or one_line(done.stderr) or f"exited with code {done.exit_code}"
-
-
-def one_line(text: str) -> str:
-    """The last non-empty line of a text, cut to 300 characters (where the cause usually is)."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""

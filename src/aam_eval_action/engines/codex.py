@@ -13,19 +13,15 @@ from typing import Any
 
 from aam_eval_action.config import Sandbox
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.claude_code import (
+from aam_eval_action.engines.common import base_env, block, events, finish, one_line
+from aam_eval_action.engines.install import (
     append_text,
-    base_env,
-    block,
     copy_package,
     copy_skills,
-    events,
-    finish,
     hooks_config,
     instructions,
     mcp_servers,
     merge_json,
-    one_line,
 )
 from aam_eval_action.engines.process import run_process
 from aam_eval_action.package import PackageLayout

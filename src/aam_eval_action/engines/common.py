@@ -1,0 +1,56 @@
+"""What both engines share: the session environment, JSON-lines events, outcome helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from aam_eval_action.engines.base import AgentRun
+from aam_eval_action.engines.process import Completed
+from aam_eval_action.session import TOOL_RESULT_CAP, Session, cap
+
+BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME")
+
+
+def base_env(run: AgentRun) -> dict[str, str]:
+    """The few runner variables an agent CLI needs, with HOME set to the run's fresh home."""
+    env = {key: os.environ[key] for key in BASE_ENV_KEYS if key in os.environ}
+    env["HOME"] = str(run.home)
+    return env
+
+
+def events(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines stream; other lines are skipped."""
+    found = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            found.append(event)
+    return found
+
+
+def block(session: Session, evidence: str) -> None:
+    """Record that a hook blocked the agent, once per distinct piece of evidence."""
+    session.hook_blocked = True
+    if evidence not in session.hook_evidence:
+        session.hook_evidence.append(cap(evidence, TOOL_RESULT_CAP))
+
+
+def finish(session: Session, done: Completed, timeout: float) -> None:
+    """Settle is_error and error from the exit status, the timeout and what the stream said."""
+    if done.timed_out:
+        session.is_error = True
+        session.error = f"timed out after {timeout:g} s"
+    elif done.exit_code != 0:
+        session.is_error = True
+        session.error = session.error or one_line(done.stderr) or f"exited with code {done.exit_code}"
+
+
+def one_line(text: str) -> str:
+    """The last non-empty line of a text, cut to 300 characters (where the cause usually is)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
