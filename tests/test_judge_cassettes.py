@@ -261,3 +261,12 @@ def test_keep_workspaces_on_replay_restores_the_recorded_files(tmp_path: Path) -
     kept = Path(line.rsplit(": ", 1)[1])
     assert (kept / "out/a.txt").read_text() == "hello"
     shutil.rmtree(kept.parent)
+
+
+def test_live_session_without_a_key_is_a_clear_error(tmp_path: Path) -> None:
+    pkg = _package(tmp_path, n=1)
+    result = aam_eval("run", "--package", str(pkg), "--mode", "live", "-o", str(tmp_path / "r.json"))
+    case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
+    assert result.code == 1 and case["verdict"] == "ERROR"
+    assert case["error"].startswith("ANTHROPIC_API_KEY is not set: a live claude-code session needs it") or (
+        "--replay" in case["error"] and "claude" in case["error"])  # when the CLI itself is absent

@@ -139,7 +139,7 @@ def test_bad_case_in_run_is_reported_and_others_still_run(tmp_path: Path) -> Non
     (pkg / "evals/cases/zz-bad.yaml").write_text("name: broken\ninput: {prompt: x}\njudge: {criteria: y}\nbogus: 1\n")
     out = tmp_path / "r.json"
     result = aam_eval("run", "--package", str(pkg), "--replay", "-o", str(out))
-    assert result.code == 1
+    assert result.code == 2  # a bad case file is a usage error, after the other cases ran
     report = json.loads(out.read_text())
     by_name = {c["name"]: c for c in report["cases"]}
     assert "bogus: unknown key" in by_name["broken"]["error"]

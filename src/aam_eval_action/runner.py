@@ -24,6 +24,9 @@ from aam_eval_action.session import Session
 from aam_eval_action.settings import RunSettings
 
 
+KEY_NAMES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
 @dataclass(frozen=True)
 class Miss(Exception):
     """Replay could not serve a case; `kind` is no-cassette, stale or damaged."""
@@ -136,6 +139,12 @@ def _live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
     missing = engine.available()
     if missing:
         raise AamEvalError(f"{missing}; or run with --replay to use the recorded cassettes")
+    key = KEY_NAMES[engine.provider]
+    if not s.agent_env.get(key):
+        raise AamEvalError(
+            f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
+            "or run with --replay to use the recorded cassettes)"
+        )
     ws = workspace.create(s.package.layout, loaded.case)
     try:
         engine.install(s.package.layout, ws.root, loaded.case.target)
@@ -228,6 +237,9 @@ def _grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: _Judge
         return Graded("ERROR", checks, None, miss.message, replay_miss=miss.kind)
     except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
         reason = f"judge failed: {type(exc).__name__}: {exc}"
+        key = KEY_NAMES[ctx.settings.judge_provider]
+        if not ctx.settings.api_key(ctx.settings.judge_provider):
+            reason += f" (no {key} is set: live judge calls need it)"
         return Graded("ERROR", checks, JudgeVerdict(result="ERROR", reason=reason), reason)
     jv = JudgeVerdict(result=verdict.result, reason=verdict.reason, model=verdict.model,
                       replayed=replayed)

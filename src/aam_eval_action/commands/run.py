@@ -10,7 +10,7 @@ from types import FrameType
 
 from aam_eval_action import cassette as agent_cassettes
 from aam_eval_action.console import Console
-from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from aam_eval_action.evaluate import (
     Interrupted,
     build_report,
@@ -74,6 +74,8 @@ def execute(args: RunArgs, console: Console | None = None) -> tuple[Report | Non
     console.summary(report)
     if interrupted:
         return report, EXIT_INTERRUPTED
+    if errors:  # the other cases ran, but a bad case file is a usage error of the run
+        return report, EXIT_USAGE
     ok = all(c.verdict in ("PASS", "SKIP") for c in report.cases)
     return report, EXIT_OK if ok else EXIT_FAILED
 
