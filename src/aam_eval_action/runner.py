@@ -23,7 +23,6 @@ from aam_eval_action.report import Attempt, CaseResult, JudgeVerdict, snippet
 from aam_eval_action.session import Session
 from aam_eval_action.settings import RunSettings
 
-
 KEY_NAMES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
