@@ -110,6 +110,14 @@ def bench_diff(rows: list[tuple[str, str]]) -> None:
 
 
 def bench_live(rows: list[tuple[str, str]]) -> None:
+    """16 real claude sessions against the scripted server with 1 s per model answer.
+
+    Each case costs 3 model answers (2 agent turns + 1 judge call) = 3 s of latency. The jobs 1
+    run records, so each session's own CLI time is known and the harness overhead per case is
+    case time - CLI time - the judge's 1 s.
+    """
+    import yaml
+
     names = [f"live-{i:02d}" for i in range(16)]
     pkg = BENCH_DIR / "live"
     shutil.rmtree(pkg, ignore_errors=True)
@@ -119,15 +127,24 @@ def bench_live(rows: list[tuple[str, str]]) -> None:
     results = {}
     with ModelServer(scenarios, latency=1.0) as server:
         env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"}
-        for jobs in (1, 8):
-            wall, _ = timed([*CLI, "run", "--mode", "live", "--package", str(pkg), "--jobs", str(jobs),
-                             "-o", str(BENCH_DIR / f"live{jobs}.json")], env)
+        for jobs, mode in ((1, "record"), (8, "live")):
+            out = BENCH_DIR / f"live{jobs}.json"
+            wall, _ = timed([*CLI, "run", "--mode", mode, "--package", str(pkg), "--jobs", str(jobs),
+                             "-o", str(out)], env)
             results[jobs] = wall
-            report = json.loads((BENCH_DIR / f"live{jobs}.json").read_text())
-            verdicts = {c["verdict"] for c in report["cases"]}
+            verdicts = sorted({c["verdict"] for c in json.loads(out.read_text())["cases"]})
             label = f"live 16 cases, 1 s model latency, jobs {jobs}"
-            rows.append((label, f"{wall:.1f} s {sorted(verdicts)}"))
+            rows.append((label, f"{wall:.1f} s {verdicts}"))
     rows.append(("  speed-up jobs 8 vs 1", f"{results[1] / results[8]:.1f}x"))
+    cases = json.loads((BENCH_DIR / "live1.json").read_text())["cases"]
+    case_time = sum(c["duration_seconds"] for c in cases) / len(cases)
+    cli_time = sum(
+        yaml.safe_load(p.read_text())["attempts"][0]["duration_seconds"]
+        for p in (pkg / "evals/cassettes").glob("*/claude-code.session.yaml")
+    ) / len(cases)
+    rows.append(("  per case: wall / CLI process", f"{case_time:.2f} s / {cli_time:.2f} s"))
+    overhead = case_time - cli_time - 1.0
+    rows.append(("  harness overhead per case", f"{overhead:.2f} s (minus 1 s judge latency)"))
 
 
 def main() -> int:
