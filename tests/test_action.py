@@ -206,3 +206,24 @@ def test_comment_command_prints_or_posts(pr_repo: tuple[Path, str], tmp_path: Pa
         second = aam_eval("comment", str(head), "--repo", f"{OWNER}/{REPO}", "--pr", str(PR), "--api-url", gh.url)
         assert first.out.startswith("created ") and second.out.startswith("updated ")
         assert len(gh.comments(OWNER, REPO, PR)) == 1
+
+
+def test_stale_cassettes_fail_the_check_without_counting_as_regressions(
+    pr_repo: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    repo, base = pr_repo
+    monkeypatch.chdir(repo)  # a docker action runs in the workspace
+    case2 = next((repo / "pkg/evals/cases").glob("*case-02.yaml"))
+    data = yaml.safe_load(case2.read_text())
+    data["input"]["prompt"] = "Do the task for case-02, but faster."
+    case2.write_text(yaml.safe_dump(data))
+    commit_all(repo, "change a prompt without re-recording")
+    env = _env(repo, tmp_path, "http://127.0.0.1:9", "rw-token", base, comment="false")
+    assert action_main(env) == 1
+    out = capsys.readouterr().out
+    assert _outputs(tmp_path)["regressions"] == "1"  # case-01 only
+    assert "title=stale cassette%3A case-02::replay miss: the prompt changed since recording" in out
+    summary = (tmp_path / "summary.md").read_text()
+    assert "**1 case could not be replayed**" in summary
+    assert "aam-eval run case-02 --record --package pkg" in summary

@@ -277,7 +277,7 @@ def test_user_template_extends_the_builtin(tmp_path: Path) -> None:
     d = escaping()
     text = render_comment(d, template=template)
     assert text.startswith(MARKER)
-    assert "### Regressions (2)" in text
+    assert "### Regressions (1)" in text
     assert "Custom footer: 3 cases, first is evil&#124;name &lt;script&gt;" in text
     assert "mode replay" not in text
 

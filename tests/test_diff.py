@@ -78,6 +78,7 @@ def test_each_case_lands_in_its_category() -> None:
             case("gone"),
             case("unreplayable", replay_miss="no-cassette", verdict="ERROR"),
             case("skipped", "SKIP"),
+            case("changed-input"),
         ]
     )
     head = report(
@@ -92,6 +93,7 @@ def test_each_case_lands_in_its_category() -> None:
             case("fresh"),
             case("unreplayable", "FAIL"),
             case("skipped", "SKIP"),
+            case("changed-input", "ERROR", replay_miss="stale"),
         ]
     )
     d = diff_reports(base, head)
@@ -103,6 +105,7 @@ def test_each_case_lands_in_its_category() -> None:
         "fresh": "new",
         "gone": "removed",
         "unreplayable": "no-baseline",
+        "changed-input": "stale",
         "still": "still-failing",
         "fail-to-error": "still-failing",
         "same": "unchanged",
@@ -110,6 +113,7 @@ def test_each_case_lands_in_its_category() -> None:
     }
     assert d.counts == {
         "regressed": 2,
+        "stale": 1,
         "fixed": 2,
         "new": 1,
         "removed": 1,
@@ -239,6 +243,13 @@ def test_stale_lists_head_cases_to_re_record() -> None:
     )
     d = diff_reports(report([]), head)
     assert [(s.name, s.reason) for s in d.stale] == [("s", "stale"), ("n", "no-cassette")]
+
+
+def test_stale_reason_is_the_miss_explanation_without_the_command() -> None:
+    err = "replay miss: the prompt changed since recording (2026-01-01T00:00:00Z); re-record: aam-eval run s --record"
+    d = diff_reports(report([case("s")]), report([case("s", "ERROR", replay_miss="stale", error=err)]))
+    assert d.cases[0].category == "stale" and d.regressions == 0
+    assert d.stale[0].reason == "the prompt changed since recording (2026-01-01T00:00:00Z)"
     assert "aam-eval run s --record" in format_text(d)
 
 

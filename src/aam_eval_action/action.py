@@ -164,13 +164,18 @@ def _export_keys(inputs: ActionInputs) -> None:
         os.environ["OPENAI_API_KEY"] = inputs.openai_api_key
 
 
-def exit_code(inputs: ActionInputs, head: Report, regressions: int, interrupted: bool) -> int:
-    """fail-on and min-pass-rate decide the step's status."""
+def exit_code(
+    inputs: ActionInputs, head: Report, regressions: int, interrupted: bool, stale: int = 0
+) -> int:
+    """fail-on and min-pass-rate decide the step's status.
+
+    Stale cassettes fail `regression` too: those cases were not evaluated at all.
+    """
     if interrupted:
         return EXIT_INTERRUPTED
     failed = False
     if inputs.fail_on == "regression":
-        failed = regressions > 0
+        failed = regressions > 0 or stale > 0
     elif inputs.fail_on == "failure":
         failed = any(c.verdict in ("FAIL", "ERROR") for c in head.cases)
     if inputs.min_pass_rate is not None and head.summary.pass_rate * 100 < inputs.min_pass_rate:

@@ -33,7 +33,7 @@ def run_action(inputs: ActionInputs, gh: GitHubContext) -> int:
     _annotate(inputs, diff)
     comment_url = _comment(inputs, gh, body)
     _outputs(gh, head, diff, report_path, comment_url)
-    return exit_code(inputs, head, diff.regressions, bool(head.interrupted))
+    return exit_code(inputs, head, diff.regressions, bool(head.interrupted), diff.counts["stale"])
 
 
 def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Report:
@@ -133,12 +133,13 @@ def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:
 
 
 def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:
-    """An `::error` annotation on the case file of each regression."""
+    """An `::error` annotation on the case file of each regression and stale cassette."""
     for c in diff.cases:
-        if c.category != "regressed" or c.flaky:
+        if c.category not in ("regressed", "stale") or c.flaky:
             continue
         why = c.judge_reason or c.error or f"{c.base_verdict} → {c.head_verdict}"
-        props = f"title={_prop('eval regression: ' + c.name)}"
+        title = ("stale cassette: " if c.category == "stale" else "eval regression: ") + c.name
+        props = f"title={_prop(title)}"
         if c.file:
             path = (Path(inputs.package_path) / c.file).as_posix().removeprefix("./")
             props = f"file={_prop(path)},line={c.line or 1}," + props

@@ -277,6 +277,7 @@ class _View:
 
 _SECTION_KEYS = {
     "regressed": "regressed",
+    "stale": "stale_cases",
     "fixed": "fixed",
     "new": "new",
     "removed": "removed",

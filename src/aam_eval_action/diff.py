@@ -13,9 +13,12 @@ from pydantic import BaseModel, Field
 
 from aam_eval_action.report import CaseResult, Report, Verdict
 
-Category = Literal["regressed", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"]
+Category = Literal[
+    "regressed", "stale", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
+]
 CATEGORIES: tuple[Category, ...] = (
     "regressed",
+    "stale",
     "fixed",
     "new",
     "removed",
@@ -121,6 +124,8 @@ class ReportDiff(BaseModel):
     cases: list[CaseDiff]
     """Every case, grouped by category in `CATEGORIES` order, then by name."""
     stale: list[StaleCase] = Field(default_factory=list)
+    package_path: str | None = None
+    """The head run's --package as given, for re-record commands."""
     """Head cases that need re-recording."""
 
 
@@ -145,6 +150,7 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
         flaky_regressions=sum(c.flaky for c in regressed),
         cases=cases,
         stale=[_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
+        package_path=head.config.package_path,
     )
 
 
@@ -186,6 +192,10 @@ def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
         return "removed"
     if base.replay_miss:
         return "no-baseline"
+    if head.replay_miss in STALE_MISSES:
+        # Not evaluated at all: the PR changed an input without re-recording. That is its own
+        # finding (re-record), not a regression of the agent.
+        return "stale"
     before, after = base.verdict, head.verdict
     if before == "PASS" and after in NOT_PASSING:
         return "regressed"
@@ -207,7 +217,10 @@ def _failed_checks(case: CaseResult | None) -> list[str]:
 
 
 def _stale(case: CaseResult) -> StaleCase:
-    return StaleCase(name=case.name, reason=case.replay_miss or "", file=case.file, line=case.line)
+    """Why the case missed, without the re-record command the comment shows on its own."""
+    why = (case.error or case.replay_miss or "").split("; re-record", 1)[0].split("; record it", 1)[0]
+    why = why.removeprefix("judge replay miss: ").removeprefix("replay miss: ")
+    return StaleCase(name=case.name, reason=why, file=case.file, line=case.line)
 
 
 def _totals(report: Report) -> RunTotals:
@@ -334,7 +347,8 @@ def format_text(d: ReportDiff) -> str:
             lines += [_text_case(c) for c in group]
     if d.stale:
         lines += ["", f"Stale cassettes ({len(d.stale)}), re-record with:"]
-        lines += [f"  aam-eval run {s.name} --record" for s in d.stale]
+        pkg = f" --package {d.package_path}" if d.package_path and d.package_path != "." else ""
+        lines += [f"  aam-eval run {s.name} --record{pkg}" for s in d.stale]
     return "\n".join(lines) + "\n"
 
 

@@ -25,7 +25,7 @@ from aam_eval_action.report import (
     RunConfig,
     summarize,
 )
-from aam_eval_action.runner import CaseContext, Outcome, run_case
+from aam_eval_action.runner import CaseContext, Outcome, display_path, run_case
 from aam_eval_action.session import Session
 from aam_eval_action.settings import PROVIDERS, RunSettings
 
@@ -99,6 +99,7 @@ def build_report(
         config=RunConfig(
             engine=s.engine, engine_version=first.runtime_version if first else None,
             judge=s.judge_model, timeout=s.timeout, model=s.model, mode=s.mode,
+            package_path=display_path(s.package.layout.root),
         ),
         agent=AgentInfo(
             runtime=s.engine, runtime_version=first.runtime_version if first else None,

@@ -39,6 +39,8 @@ class RunConfig(Part):
     """Agent model requested (additive)."""
     mode: str | None = None
     """Cassette mode of the run: replay, auto, record or live (additive)."""
+    package_path: str | None = None
+    """The package directory as given to --package, relative when it can be (additive)."""
 
 
 class AgentInfo(Part):
