@@ -144,3 +144,17 @@ def test_bad_case_in_run_is_reported_and_others_still_run(tmp_path: Path) -> Non
     by_name = {c["name"]: c for c in report["cases"]}
     assert "bogus: unknown key" in by_name["broken"]["error"]
     assert "replay miss: no cassette" in by_name["good"]["error"]
+
+
+def test_target_must_exist_in_the_package(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("a", target="skill:missing"), simple_case("b", target="agent:ghost")],
+                        files={"skills/real/SKILL.md": "---\nname: real\n---\n"})
+    errors = sorted(str(e) for e in load_package(pkg).errors)
+    assert errors[0].endswith("target: skill 'missing' not found in skills/ (skills: real); fix the target")
+    assert "target: agent 'ghost' not found in agents/" in errors[1]
+
+
+def test_broken_hooks_json_is_a_config_error(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("a")], files={"hooks/hooks.json": '{\n  "hooks": [\n}'})
+    with pytest.raises(ConfigError, match=r"hooks/hooks.json:3: invalid JSON"):
+        load_package(pkg)

@@ -17,6 +17,7 @@ from aam_eval_action.package import PackageLayout
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
+PACKAGE_JSON = ("hooks/hooks.json", "mcp/servers.json")
 # libyaml's loader when present: it keeps node marks (lines) and parses several times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -73,6 +74,9 @@ def load_package(root: Path) -> LoadedPackage:
             '{"version": 1, "engine": "claude-code"}'
         )
     config = _load_json_model(layout, config_path, EvalConfig)
+    for rel in PACKAGE_JSON:
+        if (layout.root / rel).is_file():
+            _check_json_object(layout, rel)
     loaded = LoadedPackage(layout, manifest, config)
     _load_cases(loaded)
     return loaded
@@ -90,6 +94,16 @@ def _load_json_model(layout: PackageLayout, rel: str, model: type[M]) -> M:
         lines = _line_map(text)
         errors = [_format_error(rel, lines, err) for err in exc.errors()]
         raise ConfigError("\n".join(str(e) for e in errors)) from None
+
+
+def _check_json_object(layout: PackageLayout, rel: str) -> None:
+    """A package file the engines read as JSON must be a JSON object."""
+    try:
+        data = json.loads((layout.root / rel).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{rel}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{rel}:1: must be a JSON object")
 
 
 def case_files(layout: PackageLayout) -> list[Path]:
@@ -175,8 +189,24 @@ def _validate_case(
     return LoadedCase(case, rel, start)
 
 
+def check_target(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
+    """A skill or agent target must exist in the package, or nothing would be evaluated."""
+    if not case.target:
+        return None
+    kind, _, name = case.target.partition(":")
+    if kind == "skill" and name not in layout.skills():
+        have = ", ".join(layout.skills()) or "none"
+        return ("target",), f"skill {name!r} not found in skills/ (skills: {have}); fix the target"
+    if kind == "agent" and not (layout.root / "agents" / name).is_dir():
+        return ("target",), f"agent {name!r} not found in agents/; fix the target"
+    return None
+
+
 def check_paths(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
     """Fixtures must exist inside `evals/`; nothing may resolve (via symlinks) outside it."""
+    problem = check_target(layout, case)
+    if problem:
+        return problem
     evals = layout.evals_dir.resolve()
     for i, rel in enumerate(case.input.files):
         loc: Loc = ("input", "files", i)

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,6 +109,9 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         result = _error(loaded, miss.message, replay_miss=miss.kind)
     except (AamEvalError, CassetteError, JudgeError, OSError) as exc:
         result = _error(loaded, str(exc))
+    except Exception as exc:  # a bug must not take the other cases down with it
+        traceback.print_exc(file=sys.stderr)
+        result = _error(loaded, f"internal error (a bug, please report it): {type(exc).__name__}: {exc}")
     result.duration_seconds = round(time.monotonic() - start, 3)
     return Outcome(_redacted(ctx, result), session)
 
