@@ -30,8 +30,15 @@ from aam_eval_action.session import Session
 from aam_eval_action.settings import PROVIDERS, RunSettings
 
 
-class Interrupted(Exception):
-    """Raised by the signal handlers: stop starting cases, kill running ones, write what is done."""
+class Interrupted(BaseException):
+    """Raised by the signal handlers: stop starting cases, kill running ones, write what is done.
+
+    A BaseException, like KeyboardInterrupt, so no `except Exception` inside a case eats it.
+    """
+
+
+STOP = threading.Event()
+"""Set by the signal handlers; checked between cases, in case a library swallowed the raise."""
 
 
 def run_all(
@@ -41,28 +48,34 @@ def run_all(
 ) -> tuple[list[Outcome], bool]:
     """Run cases with `jobs` workers; returns outcomes sorted by name and whether interrupted."""
     outcomes: list[Outcome] = []
-    stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=max(1, ctx.settings.jobs))
     pending: set[Future[Outcome]] = set()
     queue = list(cases)
     interrupted = False
+
+    def finished(outcome: Outcome) -> None:
+        if STOP.is_set():  # it ran while the interrupt came in: cut off, not reported
+            raise Interrupted("stop requested")
+        outcomes.append(outcome)
+        on_result(outcome.result)
+
     try:
         if ctx.settings.jobs == 1:  # no threads needed: cases run one after another
             while queue:
-                outcomes.append(run_case(ctx, queue.pop(0)))
-                on_result(outcomes[-1].result)
+                finished(run_case(ctx, queue.pop(0)))
         while queue or pending:
-            while queue and len(pending) < ctx.settings.jobs and not stop.is_set():
+            while queue and len(pending) < ctx.settings.jobs:
                 pending.add(pool.submit(run_case, ctx, queue.pop(0)))
             done, pending = wait(pending, return_when=FIRST_COMPLETED, timeout=0.5)
             for fut in done:
-                outcomes.append(fut.result())
-                on_result(outcomes[-1].result)
+                finished(fut.result())
+            if STOP.is_set():
+                raise Interrupted("stop requested")
     except (KeyboardInterrupt, Interrupted):
         # Stop starting cases, kill running agent process groups; the partial report holds
         # the cases that finished. Cases cut off mid-way are left out, not reported as failed.
         interrupted = True
-        stop.set()
+        STOP.set()
         from aam_eval_action.engines.process import kill_all
 
         kill_all()

@@ -12,6 +12,7 @@ from aam_eval_action import cassette as agent_cassettes
 from aam_eval_action.console import Console
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from aam_eval_action.evaluate import (
+    STOP,
     Interrupted,
     build_report,
     default_report_path,
@@ -175,17 +176,23 @@ def _write(args: RunArgs, s: RunSettings, report: Report, started: object, conso
 
 
 class _signals:
-    """SIGTERM acts like ^C (GitHub cancels with SIGINT, then SIGTERM)."""
+    """SIGINT and SIGTERM stop the run (GitHub cancels a job with SIGINT, then SIGTERM)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __enter__(self) -> None:
-        self._old = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _raise_interrupted)
+        STOP.clear()
+        self._old = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
+        for sig in self.SIGNALS:
+            signal.signal(sig, _raise_interrupted)
 
     def __exit__(self, *exc: object) -> None:
-        signal.signal(signal.SIGTERM, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
 
 
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    STOP.set()
     raise Interrupted(f"signal {signum}")
 
 
