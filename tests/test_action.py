@@ -227,3 +227,19 @@ def test_stale_cassettes_fail_the_check_without_counting_as_regressions(
     summary = (tmp_path / "summary.md").read_text()
     assert "**1 case could not be replayed**" in summary
     assert "aam-eval run case-02 --record --package pkg" in summary
+
+
+@pytest.mark.parametrize("metadata", ["action.yml", "live/action.yml"])
+def test_every_action_input_is_read_and_every_output_written(metadata: str) -> None:
+    from conftest import ROOT
+
+    from aam_eval_action.action import INPUTS, ActionInputs
+
+    spec = yaml.safe_load((ROOT / metadata).read_text())
+    assert set(spec["inputs"]) == set(INPUTS)
+    aliases = {f.alias or name for name, f in ActionInputs.model_fields.items()}
+    assert aliases == set(INPUTS)
+    assert set(spec["outputs"]) == {
+        "pass-rate", "pass-rate-delta", "passed", "failed", "errored", "total", "regressions",
+        "report-path", "comment-url",
+    }
