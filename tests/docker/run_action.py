@@ -393,6 +393,44 @@ def scenario(engine: Dockerd, work: Path, timings: Timings, images: list[str]) -
     print("\n".join("    " + line for line in first["body"].splitlines()))
 
 
+def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
+    """The live image as the nightly job runs it: `mode: record` with a key, on `schedule`.
+
+    The agents really run inside the container (claude as root in its sandbox mode) against
+    the project's scripted model server on the host's loopback.
+    """
+    from support.model_server import ModelServer, load_scenarios
+
+    pr = make_pull_request(work / "nightly")
+    if pr.synthetic:
+        timings.note("nightly record run", "skipped: the example has no cassettes yet")
+        return
+    scenarios = load_scenarios(ROOT / "examples" / "scripted-model" / "csv-tools.yaml")
+    with ModelServer(scenarios) as models, GitHubServer(tokens={TOKEN: "write"}) as server:
+        runner = Runner(work / "nightly" / "runner" / "work" / "_temp", pr, server.url)
+        env = runner.step_env(uuid.uuid4().hex)
+        env.update({
+            "GITHUB_EVENT_NAME": "schedule", "INPUT_MODE": "record", "INPUT_FAIL-ON": "never",
+            "INPUT_ANTHROPIC-API-KEY": "sk-ant-nightly-test", "ANTHROPIC_BASE_URL": models.url,
+            "INPUT_REPORT-PATH": "nightly-report.json",
+        })
+        with timings.step("container run: nightly record (aam-eval-action-live:test)"):
+            proc = runner.run(engine, LIVE_TAG, env)
+        _show("nightly record", proc, lines=12)
+        # The CLI streams its turns; the judge's calls do not.
+        agent_calls = [r for r in models.requests if r.body.get("stream") is True]
+    _require(proc.returncode == 0, f"the nightly record run exited {proc.returncode}")
+    report = json.loads((pr.workspace / "nightly-report.json").read_text())
+    _require(report["config"]["mode"] == "record", "the report is not a record run")
+    _require(all(c.get("replayed") is False for c in report["cases"]), "cases were not run live")
+    _require(len(agent_calls) >= len(report["cases"]), "the agents never reached the model server")
+    _require("::add-mask::sk-ant-nightly-test" in proc.stdout, "the API key was not masked")
+    recorded = "\n".join(p.read_text() for p in (pr.workspace / "cassettes").rglob("*.yaml"))
+    _require("sk-ant-nightly-test" not in recorded, "the API key reached a cassette")
+    timings.note("nightly record run", f"{len(report['cases'])} cases live, "
+                 f"{report['summary']['passed']} passed, {len(agent_calls)} agent model calls")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--live", action="store_true", help="also build the live variant's image")
@@ -425,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
                                      "-c", "node --version; claude --version; codex --version")
             timings.note("live image tools", " | ".join(versions.stdout.split("\n")).strip(" |"))
         scenario(engine, work, timings, [LEAN_TAG, LEAN_TAG] + ([LIVE_TAG] if args.live else []))
+        if args.live:
+            nightly_record(engine, work, timings)
     except (EngineError, AssertionError, subprocess.CalledProcessError) as exc:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1
