@@ -231,9 +231,9 @@ def test_stale_cassettes_fail_the_check_without_counting_as_regressions(
 
 @pytest.mark.parametrize("metadata", ["action.yml", "live/action.yml"])
 def test_every_action_input_is_read_and_every_output_written(metadata: str) -> None:
-    from conftest import ROOT
-
     from aam_eval_action.action import INPUTS, ActionInputs
+
+    from conftest import ROOT
 
     spec = yaml.safe_load((ROOT / metadata).read_text())
     assert set(spec["inputs"]) == set(INPUTS)
