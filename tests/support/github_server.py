@@ -35,6 +35,11 @@ DOCS = "https://docs.github.com/rest"
 Json = dict[str, Any]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # parallel clients must not be reset by a short backlog
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the server saw it, for tests that assert on the traffic."""
@@ -137,7 +142,7 @@ class GitHubServer:
 
     def start(self) -> GitHubServer:
         handler = type("BoundHandler", (_HttpHandler,), {"app": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         serve = functools.partial(self._httpd.serve_forever, poll_interval=0.05)
         self._thread = threading.Thread(target=serve, daemon=True)

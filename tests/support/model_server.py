@@ -459,6 +459,9 @@ def sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
 class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # Many parallel sessions connect at once; the default backlog of 5 would reset some
+    # connections under load and the clients' retries would then send requests twice.
+    request_queue_size = 128
     owner: ModelServer
 
 
