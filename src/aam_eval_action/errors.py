@@ -25,7 +25,3 @@ class UsageError(AamEvalError):
 
 class UnsupportedEngineError(ConfigError):
     """An engine name the seed reserves but that has no headless mode yet."""
-
-
-class CaseError(Exception):
-    """One case could not run; it becomes an ERROR verdict, not a crash of the run."""

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aam_eval_action import __version__
+from aam_eval_action.engines import PROVIDERS
 from aam_eval_action.loader import FileError, LoadedCase
 from aam_eval_action.report import (
     REPORT_VERSION,
@@ -27,7 +28,7 @@ from aam_eval_action.report import (
 )
 from aam_eval_action.runner import CaseContext, Outcome, display_path, run_case
 from aam_eval_action.session import Session
-from aam_eval_action.settings import PROVIDERS, RunSettings
+from aam_eval_action.settings import RunSettings
 
 
 class Interrupted(BaseException):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE)", re.I)
@@ -42,6 +42,3 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.deep(v) for v in value]
         return value
-
-    def values(self) -> Iterable[str]:
-        return (s for s, _ in self._pairs)

@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aam_eval_action.config import EvalConfig, Mode
+from aam_eval_action.engines import DEFAULT_MODELS, PROVIDERS
 from aam_eval_action.judge import DEFAULT_JUDGE, provider_for
 from aam_eval_action.loader import LoadedPackage
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-PROVIDERS = {"claude-code": "anthropic", "codex": "openai"}
-DEFAULT_MODELS = {"claude-code": "claude-sonnet-4-6", "codex": "gpt-5.5"}
 
 
 @dataclass(frozen=True)

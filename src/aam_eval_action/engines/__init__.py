@@ -5,6 +5,11 @@ from __future__ import annotations
 from aam_eval_action.engines.base import Engine
 from aam_eval_action.errors import ConfigError, UnsupportedEngineError
 
+# One place for what each engine runs by default; the run settings read these without
+# importing the engine modules (replay never needs them).
+PROVIDERS = {"claude-code": "anthropic", "codex": "openai"}
+DEFAULT_MODELS = {"claude-code": "claude-sonnet-4-6", "codex": "gpt-5.5"}
+
 RESERVED = {
     "copilot": "GitHub Copilot has no public headless eval mode",
     "cursor": "Cursor has no headless mode",

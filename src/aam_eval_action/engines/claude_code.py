@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from aam_eval_action.config import Sandbox
+from aam_eval_action.engines import DEFAULT_MODELS, PROVIDERS
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import base_env, block, events, finish, one_line
 from aam_eval_action.engines.install import (
@@ -51,8 +52,8 @@ class ClaudeCode:
     """Anthropic's Claude Code CLI, driven headless with `claude -p`."""
 
     name = "claude-code"
-    provider = "anthropic"
-    default_model = "claude-sonnet-4-6"
+    provider = PROVIDERS["claude-code"]
+    default_model = DEFAULT_MODELS["claude-code"]
 
     def available(self) -> str | None:
         """None when `claude` is on PATH, else how to get it."""

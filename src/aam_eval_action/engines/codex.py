@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.config import Sandbox
+from aam_eval_action.engines import DEFAULT_MODELS, PROVIDERS
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import base_env, block, events, finish, one_line
 from aam_eval_action.engines.install import (
@@ -43,8 +44,8 @@ class Codex:
     """OpenAI's Codex CLI, driven headless with `codex exec --json`."""
 
     name = "codex"
-    provider = "openai"
-    default_model = "gpt-5.5"
+    provider = PROVIDERS["codex"]
+    default_model = DEFAULT_MODELS["codex"]
 
     def available(self) -> str | None:
         """None when `codex` is on PATH, else how to get it."""
