@@ -129,6 +129,16 @@ class JudgeCassette:
     def transport(self) -> httpx2.BaseTransport:
         return _Transport(self)
 
+    def http_client(self) -> httpx2.Client:
+        """The SDK's own HTTP client class, on this cassette's transport."""
+        if self.provider == "anthropic":
+            import anthropic
+
+            return anthropic.DefaultHttpxClient(transport=self.transport())
+        import openai
+
+        return openai.DefaultHttpxClient(transport=self.transport())
+
     def save(self, metadata: dict[str, Any]) -> bool:
         """Write the calls used in this run (sorted, atomically); False when nothing changed."""
         if self.mode == "replay" or (self.recorded == 0 and metadata == self.metadata):

@@ -10,6 +10,7 @@ import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aam_eval_action import cassette as agent_cassettes
 from aam_eval_action import workspace
@@ -23,6 +24,9 @@ from aam_eval_action.redact import Redactor
 from aam_eval_action.report import Attempt, CaseResult, JudgeVerdict, snippet
 from aam_eval_action.session import Session
 from aam_eval_action.settings import RunSettings
+
+if TYPE_CHECKING:
+    from aam_eval_action.judge_cassette import JudgeCassette
 
 KEY_NAMES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
@@ -257,69 +261,52 @@ class _JudgeCalls:
         self.ctx = ctx
         self.loaded = loaded
         self.jfp = jfp
-        self.cassette: object | None = None
-        self.client: object | None = None
+        self.cassette: JudgeCassette | None = None
+        self.miss_kind = "stale"
 
-    def _open(self) -> None:
-        if self.cassette is not None or self.ctx.settings.mode == "live":
-            return
+    def _open(self) -> JudgeCassette | None:
+        """This case's judge cassette, opened once; None in live mode (nothing is recorded)."""
+        s = self.ctx.settings
+        if self.cassette is not None or s.mode == "live":
+            return self.cassette
         from aam_eval_action.judge_cassette import JudgeCassette
 
-        s = self.ctx.settings
         path = agent_cassettes.judge_path(s.cassettes, self.loaded.case.name, s.engine)
         try:
             jc = JudgeCassette(path, s.mode, s.judge_provider, self.ctx.redactor.text)
-        except Exception as exc:
+        except Exception as exc:  # vcrpy raises yaml and value errors for a damaged file
             raise Miss("damaged", f"{path}: damaged judge cassette ({exc}); re-record: "
                        f"{rerecord_command(self.ctx, self.loaded.case.name)}") from None
         recorded = jc.metadata.get("inputs")
-        if isinstance(recorded, dict):
-            changes = explain(recorded, self.jfp.inputs)
-            if changes:
-                jc.miss_reason = "; ".join(changes)
+        if isinstance(recorded, dict) and explain(recorded, self.jfp.inputs):
+            jc.miss_reason = "; ".join(explain(recorded, self.jfp.inputs))
         elif not path.exists():
-            jc.miss_reason = "no judge cassette recorded"
+            jc.miss_reason, self.miss_kind = "no judge cassette recorded", "no-cassette"
         self.cassette = jc
+        return jc
 
     def ask(self, session: Session) -> tuple[Verdict, bool]:
-        from aam_eval_action.judge_cassette import JudgeCassette, JudgeReplayMiss
+        """The verdict, and whether it came from the cassette."""
+        from aam_eval_action.judge_cassette import JudgeReplayMiss
 
         s = self.ctx.settings
-        self._open()
-        jc = self.cassette if isinstance(self.cassette, JudgeCassette) else None
-        http_client = _http_client(s.judge_provider, jc) if jc else None
+        jc = self._open()
         played_before = jc.played if jc else 0
         text = build_prompt(self.loaded.case.judge.criteria, self.loaded.case.input.prompt, session)
         try:
             verdict = ask(
                 provider=s.judge_provider, model=s.judge_model, text=text,
                 base_url=s.base_url(s.judge_provider), api_key=s.api_key(s.judge_provider),
-                http_client=http_client,
+                http_client=jc.http_client() if jc else None,
             )
         except JudgeReplayMiss as exc:
-            kind = "no-cassette" if "no judge cassette" in str(exc) else "stale"
-            raise Miss(kind, f"judge replay miss: {exc} since recording; re-record: "
+            raise Miss(self.miss_kind, f"judge replay miss: {exc} since recording; re-record: "
                        f"{rerecord_command(self.ctx, self.loaded.case.name)}") from None
         return verdict, bool(jc and jc.played > played_before)
 
     def close(self) -> None:
-        from aam_eval_action.judge_cassette import JudgeCassette
-
-        if isinstance(self.cassette, JudgeCassette):
+        if self.cassette is not None:
             self.cassette.save({"digest": self.jfp.digest, "inputs": self.jfp.inputs})
-
-
-def _http_client(provider: str, jc: object) -> object:
-    from aam_eval_action.judge_cassette import JudgeCassette
-
-    assert isinstance(jc, JudgeCassette)
-    if provider == "anthropic":
-        import anthropic
-
-        return anthropic.DefaultHttpxClient(transport=jc.transport())
-    import openai
-
-    return openai.DefaultHttpxClient(transport=jc.transport())
 
 
 def _combine(
