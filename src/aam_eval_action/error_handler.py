@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from aam_eval_action.errors import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, AamEvalError
+from aam_eval_action.errors import EXIT_BUG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, AamEvalError
 
 
 @dataclass
@@ -24,6 +25,10 @@ def error_handler() -> Iterator[Status]:
     except AamEvalError as exc:
         print(f"aam-eval: error: {exc}", file=sys.stderr)
         status.code = exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (`aam-eval ... | head`): stop quietly, as other CLIs do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status.code = EXIT_FAILED
     except KeyboardInterrupt:
         print("aam-eval: interrupted", file=sys.stderr)
         status.code = EXIT_INTERRUPTED
