@@ -25,7 +25,7 @@ from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.loader import LoadedCase, load_package
 from aam_eval_action.redact import Redactor
 from aam_eval_action.report import Report, to_json
-from aam_eval_action.runner import CaseContext, Miss, decide
+from aam_eval_action.runner import CaseContext, Miss, decide, display_path
 from aam_eval_action.settings import Overrides, RunSettings, resolve
 
 
@@ -139,7 +139,7 @@ def dry_run(ctx: CaseContext, cases: list[LoadedCase], console: Console) -> int:
     """Say what would run and whether each case would replay or go live, with no model call."""
     s = ctx.settings
     console.line(f"engine {s.engine}, model {s.model}, judge {s.judge_model} "
-                 f"({s.judge_provider}), mode {s.mode}, cassettes {s.cassettes}")
+                 f"({s.judge_provider}), mode {s.mode}, cassettes {display_path(s.cassettes)}")
     for loaded in cases:
         fp = agent_fingerprint(s.package.layout, loaded.case, s.config, s.engine, s.model)
         try:
@@ -154,7 +154,7 @@ def dry_run(ctx: CaseContext, cases: list[LoadedCase], console: Console) -> int:
     names = {c.case.name for c in s.package.cases}
     for name, engines in agent_cassettes.list_recorded(s.cassettes).items():
         if name not in names:
-            console.line(f"orphan cassette: {s.cassettes / name} ({', '.join(engines)}): "
+            console.line(f"orphan cassette: {display_path(s.cassettes / name)} ({', '.join(engines)}): "
                          "no case has this name any more; delete it")
     return EXIT_OK
 
