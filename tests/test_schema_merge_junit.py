@@ -90,3 +90,15 @@ def test_shards_balance_by_recorded_duration() -> None:
     by_name = [shard_of(names, (i, 2), {}) for i in (1, 2)]
     assert sorted(by_name[0] + by_name[1]) == sorted(names)
     assert abs(len(by_name[0]) - len(by_name[1])) <= 1
+
+
+def test_cli_start_up_imports_no_heavy_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aam_eval_action.main, aam_eval_action.commands.run, aam_eval_action.evaluate;"
+        "print(sorted(m for m in ('anthropic', 'openai', 'github', 'vcr', 'jinja2', 'rich') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
