@@ -270,3 +270,17 @@ def test_live_session_without_a_key_is_a_clear_error(tmp_path: Path) -> None:
     assert result.code == 1 and case["verdict"] == "ERROR"
     assert case["error"].startswith("ANTHROPIC_API_KEY is not set: a live claude-code session needs it") or (
         "--replay" in case["error"] and "claude" in case["error"])  # when the CLI itself is absent
+
+
+def test_huge_output_is_capped_for_the_judge_and_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    huge = "Finished the task for case-00. " + "x" * 2_000_000
+    pkg = write_package(tmp_path / "pkg", [simple_case("case-00", expected={"contains": ["Finished"]})])
+    record_sessions(pkg, {"case-00": huge})
+    with ModelServer(_scenarios(1)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "r.json"))
+        sent = server.requests[-1].body["messages"][0]["content"]
+    assert len(sent) < 25_000 and "characters cut]" in sent
+    case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
+    assert len(case["agent_output_snippet"]) == 500
+    assert case["verdict"] == "FAIL"  # the scripted judge fails case-00

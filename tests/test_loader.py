@@ -158,3 +158,11 @@ def test_broken_hooks_json_is_a_config_error(tmp_path: Path) -> None:
     pkg = write_package(tmp_path / "pkg", [simple_case("a")], files={"hooks/hooks.json": '{\n  "hooks": [\n}'})
     with pytest.raises(ConfigError, match=r"hooks/hooks.json:3: invalid JSON"):
         load_package(pkg)
+
+
+def test_unwritable_report_path_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = aam_eval("run", "--package", str(EXAMPLE), "--replay", "-o", str(blocker / "r.json"))
+    assert result.code == 2
+    assert f"cannot write the report to {blocker / 'r.json'}" in result.err

@@ -166,13 +166,21 @@ def _write(args: RunArgs, s: RunSettings, report: Report, started: object, conso
     if args.report and not args.output:
         paths.append(default_report_path(s.package.layout.evals_dir, started))  # type: ignore[arg-type]
     for path in paths:
-        atomic_write(path, to_json(report))
+        _write_file(path, to_json(report), "report")
         console.line(f"report written to {path}")
     if args.junit:
         from aam_eval_action.junit import to_junit
 
-        atomic_write(args.junit, to_junit(report))
+        _write_file(args.junit, to_junit(report), "JUnit XML")
         console.line(f"JUnit XML written to {args.junit}")
+
+
+def _write_file(path: Path, text: str, what: str) -> None:
+    try:
+        atomic_write(path, text)
+    except OSError as exc:
+        raise UsageError(f"cannot write the {what} to {path}: {exc.strerror or exc}; "
+                         "choose a writable path") from None
 
 
 class _signals:
