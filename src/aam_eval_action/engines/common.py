@@ -11,11 +11,16 @@ from aam_eval_action.engines.process import Completed
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, cap
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME")
+# Behind a corporate proxy or TLS-inspecting gateway the CLIs need these to reach the model API.
+NETWORK_ENV_KEYS = (
+    "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
+    "ALL_PROXY", "all_proxy", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+)
 
 
 def base_env(run: AgentRun) -> dict[str, str]:
     """The few runner variables an agent CLI needs, with HOME set to the run's fresh home."""
-    env = {key: os.environ[key] for key in BASE_ENV_KEYS if key in os.environ}
+    env = {key: os.environ[key] for key in BASE_ENV_KEYS + NETWORK_ENV_KEYS if key in os.environ}
     env["HOME"] = str(run.home)
     return env
 
