@@ -284,3 +284,18 @@ def test_huge_output_is_capped_for_the_judge_and_the_report(tmp_path: Path, monk
     case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
     assert len(case["agent_output_snippet"]) == 500
     assert case["verdict"] == "FAIL"  # the scripted judge fails case-00
+
+
+def test_damaged_judge_cassette_is_an_error_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = _package(tmp_path, n=2)
+    with ModelServer(_scenarios(2)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        aam_eval("run", "--package", str(pkg))
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    broken = pkg / "evals/cassettes/case-01/claude-code.judge.yaml"
+    broken.write_text("interactions: [unclosed\n")
+    aam_eval("run", "--package", str(pkg), "--replay", "-o", str(tmp_path / "r.json"))
+    cases = {c["name"]: c for c in json.loads((tmp_path / "r.json").read_text())["cases"]}
+    assert cases["case-00"]["verdict"] == "FAIL"  # intact: the scripted judge fails case-00
+    assert cases["case-01"]["verdict"] == "ERROR"
+    assert "case-01/claude-code.judge.yaml: damaged judge cassette" in cases["case-01"]["error"]
