@@ -63,15 +63,20 @@ def _scrub_request(request: Any, redact: Callable[[str], str], provider: str) ->
     request.uri = _canonical_uri(request.uri, provider)
     kept = {k: v for k, v in request.headers.items() if k.lower() in REQUEST_HEADERS}
     request.headers = kept
-    body = request.body
-    if body:
-        try:
-            parsed = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return request
-        text = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)
-        request.body = redact(text).encode()
+    if request.body:
+        request.body = _readable_body(request.body, redact)
     return request
+
+
+@functools.lru_cache(maxsize=64)
+def _readable_body(body: bytes, redact: Callable[[str], str]) -> bytes:
+    """A JSON body indented with sorted keys and redacted; vcrpy asks for it several times
+    per call (matching, playing, saving), hence the cache."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return body
+    return redact(json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)).encode()
 
 
 def _scrub_response(response: dict[str, Any], redact: Callable[[str], str]) -> dict[str, Any]:
