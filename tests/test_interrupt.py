@@ -14,6 +14,7 @@ import pytest
 
 from support.model_server import ModelServer
 from support.packages import record_sessions, simple_case, write_package
+from support.procs import live_claude
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -100,21 +101,6 @@ def test_model_server_dying_half_way_errors_only_the_affected_cases(
     assert all("judge failed: APIConnectionError" in c["error"] for c in cases[2:])
 
 
-def _live_claude() -> set[int]:
-    found = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes()
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if b"claude" in cmd and b"pytest" not in cmd and state != "Z":
-            found.add(int(proc.name))
-    return found
-
-
 @pytest.mark.cli
 def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
     from aam_eval_action.engines import get_engine
@@ -125,7 +111,7 @@ def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
     names = [f"slow-{i}" for i in range(4)]
     pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
     report = tmp_path / "report.json"
-    before = _live_claude()
+    before = live_claude()
     scenarios = [{"match": f"task for {n}.", "agent": [{"sleep": 60, "text": "late"}]} for n in names]
     with ModelServer(scenarios) as server:
         env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "k", "NO_COLOR": "1"}
@@ -135,9 +121,9 @@ def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         deadline = time.monotonic() + 30
-        while len(_live_claude() - before) < 2 and time.monotonic() < deadline:
+        while len(live_claude() - before) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(_live_claude() - before) >= 2, "the two sessions never started"
+        assert len(live_claude() - before) >= 2, "the two sessions never started"
         start = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
@@ -146,4 +132,4 @@ def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
     assert stopped_in < 15
     assert json.loads(report.read_text())["interrupted"] is True
     time.sleep(0.5)
-    assert not (_live_claude() - before), "agent processes were left running"
+    assert not (live_claude() - before), "agent processes were left running"

@@ -36,6 +36,14 @@ def _scenarios(n: int = N) -> list[dict[str, object]]:
     ]
 
 
+def _record_judges(pkg: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """Run once in auto mode against the scripted server, so every judge call is recorded."""
+    with ModelServer(_scenarios(n)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        aam_eval("run", "--package", str(pkg))
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+
+
 def _verdicts(report: Path) -> dict[str, tuple[str, str]]:
     data = json.loads(report.read_text())
     return {c["name"]: (c["verdict"], (c.get("judge_verdict") or {}).get("reason", "")) for c in data["cases"]}
@@ -127,10 +135,7 @@ def test_criteria_change_invalidates_only_the_judge(tmp_path: Path, monkeypatch:
 
 def test_expected_change_never_invalidates_cassettes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pkg = _package(tmp_path, n=1)
-    with ModelServer(_scenarios(1)) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        aam_eval("run", "--package", str(pkg))
-    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    _record_judges(pkg, monkeypatch, 1)
     case_file = next((pkg / "evals/cases").glob("*.yaml"))
     data = yaml.safe_load(case_file.read_text())
     data["expected"] = {"contains": ["nowhere to be found"]}
@@ -288,10 +293,7 @@ def test_huge_output_is_capped_for_the_judge_and_the_report(tmp_path: Path, monk
 
 def test_damaged_judge_cassette_is_an_error_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pkg = _package(tmp_path, n=2)
-    with ModelServer(_scenarios(2)) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        aam_eval("run", "--package", str(pkg))
-    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    _record_judges(pkg, monkeypatch, 2)
     broken = pkg / "evals/cassettes/case-01/claude-code.judge.yaml"
     broken.write_text("interactions: [unclosed\n")
     aam_eval("run", "--package", str(pkg), "--replay", "-o", str(tmp_path / "r.json"))

@@ -18,6 +18,7 @@ from aam_eval_action.engines import get_engine
 
 from conftest import ROOT, aam_eval
 from support.model_server import ModelServer, load_scenarios
+from support.procs import live_claude
 
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
 pytestmark = pytest.mark.cli
@@ -185,7 +186,7 @@ def test_canary_key_echoed_by_the_model_is_never_written(fresh_example: Path, mo
 def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _need("claude-code")
     slow = [{"match": "Summarise fixtures/sales.csv", "agent": [{"sleep": 60, "text": "late"}]}]
-    before = _claude_processes()
+    before = live_claude()
     with ModelServer(slow) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-scripted")
@@ -194,21 +195,7 @@ def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monke
     case = json.loads(out.read_text())["cases"][0]
     assert case["verdict"] == "FAIL"
     assert "timed out after 4" in case["error"]
-    assert _claude_processes() <= before
-
-
-def _claude_processes() -> set[int]:
-    found = set()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes()
-                state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if b"claude" in cmd and b"pytest" not in cmd and state != "Z":
-                found.add(int(proc.name))
-    return found
+    assert live_claude() <= before
 
 
 def test_copy_is_private(example: Path) -> None:
