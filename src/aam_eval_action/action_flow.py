@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aam_eval_action.action import ActionInputs, GitHubContext, exit_code
 from aam_eval_action.commands.run import RunArgs, execute
+from aam_eval_action.config import Mode
 from aam_eval_action.console import Console
 from aam_eval_action.diff import ReportDiff, diff_reports
 from aam_eval_action.errors import AamEvalError
@@ -53,11 +54,11 @@ def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Repor
     return merged
 
 
-def _run_args(inputs: ActionInputs, package: Path, mode: str, output: Path | None) -> RunArgs:
+def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | None) -> RunArgs:
     from aam_eval_action.main import parse_shard
 
     overrides = Overrides(engine=inputs.engine, model=inputs.model, judge=inputs.judge,
-                          mode=mode, jobs=inputs.jobs)  # type: ignore[arg-type]
+                          mode=mode, jobs=inputs.jobs)
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import shutil
 import subprocess
@@ -138,21 +139,17 @@ def environment() -> Environment:
     )
 
 
-_node: list[str | None] = []
-
-
+@functools.cache
 def _node_version() -> str | None:
-    if not _node:
-        node = shutil.which("node")
-        version = None
-        if node:
-            try:
-                out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=5)
-                version = out.stdout.strip().lstrip("v") or None
-            except (OSError, subprocess.SubprocessError):
-                version = None
-        _node.append(version)
-    return _node[0]
+    """Node's version, asked once per process (the agent CLIs run on it)."""
+    node = shutil.which("node")
+    if not node:
+        return None
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().lstrip("v") or None
 
 
 def now() -> tuple[datetime, float]:

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aam_eval_action.session import FileChange, Session
+from aam_eval_action.session import FileChange, Session, cap
 
 OUTPUT_CAP = 20_000
 FILES_CAP = 20_000
@@ -59,7 +59,7 @@ def build_prompt(criteria: str, prompt: str, session: Session) -> str:
     parts = [
         "<criteria>\n" + criteria.strip() + "\n</criteria>",
         "<task>\n" + prompt.strip() + "\n</task>",
-        "<agent_output>\n" + _cap(session.output, OUTPUT_CAP) + "\n</agent_output>",
+        "<agent_output>\n" + cap(session.output, OUTPUT_CAP) + "\n</agent_output>",
     ]
     if session.hook_blocked:
         parts.append("<hook_blocked>\n" + "\n".join(session.hook_evidence) + "\n</hook_blocked>")
@@ -75,14 +75,10 @@ def _files_text(files: list[FileChange]) -> str:
     for f in files:
         head = f"--- {f.path} ({f.status}, {f.size} bytes)"
         body = f.text if f.text is not None else ("" if f.status == "deleted" else "[binary or large file]")
-        body = _cap(body, max(budget, 0))
+        body = cap(body, max(budget, 0))
         budget -= len(body)
         out.append(head + ("\n" + body if body else ""))
     return "\n".join(out)
-
-
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters cut]"
 
 
 def ask(

@@ -112,8 +112,6 @@ class JudgeCassette:
             before_record_response=functools.partial(_scrub_response, redact=redact),
             record_mode="all" if mode == "record" else "new_episodes",
         ).get_merged_config(path=str(path))
-        config.pop("custom_patches", None)
-        config.pop("inject", None)
         kept = {k: config[k] for k in (
             "serializer", "persister", "match_on", "record_mode", "before_record_request",
             "before_record_response", "allow_playback_repeats",

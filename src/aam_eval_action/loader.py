@@ -259,17 +259,15 @@ def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int]) -> tuple[Loc, i
         for key, value in node.value:
             k = str(key.value)
             if k in keys:
-                return loc + (k,), key.start_mark.line + 1
+                return (*loc, k), key.start_mark.line + 1
             keys.add(k)
-            out[loc + (k,)] = key.start_mark.line + 1
-            dup = _index_lines(value, loc + (k,), {})
+            dup = _index_lines(value, (*loc, k), out)
             if dup:
                 return dup
-            _index_lines(value, loc + (k,), out)
-            out[loc + (k,)] = key.start_mark.line + 1
+            out[(*loc, k)] = key.start_mark.line + 1  # the key's line, not its value's
     elif isinstance(node, yaml.SequenceNode):
         for i, child in enumerate(node.value):
-            dup = _index_lines(child, loc + (i,), out)
+            dup = _index_lines(child, (*loc, i), out)
             if dup:
                 return dup
     return None

@@ -278,8 +278,9 @@ class _JudgeCalls:
             raise Miss("damaged", f"{path}: damaged judge cassette ({exc}); re-record: "
                        f"{rerecord_command(self.ctx, self.loaded.case.name)}") from None
         recorded = jc.metadata.get("inputs")
-        if isinstance(recorded, dict) and explain(recorded, self.jfp.inputs):
-            jc.miss_reason = "; ".join(explain(recorded, self.jfp.inputs))
+        changes = explain(recorded, self.jfp.inputs) if isinstance(recorded, dict) else []
+        if changes:
+            jc.miss_reason = "; ".join(changes)
         elif not path.exists():
             jc.miss_reason, self.miss_kind = "no judge cassette recorded", "no-cassette"
         self.cassette = jc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 
@@ -159,12 +160,12 @@ def dry_run(ctx: CaseContext, cases: list[LoadedCase], console: Console) -> int:
     return EXIT_OK
 
 
-def _write(args: RunArgs, s: RunSettings, report: Report, started: object, console: Console) -> None:
+def _write(args: RunArgs, s: RunSettings, report: Report, started: datetime, console: Console) -> None:
     paths = []
     if args.output:
         paths.append(args.output)
     if args.report and not args.output:
-        paths.append(default_report_path(s.package.layout.evals_dir, started))  # type: ignore[arg-type]
+        paths.append(default_report_path(s.package.layout.evals_dir, started))
     for path in paths:
         _write_file(path, to_json(report), "report")
         console.line(f"report written to {path}")
