@@ -20,11 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from aam_eval_action.testing.model_server import ModelServer
+from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
-from support.model_server import ModelServer  # noqa: E402
-from support.packages import record_sessions, simple_case, write_package  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BENCH_DIR = Path(os.environ.get("AAM_BENCH_DIR", "/tmp/aam-eval-bench"))
 CLI = [sys.executable, "-m", "aam_eval_action"]

@@ -15,11 +15,11 @@ import yaml
 
 from aam_eval_action.action import main as action_main
 from aam_eval_action.comment import MARKER
+from aam_eval_action.testing.github_server import GitHubServer
+from aam_eval_action.testing.model_server import ModelServer
+from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
-from support.github_server import GitHubServer
 from support.gitrepo import commit_all, git, init
-from support.model_server import ModelServer
-from support.packages import record_sessions, simple_case, write_package
 
 OWNER, REPO, PR = "acme", "evals", 7
 

@@ -20,8 +20,7 @@ from aam_eval_action.engines import get_engine
 from aam_eval_action.engines.base import AgentRun, Engine
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import Session
-
-from support.model_server import ModelServer, all_text
+from aam_eval_action.testing.model_server import ModelServer, all_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SKILL_PKG = PackageLayout(FIXTURES / "engine-skill-pkg")

@@ -21,8 +21,7 @@ import github
 import pytest
 
 from aam_eval_action.github import MAX_COMMENT_CHARS, PostResult, post_comment
-
-from support.github_server import GitHubServer
+from aam_eval_action.testing.github_server import GitHubServer
 
 OWNER, REPO, PR = "octo", "agent-pkg", 7
 MARKER = "<!-- aam-eval-action:report -->"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from support.model_server import ModelServer
-from support.packages import record_sessions, simple_case, write_package
+from aam_eval_action.testing.model_server import ModelServer
+from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
+
 from support.procs import live_claude
 
 

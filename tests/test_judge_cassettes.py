@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from aam_eval_action.testing.model_server import ModelServer
+from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
+
 from conftest import aam_eval
-from support.model_server import ModelServer
-from support.packages import record_sessions, simple_case, write_package
 
 N = 16
 

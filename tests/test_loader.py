@@ -10,9 +10,9 @@ import pytest
 
 from aam_eval_action.errors import ConfigError, UnsupportedEngineError
 from aam_eval_action.loader import load_package
+from aam_eval_action.testing.packages import simple_case, write_package
 
 from conftest import EXAMPLE, aam_eval
-from support.packages import simple_case, write_package
 
 
 def test_example_package_loads() -> None:

@@ -15,7 +15,7 @@ import openai
 import pytest
 import yaml
 
-from support.model_server import ModelServer
+from aam_eval_action.testing.model_server import ModelServer
 
 VERDICT_SCHEMA = {
     "type": "object",
@@ -189,9 +189,8 @@ def test_error_steps_answer_with_the_status(server: ModelServer) -> None:
 def test_standalone_server_serves_a_yaml_script(tmp_path: Path) -> None:
     script = tmp_path / "scenarios.yaml"
     script.write_text(yaml.safe_dump({"scenarios": SCENARIOS}))
-    server = Path(__file__).parent / "support" / "model_server.py"
     proc = subprocess.Popen(
-        [sys.executable, str(server), "--scenarios", str(script)],
+        [sys.executable, "-m", "aam_eval_action.testing.model_server", "--scenarios", str(script)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from aam_eval_action.engines import get_engine
+from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import ROOT, aam_eval
-from support.model_server import ModelServer, load_scenarios
 from support.procs import live_claude
 
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from aam_eval_action.engines import get_engine
+from aam_eval_action.testing.model_server import ModelServer
+from aam_eval_action.testing.packages import simple_case, write_package
 
 from conftest import aam_eval
-from support.model_server import ModelServer
-from support.packages import simple_case, write_package
 
 pytestmark = pytest.mark.cli
 

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from aam_eval_action.commands.schema import FILES, render
+from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
 from conftest import EXAMPLE, ROOT, aam_eval
-from support.packages import record_sessions, simple_case, write_package
 
 
 @pytest.mark.parametrize("kind", list(FILES))

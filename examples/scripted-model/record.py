@@ -13,10 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
-from support.model_server import ModelServer, load_scenarios  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 PACKAGE = ROOT / "examples" / "csv-tools"
 CODEX_CASE = "csv-summary-e2e"

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine import BaseImage, Dockerd, EngineError, make_workdir, remove_tree  # noqa: E402
 
-from support.github_server import GitHubServer  # noqa: E402
+from aam_eval_action.testing.github_server import GitHubServer  # noqa: E402
+
 from support.gitrepo import commit_all, git, init  # noqa: E402
 
 LEAN_TAG = "aam-eval-action:test"
@@ -155,8 +156,8 @@ def _example_package(origin: Path) -> str:
 
 def _synthetic_package(origin: Path) -> str:
     """Four passing cases with agent and judge cassettes, recorded on the host."""
-    from support.model_server import ModelServer
-    from support.packages import record_sessions, simple_case, write_package
+    from aam_eval_action.testing.model_server import ModelServer
+    from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
     names = [f"case-{i}" for i in range(1, 5)]
     cases = [simple_case(n, expected={"contains": ["done"]}) for n in names]
@@ -399,7 +400,7 @@ def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
     The agents really run inside the container (claude as root in its sandbox mode) against
     the project's scripted model server on the host's loopback.
     """
-    from support.model_server import ModelServer, load_scenarios
+    from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
     pr = make_pull_request(work / "nightly")
     if pr.synthetic:

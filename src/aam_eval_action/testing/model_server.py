@@ -24,7 +24,7 @@ use the script. Judge requests are those offering the `record_verdict` tool (Ant
 asking for the `verdict` JSON format (OpenAI). Answers are deterministic: ids derive from
 the request content, so identical requests get byte-identical answers.
 
-Run standalone with `python tests/support/model_server.py --scenarios FILE`.
+Run standalone with `python -m aam_eval_action.testing.model_server --scenarios FILE`.
 """
 
 from __future__ import annotations

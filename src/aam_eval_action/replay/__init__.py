@@ -1,0 +1,1 @@
+"""Cassettes and the replay-or-live decision: agent sessions, judge calls and model traffic."""
