@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aam_eval_action.action import main as action_main
-from aam_eval_action.comment import MARKER
+from aam_eval_action.commands.action import action as action_main
+from aam_eval_action.render.comment import MARKER
 from aam_eval_action.testing.github_server import GitHubServer
 from aam_eval_action.testing.model_server import ModelServer
 from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
@@ -231,7 +231,7 @@ def test_stale_cassettes_fail_the_check_without_counting_as_regressions(
 
 @pytest.mark.parametrize("metadata", ["action.yml", "live/action.yml"])
 def test_every_action_input_is_read_and_every_output_written(metadata: str) -> None:
-    from aam_eval_action.action import INPUTS, ActionInputs
+    from aam_eval_action.github.inputs import INPUTS, ActionInputs
 
     from conftest import ROOT
 

@@ -5,9 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from aam_eval_action.comment import MARKER, MAX_COMMENT_CHARS, marker, md, render_comment
-from aam_eval_action.diff import ReportDiff, diff_reports, format_markdown
+from aam_eval_action.diff import ReportDiff, diff_reports
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.render.comment import (
+    MARKER,
+    MAX_COMMENT_CHARS,
+    format_markdown,
+    marker,
+    md,
+    render_comment,
+)
 
 from support.golden import assert_golden
 from support.reports import case, report

@@ -7,15 +7,10 @@ from pathlib import Path
 import pytest
 
 from aam_eval_action.commands.diff import diff as diff_command
-from aam_eval_action.diff import (
-    CATEGORIES,
-    ReportDiff,
-    diff_reports,
-    format_json,
-    format_markdown,
-    format_text,
-)
+from aam_eval_action.diff import CATEGORIES, ReportDiff, diff_reports
 from aam_eval_action.errors import ConfigError, UsageError
+from aam_eval_action.render.comment import format_markdown
+from aam_eval_action.render.text import format_json, format_text
 from aam_eval_action.report import load_report, to_json
 
 from support.reports import case, report

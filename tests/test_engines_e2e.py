@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from aam_eval_action.config import Sandbox
-from aam_eval_action.engines import get_engine
 from aam_eval_action.engines.base import AgentRun, Engine
+from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import Session
+from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, all_text
 
 FIXTURES = Path(__file__).parent / "fixtures"

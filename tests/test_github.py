@@ -20,7 +20,7 @@ from typing import Any
 import github
 import pytest
 
-from aam_eval_action.github import MAX_COMMENT_CHARS, PostResult, post_comment
+from aam_eval_action.github.comments import MAX_COMMENT_CHARS, PostResult, post_comment
 from aam_eval_action.testing.github_server import GitHubServer
 
 OWNER, REPO, PR = "octo", "agent-pkg", 7

@@ -90,7 +90,7 @@ def test_vcrpy_itself_replays_our_judge_cassettes(tmp_path: Path, monkeypatch: p
     import anthropic
     import vcr
 
-    from aam_eval_action.judge import build_prompt
+    from aam_eval_action.pipeline.judge import build_prompt
     from aam_eval_action.session import Session
 
     pkg = _package(tmp_path, n=1)
@@ -103,7 +103,7 @@ def test_vcrpy_itself_replays_our_judge_cassettes(tmp_path: Path, monkeypatch: p
                       output="Finished the task for case-00.")
     text = build_prompt("The agent completed the task for case-00.", "Do the task for case-00.", session)
     with vcr.use_cassette(str(cassette), record_mode="none", match_on=["method", "path", "body"]):
-        from aam_eval_action.judge import ask
+        from aam_eval_action.pipeline.judge import ask
 
         verdict = ask(provider="anthropic", model="claude-sonnet-4-6", text=text, base_url=url, api_key="x")
     assert (verdict.result, verdict.reason) == ("FAIL", "reason number 0")
@@ -177,7 +177,7 @@ def test_rerecording_identical_interactions_is_byte_identical(tmp_path: Path, mo
 
 
 def test_agent_cassette_unchanged_when_only_volatile_fields_differ(tmp_path: Path) -> None:
-    from aam_eval_action import cassette
+    from aam_eval_action.replay import agent_cassette as cassette
 
     pkg = _package(tmp_path, n=1)
     path = pkg / "evals/cassettes/case-00/claude-code.session.yaml"
@@ -252,7 +252,7 @@ def test_dry_run_says_replay_or_live_and_why(tmp_path: Path) -> None:
 
 
 def test_keep_workspaces_on_replay_restores_the_recorded_files(tmp_path: Path) -> None:
-    from aam_eval_action import cassette
+    from aam_eval_action.replay import agent_cassette as cassette
 
     pkg = _package(tmp_path, n=1)
     path = pkg / "evals/cassettes/case-00/claude-code.session.yaml"

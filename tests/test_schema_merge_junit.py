@@ -81,7 +81,7 @@ def test_junit_has_one_testcase_per_case_with_failures(tmp_path: Path) -> None:
 
 
 def test_shards_balance_by_recorded_duration() -> None:
-    from aam_eval_action.commands.run import shard_of
+    from aam_eval_action.pipeline.select import shard_of
 
     durations = {"slow": 100.0, "a": 10.0, "b": 10.0, "c": 10.0, "d": 10.0}
     names = list(durations)
@@ -97,7 +97,7 @@ def test_cli_start_up_imports_no_heavy_sdk() -> None:
     import sys
 
     code = (
-        "import sys, aam_eval_action.main, aam_eval_action.commands.run, aam_eval_action.evaluate;"
+        "import sys, aam_eval_action.main, aam_eval_action.commands.run, aam_eval_action.pipeline.scheduler;"
         "print(sorted(m for m in ('anthropic', 'openai', 'github', 'vcr', 'jinja2', 'rich') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

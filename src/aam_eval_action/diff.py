@@ -6,8 +6,7 @@ machine or an older version diffs as long as it loads.
 
 from __future__ import annotations
 
-import json
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -68,14 +67,21 @@ class RunTotals(BaseModel):
     """The numbers of one report."""
 
     total: int
+    """Number of cases."""
     passed: int
+    """Cases that passed."""
     failed: int
+    """Cases that failed."""
     errored: int
+    """Cases that could not be graded."""
     skipped: int
+    """Cases skipped."""
     pass_rate: float
     """passed / (total - skipped), as in the report's summary."""
     cost_usd: float | None = None
+    """Recorded cost of the run's cases, when known."""
     duration_seconds: float
+    """Wall time of the run."""
     replayed: int = 0
     """Cases whose agent session came from a cassette."""
 
@@ -84,10 +90,13 @@ class StaleCase(BaseModel):
     """A head case whose cassette is missing or out of date."""
 
     name: str
+    """Case name."""
     reason: str
-    """`stale` or `no-cassette`."""
+    """Why replay missed: the inputs that changed since recording, or that nothing was recorded."""
     file: str | None = None
+    """Case file relative to the package root."""
     line: int | None = None
+    """Line of the case in its file."""
 
 
 class ReportDiff(BaseModel):
@@ -124,9 +133,9 @@ class ReportDiff(BaseModel):
     cases: list[CaseDiff]
     """Every case, grouped by category in `CATEGORIES` order, then by name."""
     stale: list[StaleCase] = Field(default_factory=list)
+    """Head cases that need re-recording."""
     package_path: str | None = None
     """The head run's --package as given, for re-record commands."""
-    """Head cases that need re-recording."""
 
 
 def diff_reports(base: Report | None, head: Report) -> ReportDiff:
@@ -144,7 +153,7 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
         head=_totals(head),
         pass_rate_delta_pp=_delta_pp(base, head),
         cost_delta_usd=_cost_delta(base, head),
-        duration_delta_seconds=_round(head.duration_seconds - base.duration_seconds) if base else None,
+        duration_delta_seconds=round_value(head.duration_seconds - base.duration_seconds) if base else None,
         counts={cat: sum(c.category == cat for c in cases) for cat in CATEGORIES},
         regressions=sum(not c.flaky for c in regressed),
         flaky_regressions=sum(c.flaky for c in regressed),
@@ -218,9 +227,14 @@ def _failed_checks(case: CaseResult | None) -> list[str]:
 
 def _stale(case: CaseResult) -> StaleCase:
     """Why the case missed, without the re-record command the comment shows on its own."""
-    why = (case.error or case.replay_miss or "").split("; re-record", 1)[0].split("; record it", 1)[0]
-    why = why.removeprefix("judge replay miss: ").removeprefix("replay miss: ")
+    why = case.miss.reason if case.miss else _legacy_reason(case)
     return StaleCase(name=case.name, reason=why, file=case.file, line=case.line)
+
+
+def _legacy_reason(case: CaseResult) -> str:
+    """Reports from before misses were data carry the reason only inside `error`."""
+    why = (case.error or case.replay_miss or "").split("; re-record", 1)[0].split("; record it", 1)[0]
+    return why.removeprefix("judge replay miss: ").removeprefix("replay miss: ")
 
 
 def _totals(report: Report) -> RunTotals:
@@ -241,165 +255,15 @@ def _totals(report: Report) -> RunTotals:
 def _delta_pp(base: Report | None, head: Report) -> float | None:
     if base is None:
         return None
-    return _round((head.summary.pass_rate - base.summary.pass_rate) * 100)
+    return round_value((head.summary.pass_rate - base.summary.pass_rate) * 100)
 
 
 def _cost_delta(base: Report | None, head: Report) -> float | None:
     if base is None or base.summary.cost_usd is None or head.summary.cost_usd is None:
         return None
-    return _round(head.summary.cost_usd - base.summary.cost_usd, 6)
+    return round_value(head.summary.cost_usd - base.summary.cost_usd, 6)
 
 
-def _round(value: float, digits: int = 2) -> float:
+def round_value(value: float, digits: int = 2) -> float:
     """Round away float noise (0.1 + 0.2) and negative zero."""
     return round(value, digits) + 0.0
-
-
-# --- display helpers, shared by the text format and the comment template ---
-
-
-def fmt_pct(rate: float | None) -> str:
-    """0.8 -> `80.0%`."""
-    return "n/a" if rate is None else f"{rate * 100:.1f}%"
-
-
-def fmt_pp(delta: float | None) -> str:
-    """20.0 -> `+20.0 pp`."""
-    return "n/a" if delta is None else f"{_round(delta, 1):+.1f} pp"
-
-
-def fmt_cost(usd: float | None, *, signed: bool = False) -> str:
-    """0.1234 -> `$0.1234`; signed: `+$0.1234` / `-$0.1234`."""
-    if usd is None:
-        return "n/a"
-    sign = ("-" if usd < 0 else "+") if signed else ""
-    return f"{sign}${abs(usd):.4f}"
-
-
-def fmt_duration(seconds: float | None, *, signed: bool = False) -> str:
-    """87 -> `1m 27s`, 4.25 -> `4.2s`; signed: `+1m 27s` / `-4.2s`."""
-    if seconds is None:
-        return "n/a"
-    sign = ("-" if seconds < 0 else "+") if signed else ""
-    total = abs(seconds)
-    if total < 60:
-        return f"{sign}{total:.1f}s"
-    minutes, rest = divmod(round(total), 60)
-    return f"{sign}{minutes}m {rest}s"
-
-
-def fmt_int_delta(value: int) -> str:
-    """1 -> `+1`, -2 -> `-2`, 0 -> `0`."""
-    return f"{value:+d}" if value else "0"
-
-
-def pass_rate_line(d: ReportDiff) -> str:
-    """`80.0% → 100.0% (+20.0 pp)`, or the head rate alone without a base."""
-    if d.base is None:
-        return f"{fmt_pct(d.head.pass_rate)} (no baseline)"
-    rates = f"{fmt_pct(d.base.pass_rate)} → {fmt_pct(d.head.pass_rate)}"
-    return f"{rates} ({fmt_pp(d.pass_rate_delta_pp)})"
-
-
-def verdict_change(c: CaseDiff) -> str:
-    """`PASS → FAIL`, or the one verdict there is."""
-    if c.base_verdict and c.head_verdict:
-        return f"{c.base_verdict} → {c.head_verdict}"
-    return c.head_verdict or c.base_verdict or "?"
-
-
-def location(c: CaseDiff | StaleCase) -> str:
-    """`evals/cases/x.yaml:12`, or '' when the report does not say."""
-    if not c.file:
-        return ""
-    return f"{c.file}:{c.line}" if c.line else c.file
-
-
-# --- output formats ---
-
-
-def format_json(d: ReportDiff) -> str:
-    """Stable JSON: sorted keys, trailing newline."""
-    return json.dumps(d.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def format_markdown(d: ReportDiff) -> str:
-    """The PR comment body, rendered with the built-in template."""
-    # Imported here: the comment module builds on this module's models.
-    from aam_eval_action.comment import render_comment
-
-    return render_comment(d)
-
-
-class _Fmt(Protocol):
-    """The shape of `fmt_cost` and `fmt_duration`."""
-
-    def __call__(self, value: float | None, /, *, signed: bool = False) -> str: ...
-
-
-def format_text(d: ReportDiff) -> str:
-    """A plain terminal summary: totals, then one line per changed case."""
-    lines = _text_totals(d)
-    for cat in CATEGORIES:
-        group = [c for c in d.cases if c.category == cat]
-        if group and cat != "unchanged":
-            lines += ["", f"{_text_heading(cat, group)}:"]
-            lines += [_text_case(c) for c in group]
-    if d.stale:
-        lines += ["", f"Stale cassettes ({len(d.stale)}), re-record with:"]
-        pkg = f" --package {d.package_path}" if d.package_path and d.package_path != "." else ""
-        lines += [f"  aam-eval run {s.name} --record{pkg}" for s in d.stale]
-    return "\n".join(lines) + "\n"
-
-
-def _text_totals(d: ReportDiff) -> list[str]:
-    h, b = d.head, d.base
-    counts = ", ".join(f"{d.counts[cat]} {cat}" for cat in CATEGORIES if d.counts[cat])
-    base_cost = b.cost_usd if b else None
-    base_time = b.duration_seconds if b else None
-    lines = [
-        f"Pass rate: {pass_rate_line(d)}",
-        f"Head: {h.passed} passed, {h.failed} failed, {h.errored} errored, "
-        f"{h.skipped} skipped, {h.total} total",
-        f"Cases: {counts or 'none'}",
-        "Cost: " + _text_change(base_cost, h.cost_usd, d.cost_delta_usd, fmt_cost),
-        "Duration: " + _text_change(base_time, h.duration_seconds, d.duration_delta_seconds, fmt_duration),
-    ]
-    if d.interrupted:
-        lines.append("The head run was interrupted: its report is partial.")
-    return lines
-
-
-def _text_change(base: float | None, head: float | None, delta: float | None, fmt: _Fmt) -> str:
-    if base is None:
-        return fmt(head)
-    shown = f"{fmt(base)} → {fmt(head)}"
-    return f"{shown} ({fmt(delta, signed=True)})" if delta is not None else shown
-
-
-def _text_heading(cat: Category, group: list[CaseDiff]) -> str:
-    if cat == "regressed":
-        flaky = sum(c.flaky for c in group)
-        suffix = f", {flaky} flaky on base" if flaky else ""
-        return f"Regressed ({len(group)}{suffix})"
-    return f"{cat.capitalize()} ({len(group)})"
-
-
-def _text_case(c: CaseDiff) -> str:
-    parts = [f"  {c.name}", c.target or "-", verdict_change(c)]
-    if c.flaky:
-        parts.append("flaky")
-    if c.failed_checks:
-        parts.append("checks: " + ", ".join(c.failed_checks))
-    if c.judge_reason and c.head_verdict != "PASS":
-        parts.append("judge: " + _one_line(c.judge_reason, 120))
-    if c.error and c.head_verdict != "PASS":
-        parts.append("error: " + _one_line(c.error, 120))
-    if location(c):
-        parts.append(location(c))
-    return "  ".join(parts)
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -69,3 +69,9 @@ def dump_yaml(data: Any) -> str:
         data, Dumper=_StableDumper, sort_keys=True, allow_unicode=True, width=100,
         default_flow_style=False,
     )
+
+
+def display_path(path: Path) -> str:
+    """A path relative to the current directory when it is below it, else absolute."""
+    rel = os.path.relpath(path)
+    return path.as_posix() if rel.startswith("..") else Path(rel).as_posix()

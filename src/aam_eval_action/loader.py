@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from aam_eval_action.config import Case, EvalConfig, PackageManifest
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.spec import Case, EvalConfig, PackageManifest
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)

@@ -7,20 +7,11 @@ import sys
 from pathlib import Path
 
 from aam_eval_action import __version__
-from aam_eval_action.config import ENGINES, MODES, RESERVED_ENGINES
+from aam_eval_action.engines.registry import ENGINE_NAMES, RESERVED_NAMES
 from aam_eval_action.error_handler import error_handler
 from aam_eval_action.errors import UsageError
-
-
-def parse_shard(value: str) -> tuple[int, int]:
-    """`I/N` → (I, N), 1-based."""
-    try:
-        index, total = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise UsageError(f"shard {value!r}: use I/N, e.g. 1/4") from None
-    if not 1 <= index <= total:
-        raise UsageError(f"shard {value!r}: I must be between 1 and N")
-    return index, total
+from aam_eval_action.modes import MODES
+from aam_eval_action.pipeline.select import parse_shard
 
 
 def _shard(value: str) -> tuple[int, int]:
@@ -41,7 +32,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run (or replay) eval cases and write the report")
     p.add_argument("cases", nargs="*", metavar="CASE", help="case names (default: all)")
     p.add_argument("--package", type=Path, default=Path("."), help="package root (default: .)")
-    p.add_argument("--engine", choices=ENGINES + RESERVED_ENGINES, help="agent engine")
+    p.add_argument("--engine", choices=ENGINE_NAMES + RESERVED_NAMES, help="agent engine")
     p.add_argument("--model", help="the agent's model")
     p.add_argument("--judge", help="the judge model (default: the agent's model)")
     p.add_argument("--target", help="only cases with this target (skill:NAME, hook:EVENT, agent:NAME)")
@@ -124,9 +115,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return diff(args.base, args.head, args.format, sys.stdout)
     if args.command == "action":
-        from aam_eval_action.action import main as action_main
+        from aam_eval_action.commands.action import action
 
-        return action_main()
+        return action()
     if args.command == "comment":
         from aam_eval_action.commands.comment import comment
 

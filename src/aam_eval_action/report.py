@@ -1,21 +1,37 @@
 """The eval report: exactly the seed's JSON, with additive fields only.
 
+Models (every field described, so the generated JSON Schema documents the format), how a
+run builds a report, how shard reports merge, and the pass/fail policy of a run.
+
 Reports are read back by `diff` and the PR comment, possibly from another machine or an
 older version, so reading is tolerant of missing optional fields and unknown extra keys.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import platform
+import shutil
+import subprocess
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aam_eval_action.errors import ConfigError
+from aam_eval_action import __version__
+from aam_eval_action.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from aam_eval_action.loader import FileError
+    from aam_eval_action.session import Session
+    from aam_eval_action.settings import RunSettings
 
 REPORT_VERSION = 1
 SNIPPET_CHARS = 500
+STAMP_FORMAT = "%Y-%m-%dT%H-%M-%SZ"
+"""Timestamp in report ids and default report file names (no colons: safe in file names)."""
 Verdict = Literal["PASS", "FAIL", "SKIP", "ERROR"]
 CheckResult = Literal["PASS", "FAIL", "SKIP"]
 
@@ -27,6 +43,8 @@ class Part(BaseModel):
 
 
 class RunConfig(Part):
+    """How the run was configured (seed: `config`)."""
+
     engine: str
     """Agent runtime used (from config or `--engine`)."""
     engine_version: str | None = None
@@ -44,6 +62,8 @@ class RunConfig(Part):
 
 
 class AgentInfo(Part):
+    """The agent runtime that ran the cases (seed: `agent`)."""
+
     runtime: str | None = None
     """Actual agent runtime name."""
     runtime_version: str | None = None
@@ -57,6 +77,8 @@ class AgentInfo(Part):
 
 
 class JudgeInfo(Part):
+    """The judge model (seed: `judge`)."""
+
     model: str | None = None
     """Judge model."""
     model_provider: str | None = None
@@ -64,24 +86,40 @@ class JudgeInfo(Part):
 
 
 class Environment(Part):
+    """Where the run happened (seed: `environment`)."""
+
     os: str | None = None
+    """Operating system, lower case (`linux`, `darwin`)."""
     arch: str | None = None
+    """CPU architecture (`x86_64`, `arm64`)."""
     aam_version: str | None = None
     """Version of this tool."""
     node_version: str | None = None
+    """Node.js version the agent CLIs run on, when Node is installed."""
     python_version: str | None = None
+    """Python version of this tool."""
 
 
 class PackageInfo(Part):
+    """The package under test (seed: `package`)."""
+
     name: str | None = None
+    """Package name from package.agent.json."""
     version: str | None = None
+    """Package version from package.agent.json."""
 
 
 class Summary(Part):
+    """Counts over all cases (seed: `summary`)."""
+
     total: int
+    """Number of cases in the report."""
     passed: int
+    """Cases whose verdict is PASS."""
     failed: int
+    """Cases whose verdict is FAIL."""
     skipped: int = 0
+    """Cases whose verdict is SKIP."""
     pass_rate: float
     """passed / (total - skipped); 0 when nothing ran."""
     errored: int = 0
@@ -95,9 +133,14 @@ class Summary(Part):
 
 
 class JudgeVerdict(Part):
+    """What the judge decided for a case (seed: `cases[].judge_verdict`)."""
+
     result: Literal["PASS", "FAIL", "ERROR", "SKIP"]
+    """The judge's verdict; ERROR when it gave none."""
     reason: str = ""
+    """The judge's reason, citing the evidence."""
     model: str | None = None
+    """The judge model that answered."""
     replayed: bool | None = None
     """Whether the judge call came from a cassette (additive)."""
 
@@ -106,19 +149,47 @@ class Attempt(Part):
     """One attempt of a repeated case (additive)."""
 
     verdict: Verdict
+    """This attempt's verdict."""
     error: str | None = None
+    """Why this attempt did not pass."""
     duration_seconds: float | None = None
+    """Wall time of this attempt's agent session."""
+
+
+class ReplayMiss(Part):
+    """Why replay could not serve a case, as data (additive)."""
+
+    kind: Literal["no-cassette", "stale", "damaged"]
+    """no-cassette: nothing recorded; stale: an input changed since recording; damaged: unreadable."""
+    subject: Literal["agent", "judge"] = "agent"
+    """Whose cassette missed: the agent session's or the judge's."""
+    reason: str
+    """Why, in words: what changed and when the cassette was recorded, or what is damaged."""
+    changes: list[str] = Field(default_factory=list)
+    """Each input that changed since recording."""
+    rerecord: str | None = None
+    """The command that records this case again."""
 
 
 class CaseResult(Part):
+    """One case's outcome (seed: `cases[]`)."""
+
     name: str
+    """Case name."""
     target: str | None = None
+    """What the case exercises: `skill:NAME`, `hook:EVENT` or `agent:NAME`."""
     verdict: Verdict
+    """PASS, FAIL, SKIP or ERROR (could not be graded)."""
     duration_seconds: float = 0
+    """Wall time of the case in this run."""
     deterministic_checks: dict[str, CheckResult] = Field(default_factory=dict)
+    """Each deterministic check run, by name (`contains`, `files_created`...), and its result."""
     judge_verdict: JudgeVerdict | None = None
+    """The LLM judge's verdict, when the judge was asked."""
     agent_output_snippet: str = ""
+    """The first 500 characters of the agent's final output."""
     error: str | None = None
+    """Why the case did not pass, in one line."""
     file: str | None = None
     """Case file, relative to the package root (additive)."""
     line: int | None = None
@@ -139,22 +210,40 @@ class CaseResult(Part):
     """Whether repeated attempts disagreed (additive)."""
     replay_miss: Literal["no-cassette", "stale", "damaged"] | None = None
     """Why replay could not serve this case, when it could not (additive)."""
+    miss: ReplayMiss | None = None
+    """The replay miss in full: reason, changed inputs, re-record command (additive)."""
 
 
 class Report(Part):
+    """`evals/reports/<timestamp>.json`: the seed's eval report."""
+
     version: int
+    """Report format version."""
     id: str
+    """Run id, `eval-run-<timestamp>`."""
     timestamp: str
+    """When the run started (UTC, ISO 8601)."""
     duration_seconds: float
+    """Wall time of the whole run."""
     config: RunConfig
+    """How the run was configured."""
     agent: AgentInfo = Field(default_factory=AgentInfo)
+    """The agent runtime."""
     judge: JudgeInfo = Field(default_factory=JudgeInfo)
+    """The judge model."""
     environment: Environment = Field(default_factory=Environment)
+    """Where the run happened."""
     package: PackageInfo = Field(default_factory=PackageInfo)
+    """The package under test."""
     summary: Summary
+    """Counts over all cases."""
     cases: list[CaseResult]
+    """Every case, sorted by name."""
     interrupted: bool | None = None
     """True when the run was interrupted and this report is partial (additive)."""
+
+
+# --- building a report ---
 
 
 def summarize(cases: list[CaseResult]) -> Summary:
@@ -179,6 +268,114 @@ def summarize(cases: list[CaseResult]) -> Summary:
 def snippet(text: str) -> str:
     """The report's agent output snippet: the first 500 characters."""
     return text[:SNIPPET_CHARS]
+
+
+def file_error_results(errors: list[FileError]) -> list[CaseResult]:
+    """Bad case files as ERROR results, so a run reports them and goes on."""
+    return [
+        CaseResult(name=err.case_name or Path(err.file).stem, verdict="ERROR", error=str(err),
+                   file=err.file, line=err.line)
+        for err in errors
+    ]
+
+
+def build_report(
+    s: RunSettings, results: list[CaseResult], sessions: list[Session | None], started: datetime,
+    duration: float, interrupted: bool,
+) -> Report:
+    """The seed's report, provenance taken from what the engine reported."""
+    from aam_eval_action.engines.registry import ENGINES
+    from aam_eval_action.fsutil import display_path
+
+    first = next((x for x in sessions if x is not None), None)
+    info = ENGINES.get(s.engine)
+    report = Report(
+        version=REPORT_VERSION,
+        id="eval-run-" + started.strftime(STAMP_FORMAT),
+        timestamp=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        duration_seconds=round(duration, 3),
+        config=RunConfig(
+            engine=s.engine, engine_version=first.runtime_version if first else None,
+            judge=s.judge_model, timeout=s.timeout, model=s.model, mode=s.mode,
+            package_path=display_path(s.package.layout.root),
+        ),
+        agent=AgentInfo(
+            runtime=s.engine, runtime_version=first.runtime_version if first else None,
+            model=(first.model if first else None) or s.model,
+            model_provider=info.provider if info else None,
+            session_id=first.session_id if first else None,
+        ),
+        judge=JudgeInfo(model=s.judge_model, model_provider=s.judge_provider),
+        environment=environment(),
+        package=PackageInfo(name=s.package.manifest.name, version=s.package.manifest.version),
+        summary=summarize(results),
+        cases=sorted(results, key=lambda r: r.name),
+    )
+    if interrupted:
+        report.interrupted = True
+    return report
+
+
+def environment() -> Environment:
+    return Environment(
+        os=platform.system().lower(), arch=platform.machine(), aam_version=__version__,
+        node_version=_node_version(), python_version=platform.python_version(),
+    )
+
+
+@functools.cache
+def _node_version() -> str | None:
+    """Node's version, asked once per process (the agent CLIs run on it)."""
+    node = shutil.which("node")
+    if not node:
+        return None
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().lstrip("v") or None
+
+
+def default_report_path(evals_dir: Path, started: datetime) -> Path:
+    """`evals/reports/<timestamp>.json`."""
+    return evals_dir / "reports" / (started.strftime(STAMP_FORMAT) + ".json")
+
+
+def merge_reports(reports: list[Report]) -> Report:
+    """Cases of all shards (a case in two shards is an error), summary recomputed."""
+    if not reports:
+        raise UsageError("merge needs at least one report")
+    seen: dict[str, int] = {}
+    cases = []
+    for i, report in enumerate(reports):
+        for case in report.cases:
+            if case.name in seen:
+                raise UsageError(
+                    f"case {case.name!r} is in shard reports {seen[case.name] + 1} and {i + 1}; "
+                    "merge reports of disjoint shards of one run"
+                )
+            seen[case.name] = i
+            cases.append(case)
+    first = min(reports, key=lambda r: r.timestamp)
+    merged = first.model_copy(deep=True)
+    merged.cases = sorted(cases, key=lambda c: c.name)
+    merged.summary = summarize(merged.cases)
+    # Shards run side by side: the run took as long as its slowest shard.
+    merged.duration_seconds = max(r.duration_seconds for r in reports)
+    if any(r.interrupted for r in reports):
+        merged.interrupted = True
+    return merged
+
+
+# --- policy ---
+
+
+def all_passed(report: Report) -> bool:
+    """The run passed: every case passed or was skipped."""
+    return all(c.verdict in ("PASS", "SKIP") for c in report.cases)
+
+
+# --- files ---
 
 
 def to_json(report: Report) -> str:

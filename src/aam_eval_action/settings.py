@@ -1,16 +1,24 @@
-"""Run settings: eval-config merged with command-line overrides, resolved once per run."""
+"""Run settings: eval-config merged with command-line overrides and the runner's environment.
+
+This is the only module that reads the process environment, once per run, into
+`RunSettings.runner_env`; everything downstream reads the settings object.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
-from aam_eval_action.config import EvalConfig, Mode
-from aam_eval_action.engines import DEFAULT_MODELS, PROVIDERS
-from aam_eval_action.judge import DEFAULT_JUDGE, provider_for
+from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedPackage
+from aam_eval_action.modes import Mode
+from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS, provider_for_model
+from aam_eval_action.redact import Redactor
+from aam_eval_action.spec import EvalConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -45,36 +53,49 @@ class RunSettings:
     timeout: float
     cassettes: Path
     agent_env: dict[str, str] = field(default_factory=dict)
+    """Environment given to the agent: eval-config `env` expanded, plus keys and base URLs."""
     secret_values: dict[str, str] = field(default_factory=dict)
+    """Secret values in `agent_env`, by name, for redaction."""
+    runner_env: Mapping[str, str] = field(default_factory=dict)
+    """The runner's own environment, as read once when the settings were made."""
 
     @property
     def config(self) -> EvalConfig:
         return self.package.config
 
     def base_url(self, provider: str) -> str | None:
-        name = "ANTHROPIC_BASE_URL" if provider == "anthropic" else "OPENAI_BASE_URL"
-        return self.agent_env.get(name) or os.environ.get(name) or None
+        name = PROVIDERS[provider].base_url_var
+        return self.agent_env.get(name) or self.runner_env.get(name) or None
 
     def api_key(self, provider: str) -> str | None:
-        name = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
-        return self.agent_env.get(name) or os.environ.get(name) or None
+        name = PROVIDERS[provider].key_var
+        return self.agent_env.get(name) or self.runner_env.get(name) or None
+
+    def redactor(self) -> Redactor:
+        """Every secret this run knows of: the runner's secret-looking variables and `secret_values`."""
+        return Redactor.from_environment(self.secret_values, self.runner_env)
 
 
-def resolve(package: LoadedPackage, o: Overrides) -> RunSettings:
-    """Merge flags over eval-config, the way the seed says flags override config."""
+def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | None = None) -> RunSettings:
+    """Merge flags over eval-config, the way the seed says flags override config.
+
+    `environ` is the runner's environment (default: this process's), read here and only here.
+    """
+    runner_env = MappingProxyType(dict(os.environ if environ is None else environ))
     cfg = package.config
     engine = o.engine or cfg.engine
-    model = o.model or cfg.model or DEFAULT_MODELS.get(engine, "")
-    provider = PROVIDERS.get(engine, "anthropic")
-    judge_model = o.judge or cfg.judge or model or DEFAULT_JUDGE[provider]
-    env, secrets = agent_environment(cfg)
+    info = ENGINES.get(engine)
+    model = o.model or cfg.model or (info.default_model if info else "")
+    provider = info.provider if info else "anthropic"
+    judge_model = o.judge or cfg.judge or model or PROVIDERS[provider].default_model
+    env, secrets = agent_environment(cfg, runner_env)
     repeat = o.repeat or cfg.repeat
     return RunSettings(
         package=package,
         engine=engine,
         model=model,
         judge_model=judge_model,
-        judge_provider=provider_for(judge_model, provider),
+        judge_provider=provider_for_model(judge_model, provider),
         mode=o.mode or cfg.mode,
         jobs=o.jobs or cfg.jobs,
         repeat=repeat,
@@ -83,25 +104,28 @@ def resolve(package: LoadedPackage, o: Overrides) -> RunSettings:
         cassettes=(o.cassettes or package.layout.evals_dir / cfg.cassettes).resolve(),
         agent_env=env,
         secret_values=secrets,
+        runner_env=runner_env,
     )
 
 
-def agent_environment(cfg: EvalConfig) -> tuple[dict[str, str], dict[str, str]]:
-    """eval-config `env` with `${VAR}` expanded, plus API keys and base URLs from the environment.
+def agent_environment(
+    cfg: EvalConfig, runner_env: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """eval-config `env` with `${VAR}` expanded, plus API keys and base URLs from the runner.
 
     Returns the environment and the secret values in it (for redaction).
     """
     env: dict[str, str] = {}
     secrets: dict[str, str] = {}
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        if os.environ.get(name):
-            env[name] = os.environ[name]
+    for name in KEY_VARS + BASE_URL_VARS:
+        if runner_env.get(name):
+            env[name] = runner_env[name]
     for name, raw in cfg.env.items():
-        value = _VAR.sub(lambda m: os.environ.get(m.group(1), ""), raw)
+        value = _VAR.sub(lambda m: runner_env.get(m.group(1), ""), raw)
         env[name] = value
         if name in cfg.secret_env or _VAR.search(raw):
             secrets[name] = value
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+    for name in KEY_VARS:
         if env.get(name):
             secrets[name] = env[name]
     return env, secrets

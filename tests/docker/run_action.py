@@ -366,7 +366,7 @@ def _show(title: str, proc: subprocess.CompletedProcess[str], lines: int = 25) -
 
 def scenario(engine: Dockerd, work: Path, timings: Timings, images: list[str]) -> None:
     """The first image creates the comment; each later run (same PR, new push) edits it."""
-    from aam_eval_action.comment import MARKER
+    from aam_eval_action.render.comment import MARKER
 
     with timings.step("pull request repository"):
         pr = make_pull_request(work / "job")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from aam_eval_action.engines import check_engine_name
+from aam_eval_action.engines.registry import check_engine_name
 from aam_eval_action.errors import EXIT_OK, EXIT_USAGE
 from aam_eval_action.loader import load_package
 

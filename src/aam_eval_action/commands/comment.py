@@ -15,8 +15,8 @@ def comment(
     repo: str | None, pr: int | None, api_url: str,
 ) -> int:
     """Without --repo/--pr the Markdown is printed; with them it is posted (token: GITHUB_TOKEN)."""
-    from aam_eval_action.comment import marker, render_comment
     from aam_eval_action.diff import diff_reports
+    from aam_eval_action.render.comment import marker, render_comment
 
     body = render_comment(
         diff_reports(load_report(base) if base else None, load_report(head)),
@@ -30,7 +30,7 @@ def comment(
     token = os.environ.get("GITHUB_TOKEN", "")
     if not token:
         raise UsageError("set GITHUB_TOKEN to post the comment (it is never taken as a flag)")
-    from aam_eval_action.github import post_comment
+    from aam_eval_action.github.comments import post_comment
 
     result = post_comment(api_url=api_url, token=token, repository=repo, pr_number=pr, body=body,
                           marker=marker(comment_id))

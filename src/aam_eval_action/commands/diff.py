@@ -6,15 +6,30 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from aam_eval_action.diff import ReportDiff, diff_reports, format_json, format_markdown, format_text
+from aam_eval_action.diff import ReportDiff, diff_reports
 from aam_eval_action.errors import EXIT_OK, UsageError
 from aam_eval_action.report import load_report
 
-FORMATS: dict[str, Callable[[ReportDiff], str]] = {
-    "text": format_text,
-    "markdown": format_markdown,
-    "json": format_json,
-}
+
+def _markdown(d: ReportDiff) -> str:
+    from aam_eval_action.render.comment import format_markdown
+
+    return format_markdown(d)
+
+
+def _text(d: ReportDiff) -> str:
+    from aam_eval_action.render.text import format_text
+
+    return format_text(d)
+
+
+def _json(d: ReportDiff) -> str:
+    from aam_eval_action.render.text import format_json
+
+    return format_json(d)
+
+
+FORMATS: dict[str, Callable[[ReportDiff], str]] = {"text": _text, "markdown": _markdown, "json": _json}
 
 
 def diff(base: Path, head: Path, fmt: str, out: TextIO) -> int:

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aam_eval_action.config import Case, EvalConfig
 from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.report import Report
+from aam_eval_action.spec import Case, EvalConfig
 
 KINDS: dict[str, type[BaseModel]] = {"case": Case, "eval-config": EvalConfig, "report": Report}
 FILES = {"case": "case.schema.json", "eval-config": "eval-config.schema.json",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from aam_eval_action.config import Sandbox
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import Session
+from aam_eval_action.spec import Sandbox
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class AgentRun:
     """Seconds before the whole process group is killed."""
     sandbox: Sandbox = field(default_factory=Sandbox)
     """Network and writable-path settings to enforce with the engine's own mechanisms."""
+    runner_env: Mapping[str, str] | None = None
+    """The runner's environment as the run settings read it (None: this process's)."""
 
 
 class Engine(Protocol):

@@ -13,8 +13,6 @@ from typing import Any
 
 import yaml
 
-from aam_eval_action.config import Sandbox
-from aam_eval_action.engines import DEFAULT_MODELS, PROVIDERS
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import base_env, block, events, finish, one_line
 from aam_eval_action.engines.install import (
@@ -28,8 +26,10 @@ from aam_eval_action.engines.install import (
     merge_json,
 )
 from aam_eval_action.engines.process import run_process
+from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+from aam_eval_action.spec import Sandbox
 
 CLI = "claude"
 """Where the package's non-skill files are copied in the workspace, for hook commands to run."""
@@ -52,8 +52,8 @@ class ClaudeCode:
     """Anthropic's Claude Code CLI, driven headless with `claude -p`."""
 
     name = "claude-code"
-    provider = PROVIDERS["claude-code"]
-    default_model = DEFAULT_MODELS["claude-code"]
+    provider = ENGINES["claude-code"].provider
+    default_model = ENGINES["claude-code"].default_model
 
     def available(self) -> str | None:
         """None when `claude` is on PATH, else how to get it."""

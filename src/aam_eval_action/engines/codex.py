@@ -11,10 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from aam_eval_action.config import Sandbox
-from aam_eval_action.engines import DEFAULT_MODELS, PROVIDERS
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.common import base_env, block, events, finish, one_line
+from aam_eval_action.engines.common import base_env, block, events, finish, one_line, runner_env
 from aam_eval_action.engines.install import (
     append_text,
     copy_package,
@@ -25,13 +23,16 @@ from aam_eval_action.engines.install import (
     merge_json,
 )
 from aam_eval_action.engines.process import run_process
+from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+from aam_eval_action.spec import Sandbox
 
 CLI = "codex"
 PROVIDER = "aam"
 """The model provider defined on the command line, so the key and base URL are always explicit."""
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = PROVIDERS["openai"].default_base_url
 PROFILE = "aam"
 """The permission profile used when only some workspace paths are writable."""
 OFFLINE_CONFIG = ("analytics.enabled=false", "check_for_update_on_startup=false")
@@ -44,8 +45,8 @@ class Codex:
     """OpenAI's Codex CLI, driven headless with `codex exec --json`."""
 
     name = "codex"
-    provider = PROVIDERS["codex"]
-    default_model = DEFAULT_MODELS["codex"]
+    provider = ENGINES["codex"].provider
+    default_model = ENGINES["codex"].default_model
 
     def available(self) -> str | None:
         """None when `codex` is on PATH, else how to get it."""
@@ -142,7 +143,8 @@ def toml_value(value: Any) -> str:
 
 def base_url(run: AgentRun) -> str:
     """Where the Responses API is: OPENAI_BASE_URL from the run or the runner, else OpenAI's."""
-    return run.env.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    var = PROVIDERS["openai"].base_url_var
+    return run.env.get(var) or runner_env(run).get(var) or DEFAULT_BASE_URL
 
 
 def provider_config(url: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
@@ -18,9 +19,15 @@ NETWORK_ENV_KEYS = (
 )
 
 
+def runner_env(run: AgentRun) -> Mapping[str, str]:
+    """The runner's environment the run was resolved with."""
+    return os.environ if run.runner_env is None else run.runner_env
+
+
 def base_env(run: AgentRun) -> dict[str, str]:
     """The few runner variables an agent CLI needs, with HOME set to the run's fresh home."""
-    env = {key: os.environ[key] for key in BASE_ENV_KEYS + NETWORK_ENV_KEYS if key in os.environ}
+    source = runner_env(run)
+    env = {key: source[key] for key in BASE_ENV_KEYS + NETWORK_ENV_KEYS if key in source}
     env["HOME"] = str(run.home)
     return env
 

@@ -46,9 +46,9 @@ def record_sessions(package: Path, outputs: dict[str, str], engine: str = "claud
 
     Uses the project's own fingerprint and cassette code, so a replay finds them valid.
     """
-    from aam_eval_action import cassette
-    from aam_eval_action.fingerprint import agent_fingerprint
     from aam_eval_action.loader import load_package
+    from aam_eval_action.replay import agent_cassette as cassette
+    from aam_eval_action.replay.fingerprint import agent_fingerprint
     from aam_eval_action.session import Session
     from aam_eval_action.settings import Overrides, resolve
 

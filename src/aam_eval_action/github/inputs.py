@@ -1,14 +1,12 @@
-"""The GitHub Action entry point (`aam-eval action`): inputs in, report, diff, comment out.
+"""The action's inputs and the workflow run's context, each read once into a validated object.
 
-Every input is read once, from the `INPUT_*` variables GitHub sets for a docker action,
-into one validated settings object; the `GITHUB_*` environment gives the event.
+Inputs come from the `INPUT_*` variables GitHub sets for a docker action; the `GITHUB_*`
+environment gives the event, the repository and the file-command paths.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from aam_eval_action.config import Mode
-from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, AamEvalError, ConfigError
-from aam_eval_action.report import Report
+from aam_eval_action.errors import ConfigError
+from aam_eval_action.modes import Mode
 
 INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
@@ -31,30 +28,50 @@ INPUTS = (
 class ActionInputs(BaseModel):
     """The action's inputs, kebab-case as in action.yml; empty means unset."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, use_attribute_docstrings=True)
 
     mode: Mode = "replay"
+    """replay, auto, record or live; live modes need keys."""
     package_path: str = Field(".", alias="package-path")
+    """Where package.agent.json is, relative to the workspace."""
     cases: list[str] = Field(default_factory=list)
+    """Case names to run (space- or comma-separated); all when empty."""
     target: str | None = None
+    """Only cases with this target (`skill:NAME`, `hook:EVENT`, `agent:NAME`)."""
     engine: str | None = None
+    """Agent engine; default from eval-config."""
     model: str | None = None
+    """The agent's model; default from eval-config."""
     judge: str | None = None
+    """The judge model; default from eval-config, else the agent's model."""
     jobs: int | None = Field(None, ge=1, le=64)
+    """Cases run concurrently; default from eval-config."""
     shard: str | None = None
+    """Run shard I of N (`I/N`) of the selected cases."""
     base_ref: str | None = Field(None, alias="base-ref")
+    """The commit or branch to diff against; default: the pull request's base."""
     base_report: str | None = Field(None, alias="base-report")
+    """A report file to diff against instead of replaying the base."""
     comment: bool | None = None
+    """Post or update the sticky PR comment; default: on pull_request events."""
     comment_template: str | None = Field(None, alias="comment-template")
+    """A user Jinja template for the comment (may extend comment.md.j2)."""
     comment_id: str | None = Field(None, alias="comment-id")
+    """Keeps a separate sticky comment per id (several workflows on one PR)."""
     fail_on: Literal["regression", "failure", "never"] = Field("regression", alias="fail-on")
+    """What fails the step: a regression (or stale cassette), any failure, or nothing."""
     min_pass_rate: float | None = Field(None, alias="min-pass-rate", ge=0, le=100)
+    """Fail the step below this pass rate, in percent."""
     report_path: str | None = Field(None, alias="report-path")
+    """Where to write the head report, relative to the workspace."""
     merge_reports: str | None = Field(None, alias="merge-reports")
     """Glob of shard reports to merge as the head report instead of running cases."""
     github_token: str | None = Field(None, alias="github-token", repr=False)
+    """Token for posting the comment."""
     anthropic_api_key: str | None = Field(None, alias="anthropic-api-key", repr=False)
+    """Anthropic key; only live modes use it."""
     openai_api_key: str | None = Field(None, alias="openai-api-key", repr=False)
+    """OpenAI key; only live modes use it."""
 
     @field_validator("cases", mode="before")
     @classmethod
@@ -93,14 +110,23 @@ class GitHubContext:
     """What the workflow run is: event, repository, API, file-command paths."""
 
     event_name: str
+    """`pull_request`, `push`, `schedule`..."""
     event: dict[str, object]
+    """The event payload from `GITHUB_EVENT_PATH`."""
     repository: str
+    """`OWNER/NAME`."""
     api_url: str
+    """`GITHUB_API_URL` (GitHub Enterprise: `https://HOST/api/v3`)."""
     server_url: str
+    """`GITHUB_SERVER_URL`, for links to the run."""
     run_id: str
+    """`GITHUB_RUN_ID`."""
     workspace: Path
+    """`GITHUB_WORKSPACE`: the checked-out repository."""
     output_file: Path | None
+    """`GITHUB_OUTPUT`, where outputs go."""
     summary_file: Path | None
+    """`GITHUB_STEP_SUMMARY`, where the job summary goes."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> GitHubContext:
@@ -131,55 +157,3 @@ class GitHubContext:
         if not (self.repository and self.run_id):
             return None
         return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
-
-
-def main(environ: Mapping[str, str] | None = None) -> int:
-    """Run the action; the exit code decides the step's status."""
-    env = os.environ if environ is None else environ
-    try:
-        inputs = ActionInputs.from_env(env)
-        gh = GitHubContext.from_env(env)
-        _mask(inputs)
-        _export_keys(inputs)
-        from aam_eval_action.action_flow import run_action
-
-        return run_action(inputs, gh)
-    except AamEvalError as exc:
-        # The same message as an annotation, so it shows on the run's summary page.
-        print("::error::" + str(exc).replace("%", "%25").replace("\n", "%0A"), flush=True)
-        raise
-
-
-def _mask(inputs: ActionInputs) -> None:
-    for secret in (inputs.anthropic_api_key, inputs.openai_api_key, inputs.github_token):
-        if secret:
-            print(f"::add-mask::{secret}", flush=True)
-
-
-def _export_keys(inputs: ActionInputs) -> None:
-    # The run reads keys from the environment, like the CLI; only live modes use them.
-    if inputs.anthropic_api_key:
-        os.environ["ANTHROPIC_API_KEY"] = inputs.anthropic_api_key
-    if inputs.openai_api_key:
-        os.environ["OPENAI_API_KEY"] = inputs.openai_api_key
-
-
-def exit_code(
-    inputs: ActionInputs, head: Report, regressions: int, interrupted: bool, stale: int = 0
-) -> int:
-    """fail-on and min-pass-rate decide the step's status.
-
-    Stale cassettes fail `regression` too: those cases were not evaluated at all.
-    """
-    if interrupted:
-        return EXIT_INTERRUPTED
-    failed = False
-    if inputs.fail_on == "regression":
-        failed = regressions > 0 or stale > 0
-    elif inputs.fail_on == "failure":
-        failed = any(c.verdict in ("FAIL", "ERROR") for c in head.cases)
-    if inputs.min_pass_rate is not None and head.summary.pass_rate * 100 < inputs.min_pass_rate:
-        print(f"::error::pass rate {head.summary.pass_rate * 100:.1f}% is below "
-              f"min-pass-rate {inputs.min_pass_rate:g}%", file=sys.stdout)
-        failed = True
-    return EXIT_FAILED if failed else EXIT_OK

@@ -120,6 +120,3 @@ def list_recorded(cassettes: Path) -> dict[str, list[str]]:
     for path in sorted(cassettes.glob("*/*.session.yaml")):
         found.setdefault(path.parent.name, []).append(path.name.removesuffix(".session.yaml"))
     return found
-
-
-__all__ = ["AgentCassette", "CassetteError", "FingerprintRecord"]

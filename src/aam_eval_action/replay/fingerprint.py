@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from aam_eval_action.config import Case, EvalConfig
 from aam_eval_action.fsutil import sha256_bytes, sha256_text
 from aam_eval_action.loader import workspace_file_source
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.spec import Case, EvalConfig
 
 HASH_CHARS = 16
 JUDGE_PROMPT_VERSION = "1"

@@ -14,7 +14,6 @@ MAX_TOKENS = 1024
 # Seconds one judge request may take before it is retried; the SDKs' own default is 10 min.
 REQUEST_TIMEOUT = 120.0
 PLACEHOLDER_KEY = "aam-eval-replay-placeholder"
-DEFAULT_JUDGE = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5.5"}
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -37,21 +36,13 @@ class JudgeError(Exception):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class JudgeAnswer:
+    """What the judge model answered for one request."""
+
     result: Literal["PASS", "FAIL"]
     reason: str
     model: str
     usage: dict[str, int] = field(default_factory=dict)
-
-
-def provider_for(model: str, fallback: str) -> str:
-    """Which SDK serves a judge model: Claude models → anthropic, GPT/o-series → openai."""
-    lowered = model.lower()
-    if lowered.startswith(("claude", "anthropic")):
-        return "anthropic"
-    if lowered.startswith(("gpt", "o1", "o3", "o4", "codex", "openai", "chatgpt")):
-        return "openai"
-    return fallback
 
 
 def build_prompt(criteria: str, prompt: str, session: Session) -> str:
@@ -90,7 +81,7 @@ def ask(
     api_key: str | None,
     http_client: Any = None,
     max_retries: int = 4,
-) -> Verdict:
+) -> JudgeAnswer:
     """Ask the judge model once (the SDK retries transient errors with backoff)."""
     if provider == "anthropic":
         return _ask_anthropic(model, text, base_url, api_key, http_client, max_retries)
@@ -100,7 +91,7 @@ def ask(
 def _ask_anthropic(
     model: str, text: str, base_url: str | None, api_key: str | None, http_client: Any,
     max_retries: int,
-) -> Verdict:
+) -> JudgeAnswer:
     import anthropic
 
     with anthropic.Anthropic(
@@ -124,7 +115,7 @@ def _ask_anthropic(
 def _ask_openai(
     model: str, text: str, base_url: str | None, api_key: str | None, http_client: Any,
     max_retries: int,
-) -> Verdict:
+) -> JudgeAnswer:
     import openai
 
     with openai.OpenAI(
@@ -146,7 +137,7 @@ def _ask_openai(
     return _verdict(data, resp.model or model, usage)
 
 
-def _verdict(data: Any, model: str, usage: dict[str, int]) -> Verdict:
+def _verdict(data: Any, model: str, usage: dict[str, int]) -> JudgeAnswer:
     if not isinstance(data, dict) or data.get("result") not in ("PASS", "FAIL"):
         raise JudgeError(f"judge {model} returned a malformed verdict: {str(data)[:200]}")
-    return Verdict(data["result"], str(data.get("reason", "")).strip(), model, usage)
+    return JudgeAnswer(data["result"], str(data.get("reason", "")).strip(), model, usage)

@@ -20,13 +20,12 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
-from aam_eval_action import diff as d
 from aam_eval_action.diff import CaseDiff, ReportDiff, StaleCase
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.github.comments import MAX_COMMENT_CHARS
+from aam_eval_action.render import text as d
 
 MARKER = "<!-- aam-eval-action:comment -->"
-MAX_COMMENT_CHARS = 65_536
-"""GitHub refuses a comment body longer than this."""
 MIN_COMMENT_CHARS = 1_024
 BUILTIN_NAME = "comment.md.j2"
 USER_NAME = "user-template"
@@ -63,7 +62,7 @@ def marker(marker_id: str | None = None) -> str:
         return MARKER
     if not _MARKER_ID.fullmatch(marker_id):
         raise ConfigError(f"comment marker id {marker_id!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
-    return f"<!-- aam-eval-action:comment id={marker_id} -->"
+    return MARKER.replace(" -->", f" id={marker_id} -->")
 
 
 def render_comment(
@@ -95,6 +94,11 @@ def render_comment(
         return _with_marker(_render(tmpl, context, template), mark)
 
     return _fit(render, _View.full(diff), max_chars, mark)
+
+
+def format_markdown(diff: ReportDiff) -> str:
+    """The PR comment body, rendered with the built-in template (`aam-eval diff --format markdown`)."""
+    return render_comment(diff)
 
 
 # --- escaping and formatting filters ---
@@ -203,7 +207,7 @@ def _template(path: Path | None) -> jinja2.Template:
 
 
 def _builtin_source() -> str:
-    return (resources.files("aam_eval_action") / "templates" / BUILTIN_NAME).read_text("utf-8")
+    return (resources.files("aam_eval_action.render") / "templates" / BUILTIN_NAME).read_text("utf-8")
 
 
 def _read_user_template(path: Path) -> str:

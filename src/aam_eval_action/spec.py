@@ -7,10 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-ENGINES = ("claude-code", "codex")
-RESERVED_ENGINES = ("copilot", "cursor")
-MODES = ("replay", "auto", "record", "live")
-Mode = Literal["replay", "auto", "record", "live"]
+from aam_eval_action.engines.registry import ENGINE_NAMES, RESERVED_NAMES
+from aam_eval_action.modes import Mode
 
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
 TARGET_RE = re.compile(r"^(skill|hook|agent):[A-Za-z0-9._-]+$")
@@ -90,9 +88,9 @@ class EvalConfig(Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str) -> str:
-        if value not in ENGINES + RESERVED_ENGINES:
+        if value not in ENGINE_NAMES + RESERVED_NAMES:
             raise ValueError(
-                f"unknown engine {value!r}; use one of: {', '.join(ENGINES)}"
+                f"unknown engine {value!r}; use one of: {', '.join(ENGINE_NAMES)}"
             )
         return value
 

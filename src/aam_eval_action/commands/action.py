@@ -1,48 +1,101 @@
-"""What the action does on a run: head report, base report, diff, comment, outputs."""
+"""`aam-eval action`, the GitHub Action entry point: head report, base report, diff, comment, outputs.
+
+The environment is read once: the inputs and the run's context into their objects, the
+runner's environment (with the key inputs added) into the run settings. Nothing is written
+back into the process environment.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
-from aam_eval_action.action import ActionInputs, GitHubContext, exit_code
 from aam_eval_action.commands.run import RunArgs, execute
-from aam_eval_action.config import Mode
-from aam_eval_action.console import Console
 from aam_eval_action.diff import ReportDiff, diff_reports
-from aam_eval_action.errors import AamEvalError
-from aam_eval_action.report import Report, load_report
+from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, AamEvalError, UsageError
+from aam_eval_action.github import workflow
+from aam_eval_action.github.inputs import ActionInputs, GitHubContext
+from aam_eval_action.modes import Mode
+from aam_eval_action.pipeline.select import parse_shard
+from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.render.console import Console
+from aam_eval_action.report import Report, default_report_path, load_report
 from aam_eval_action.settings import Overrides
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 
 
-def run_action(inputs: ActionInputs, gh: GitHubContext) -> int:
+def action(environ: Mapping[str, str] | None = None) -> int:
+    """Run the action; the exit code decides the step's status."""
+    env = dict(os.environ if environ is None else environ)
+    try:
+        inputs = ActionInputs.from_env(env)
+        gh = GitHubContext.from_env(env)
+        workflow.mask(inputs.anthropic_api_key, inputs.openai_api_key, inputs.github_token)
+        return run_action(inputs, gh, runner_environment(inputs, env))
+    except AamEvalError as exc:
+        # The same message as an annotation, so it shows on the run's summary page.
+        workflow.error(str(exc))
+        raise
+
+
+def runner_environment(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment the run settings see: the runner's, with the key inputs as the keys."""
+    keys = {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key}
+    out = dict(env)
+    for provider, key in keys.items():
+        if key:
+            out[PROVIDERS[provider].key_var] = key
+    return out
+
+
+def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, str]) -> int:
     console = Console()
     package = (gh.workspace / inputs.package_path).resolve()
     report_path = _report_path(inputs, gh, package)
     if inputs.merge_reports:
         head: Report | None = _merged(inputs, gh, report_path)
     else:
-        head, code = execute(_run_args(inputs, package, inputs.mode, report_path), console)
+        run_args = _run_args(inputs, package, inputs.mode, report_path)
+        head, code = execute(run_args, console, dict(environ))
     if head is None:
         return code
-    base = _base_report(inputs, gh, console)
+    base = _base_report(inputs, gh, console, environ)
     diff = diff_reports(base, head)
     body = _render(inputs, gh, diff)
-    _append(gh.summary_file, body)
+    workflow.append(gh.summary_file, body)
     _annotate(inputs, diff)
     comment_url = _comment(inputs, gh, body)
-    _outputs(gh, head, diff, report_path, comment_url)
+    workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url))
     return exit_code(inputs, head, diff.regressions, bool(head.interrupted), diff.counts["stale"])
+
+
+def exit_code(
+    inputs: ActionInputs, head: Report, regressions: int, interrupted: bool, stale: int = 0
+) -> int:
+    """fail-on and min-pass-rate decide the step's status.
+
+    Stale cassettes fail `regression` too: those cases were not evaluated at all.
+    """
+    if interrupted:
+        return EXIT_INTERRUPTED
+    failed = False
+    if inputs.fail_on == "regression":
+        failed = regressions > 0 or stale > 0
+    elif inputs.fail_on == "failure":
+        failed = any(c.verdict in ("FAIL", "ERROR") for c in head.cases)
+    if inputs.min_pass_rate is not None and head.summary.pass_rate * 100 < inputs.min_pass_rate:
+        workflow.error(f"pass rate {head.summary.pass_rate * 100:.1f}% is below "
+                       f"min-pass-rate {inputs.min_pass_rate:g}%")
+        failed = True
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Report:
     """The shard reports of a matrix run, joined into the head report."""
-    from aam_eval_action.commands.merge import merge_reports
-    from aam_eval_action.errors import UsageError
     from aam_eval_action.fsutil import atomic_write
-    from aam_eval_action.report import to_json
+    from aam_eval_action.report import merge_reports, to_json
 
     pattern = inputs.merge_reports or ""
     paths = sorted(gh.workspace.glob(pattern))
@@ -55,8 +108,6 @@ def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Repor
 
 
 def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | None) -> RunArgs:
-    from aam_eval_action.main import parse_shard
-
     overrides = Overrides(engine=inputs.engine, model=inputs.model, judge=inputs.judge,
                           mode=mode, jobs=inputs.jobs)
     return RunArgs(
@@ -68,18 +119,21 @@ def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | No
 def _report_path(inputs: ActionInputs, gh: GitHubContext, package: Path) -> Path:
     if inputs.report_path:
         return gh.workspace / inputs.report_path
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
-    return package / "evals" / "reports" / f"{stamp}.json"
+    from datetime import UTC, datetime
+
+    return default_report_path(package / "evals", datetime.now(UTC))
 
 
-def _base_report(inputs: ActionInputs, gh: GitHubContext, console: Console) -> Report | None:
+def _base_report(
+    inputs: ActionInputs, gh: GitHubContext, console: Console, environ: Mapping[str, str]
+) -> Report | None:
     """The report to compare against: base-report, or the base commit replayed; None if neither."""
     if inputs.base_report:
         return load_report(gh.workspace / inputs.base_report)
     ref = inputs.base_ref or _pr_base_sha(gh)
     if not ref:
         return None
-    from aam_eval_action.gitbase import BaseCheckout, resolve_commit
+    from aam_eval_action.github.base_checkout import BaseCheckout, resolve_commit
 
     try:
         commit = resolve_commit(gh.workspace, ref)
@@ -89,10 +143,10 @@ def _base_report(inputs: ActionInputs, gh: GitHubContext, console: Console) -> R
             if not (package / "package.agent.json").is_file():
                 console.line(f"base: no package at {inputs.package_path}; everything is new")
                 return None
-            report, _ = execute(_run_args(inputs, package, "replay", None), console)
+            report, _ = execute(_run_args(inputs, package, "replay", None), console, dict(environ))
             return report
     except AamEvalError as exc:
-        _warn(gh, f"no base report to compare against: {exc}")
+        workflow.warning(f"no base report to compare against: {exc}", gh.summary_file)
         return None
 
 
@@ -106,7 +160,7 @@ def _pr_base_sha(gh: GitHubContext) -> str | None:
 
 
 def _render(inputs: ActionInputs, gh: GitHubContext, diff: ReportDiff) -> str:
-    from aam_eval_action.comment import render_comment
+    from aam_eval_action.render.comment import render_comment
 
     template = gh.workspace / inputs.comment_template if inputs.comment_template else None
     return render_comment(diff, template=template, marker_id=inputs.comment_id, run_url=gh.run_url)
@@ -118,10 +172,11 @@ def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:
     if not wanted or pr is None:
         return None
     if not inputs.github_token:
-        _warn(gh, "no github-token: the PR comment was not posted; pass github-token")
+        workflow.warning("no github-token: the PR comment was not posted; pass github-token",
+                         gh.summary_file)
         return None
-    from aam_eval_action.comment import marker
-    from aam_eval_action.github import post_comment
+    from aam_eval_action.github.comments import post_comment
+    from aam_eval_action.render.comment import marker
 
     result = post_comment(
         api_url=gh.api_url, token=inputs.github_token, repository=gh.repository,
@@ -129,7 +184,7 @@ def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:
         marker=marker(inputs.comment_id),
     )
     if result.warning:
-        _warn(gh, result.warning)
+        workflow.warning(result.warning, gh.summary_file)
     return result.url
 
 
@@ -140,51 +195,24 @@ def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:
             continue
         why = c.judge_reason or c.error or f"{c.base_verdict} → {c.head_verdict}"
         title = ("stale cassette: " if c.category == "stale" else "eval regression: ") + c.name
-        props = f"title={_prop(title)}"
-        if c.file:
-            path = (Path(inputs.package_path) / c.file).as_posix().removeprefix("./")
-            props = f"file={_prop(path)},line={c.line or 1}," + props
-        print(f"::error {props}::{_data(why)}", flush=True)
+        path = (Path(inputs.package_path) / c.file).as_posix().removeprefix("./") if c.file else None
+        workflow.error(why, file=path, line=c.line, title=title)
 
 
-def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _prop(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def _warn(gh: GitHubContext, message: str) -> None:
-    print(f"::warning::{_data(message)}", flush=True)
-    _append(gh.summary_file, f"> [!WARNING]\n> {message}\n")
-
-
-def _append(path: Path | None, text: str) -> None:
-    if path is None:
-        return
-    with path.open("a", encoding="utf-8") as f:
-        f.write(text if text.endswith("\n") else text + "\n")
-
-
-def _outputs(
+def outputs(
     gh: GitHubContext, head: Report, diff: ReportDiff, report_path: Path, comment_url: str | None
-) -> None:
+) -> dict[str, str]:
+    """The action's outputs, as action.yml declares them."""
     s = head.summary
     delta = diff.pass_rate_delta_pp
     try:
         shown = report_path.relative_to(gh.workspace.resolve()).as_posix()
     except ValueError:
         shown = report_path.as_posix()
-    values = {
+    return {
         "pass-rate": f"{s.pass_rate * 100:.1f}",
         "pass-rate-delta": "" if delta is None else f"{delta:+.1f}",
         "passed": str(s.passed), "failed": str(s.failed), "errored": str(s.errored),
         "total": str(s.total), "regressions": str(diff.regressions),
         "report-path": shown, "comment-url": comment_url or "",
     }
-    lines = "".join(f"{k}={v}\n" for k, v in values.items())
-    if gh.output_file is not None:
-        _append(gh.output_file, lines)
-    else:
-        print(lines, end="")

@@ -7,11 +7,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aam_eval_action.config import Case
 from aam_eval_action.fsutil import sha256_bytes
 from aam_eval_action.loader import workspace_file_source
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import FileChange
+from aam_eval_action.spec import Case
 
 TEXT_INLINE_MAX = 64 * 1024
 # Where engines install the package; the agent's own changes there are not its work product.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aam_eval_action.config import Expected, Sandbox
 from aam_eval_action.session import Session
+from aam_eval_action.spec import Expected, Sandbox
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 
 from aam_eval_action.fsutil import atomic_write
+from aam_eval_action.providers import PROVIDERS
 
 # Only these headers are kept: everything else (keys, org ids, cookies, request ids,
 # dates, x-stainless-* platform details) is dropped. An allow-list, not a deny-list.
 REQUEST_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta")
 RESPONSE_HEADERS = ("content-type",)
-API_HOSTS = {"anthropic": "api.anthropic.com", "openai": "api.openai.com"}
 _TRANSFER = ("content-encoding", "content-length", "transfer-encoding")
 # Host and port are left out so a cassette recorded through a gateway replays anywhere.
 MATCH_ON = ("method", "path", "query", "body")
@@ -55,7 +55,7 @@ def _canonical_uri(uri: str, provider: str) -> str:
     path = parts.path
     if "/v1/" in path:
         path = path[path.index("/v1/"):]
-    host = API_HOSTS.get(provider, parts.netloc)
+    host = PROVIDERS[provider].api_host if provider in PROVIDERS else parts.netloc
     return urlunsplit(("https", host, path, parts.query, ""))
 
 

@@ -1,0 +1,73 @@
+"""Which engines exist: name → provider, default model and adapter; reserved names.
+
+This module is imported by the command line and the settings, so it stays free of the
+adapters themselves (and of pydantic): they are imported only when a live session needs one.
+Adding an engine is one entry here plus its adapter module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aam_eval_action.errors import ConfigError, UnsupportedEngineError
+
+if TYPE_CHECKING:
+    from aam_eval_action.engines.base import Engine
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the rest of the tool needs to know about an engine without loading it."""
+
+    name: str
+    """Config name, e.g. `claude-code`."""
+    provider: str
+    """Model provider of the CLI (a key in `providers.PROVIDERS`)."""
+    default_model: str
+    """Model used when neither eval-config nor `--model` sets one."""
+    adapter: str
+    """`module:Class` of the adapter, imported on first use."""
+
+
+ENGINES: dict[str, EngineInfo] = {
+    "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
+                              "aam_eval_action.engines.claude_code:ClaudeCode"),
+    "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex"),
+}
+ENGINE_NAMES = tuple(ENGINES)
+
+RESERVED: dict[str, str] = {
+    "copilot": "GitHub Copilot has no public headless eval mode",
+    "cursor": "Cursor has no headless mode",
+}
+"""Names the AAM spec reserves: valid in a config, refused with an unsupported-engine error."""
+RESERVED_NAMES = tuple(RESERVED)
+
+
+def check_engine_name(name: str) -> None:
+    """Reserved names fail with the seed's unsupported-engine error; unknown ones are config errors."""
+    if name in RESERVED:
+        raise UnsupportedEngineError(
+            f"unsupported engine {name!r}: {RESERVED[name]} yet; use engine {_choices()}"
+        )
+    if name not in ENGINES:
+        raise ConfigError(f"unknown engine {name!r}; use {_choices()}")
+
+
+def engine_info(name: str) -> EngineInfo:
+    """The registry entry for a config name (errors for reserved and unknown names)."""
+    check_engine_name(name)
+    return ENGINES[name]
+
+
+def get_engine(name: str) -> Engine:
+    """The adapter for a config name (imported only when a live session needs it)."""
+    module, _, cls = engine_info(name).adapter.partition(":")
+    engine: Engine = getattr(importlib.import_module(module), cls)()
+    return engine
+
+
+def _choices() -> str:
+    return " or ".join(f'"{n}"' for n in ENGINE_NAMES)

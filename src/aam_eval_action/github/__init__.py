@@ -1,0 +1,1 @@
+"""The GitHub side: action inputs, workflow commands, the PR comment, the base checkout."""

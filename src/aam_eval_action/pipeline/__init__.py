@@ -1,0 +1,1 @@
+"""The steps of one run: workspace, agent session, checks, judge, case result, scheduling."""

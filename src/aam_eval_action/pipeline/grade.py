@@ -1,0 +1,152 @@
+"""Grading: deterministic checks first (the seed's fast-fail order), then the LLM judge,
+then the attempts of a repeated case combined into one case result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aam_eval_action.loader import LoadedCase
+from aam_eval_action.pipeline.checks import Check, run_checks
+from aam_eval_action.pipeline.context import CaseContext
+from aam_eval_action.pipeline.judge import JudgeAnswer, ask, build_prompt
+from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
+from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
+from aam_eval_action.report import Attempt, CaseResult, JudgeVerdict, ReplayMiss, Verdict, snippet
+from aam_eval_action.session import Session
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One attempt's grade."""
+
+    verdict: Verdict
+    checks: list[Check]
+    judge: JudgeVerdict | None
+    error: str | None
+    miss: Miss | None = None
+
+
+def grade_all(
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, sessions: list[Session]
+) -> list[Graded]:
+    """Each attempt graded; the case's judge cassette is opened once and saved once."""
+    jfp = judge_fingerprint(loaded.case, ctx.settings.judge_model, fp)
+    judge = JudgeCalls(ctx, loaded, jfp)
+    try:
+        return [grade(ctx, loaded, session, judge) for session in sessions]
+    finally:
+        judge.close()
+
+
+def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
+    checks = run_checks(loaded.case.expected, session, ctx.settings.config.sandbox)
+    if session.timed_out:
+        return Graded("FAIL", checks, None, session.error or "timed out")
+    if session.is_error:
+        return Graded("ERROR", checks, None, session.error or "the agent session failed")
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        return Graded("FAIL", checks, None, "; ".join(f"{c.name}: {c.detail}" for c in failed))
+    try:
+        answer, replayed = judge.ask(session)
+    except Miss as miss:
+        return Graded("ERROR", checks, None, miss.message, miss=miss)
+    except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
+        reason = f"judge failed: {type(exc).__name__}: {exc}"
+        s = ctx.settings
+        if not s.api_key(s.judge_provider):
+            reason += f" (no {PROVIDERS[s.judge_provider].key_var} is set: live judge calls need it)"
+        return Graded("ERROR", checks, JudgeVerdict(result="ERROR", reason=reason), reason)
+    jv = JudgeVerdict(result=answer.result, reason=answer.reason, model=answer.model, replayed=replayed)
+    error = None if answer.result == "PASS" else f"judge: {answer.reason}"
+    return Graded(answer.result, checks, jv, error)
+
+
+class JudgeCalls:
+    """The judge for one case: its own cassette and client, so parallel cases never mix calls."""
+
+    def __init__(self, ctx: CaseContext, loaded: LoadedCase, jfp: Fingerprint) -> None:
+        self.ctx = ctx
+        self.loaded = loaded
+        self.jfp = jfp
+        self.replay: JudgeReplay | None = None
+        self._opened = False
+
+    def _open(self) -> JudgeReplay | None:
+        """This case's judge cassette, opened on first use; None in live mode."""
+        if not self._opened:
+            self.replay = open_judge(self.ctx.settings, self.loaded.case.name, self.jfp,
+                                     self.ctx.redactor.text)
+            self._opened = True
+        return self.replay
+
+    def ask(self, session: Session) -> tuple[JudgeAnswer, bool]:
+        """The judge's answer, and whether it came from the cassette."""
+        from aam_eval_action.replay.judge_cassette import JudgeReplayMiss
+
+        s = self.ctx.settings
+        replay = self._open()
+        jc = replay.cassette if replay else None
+        played_before = jc.played if jc else 0
+        text = build_prompt(self.loaded.case.judge.criteria, self.loaded.case.input.prompt, session)
+        try:
+            answer = ask(
+                provider=s.judge_provider, model=s.judge_model, text=text,
+                base_url=s.base_url(s.judge_provider), api_key=s.api_key(s.judge_provider),
+                http_client=jc.http_client() if jc else None,
+            )
+        except JudgeReplayMiss:
+            assert replay is not None  # only a cassette raises a replay miss
+            raise judge_miss(s, self.loaded.case.name, replay) from None
+        return answer, bool(jc and jc.played > played_before)
+
+    def close(self) -> None:
+        if self.replay is not None:
+            self.replay.cassette.save({"digest": self.jfp.digest, "inputs": self.jfp.inputs})
+
+
+def combine(
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, sessions: list[Session],
+    graded: list[Graded], *, replayed: bool,
+) -> tuple[CaseResult, Session]:
+    """One case result from its attempts: PASS when at least `min_pass` attempts passed."""
+    s = ctx.settings
+    passes = sum(g.verdict == "PASS" for g in graded)
+    first_bad = next((g for g in graded if g.verdict != "PASS"), graded[-1])
+    verdict: Verdict
+    if passes >= s.min_pass:
+        verdict, shown = "PASS", next(g for g in graded if g.verdict == "PASS")
+    elif all(g.verdict == "ERROR" for g in graded):
+        verdict, shown = "ERROR", first_bad
+    else:
+        verdict, shown = "FAIL", first_bad
+    session = sessions[graded.index(shown)]
+    result = CaseResult(
+        name=loaded.case.name, target=loaded.case.target, verdict=verdict,
+        deterministic_checks={c.name: "PASS" if c.passed else "FAIL" for c in shown.checks},
+        judge_verdict=shown.judge, agent_output_snippet=snippet(session.output),
+        error=None if verdict == "PASS" else shown.error, file=loaded.file, line=loaded.line,
+        replayed=replayed, fingerprint=fp.digest, session_id=session.session_id,
+        usage=session.usage.model_dump() if session.usage else None,
+        cost_usd=_cost(sessions), replay_miss=shown.miss.kind if shown.miss else None,
+        miss=miss_record(shown.miss) if shown.miss else None,
+    )
+    if len(graded) > 1:
+        result.attempts = [
+            Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3))
+            for g, x in zip(graded, sessions, strict=True)
+        ]
+        result.flaky = len({g.verdict for g in graded}) > 1
+    return result, session
+
+
+def miss_record(miss: Miss) -> ReplayMiss:
+    """The report's record of a miss."""
+    return ReplayMiss(kind=miss.kind, subject=miss.subject, reason=miss.reason,
+                      changes=list(miss.changes), rerecord=miss.rerecord)
+
+
+def _cost(sessions: list[Session]) -> float | None:
+    costs = [x.cost_usd for x in sessions if x.cost_usd is not None]
+    return round(sum(costs), 6) if costs else None

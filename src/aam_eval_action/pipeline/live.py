@@ -1,0 +1,95 @@
+"""A live agent session: fresh workspace, package installed, the real CLI run, the result made portable.
+
+Portable means byte-stable and machine-neutral: temp paths become `$WORKSPACE`, `$HOME`
+and `$TMP`, and every known secret value is replaced before the session is graded or saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aam_eval_action.errors import AamEvalError
+from aam_eval_action.loader import LoadedCase
+from aam_eval_action.pipeline import workspace
+from aam_eval_action.pipeline.context import CaseContext
+from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.replay import agent_cassette
+from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintRecord
+from aam_eval_action.replay.fingerprint import Fingerprint
+from aam_eval_action.session import Session
+
+
+def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
+    """Run the case's prompt through the engine's real CLI in a fresh workspace."""
+    from aam_eval_action.engines.base import AgentRun
+    from aam_eval_action.engines.registry import get_engine
+
+    s = ctx.settings
+    engine = get_engine(s.engine)
+    missing = engine.available()
+    if missing:
+        raise AamEvalError(f"{missing}; or run with --replay to use the recorded cassettes")
+    key = PROVIDERS[engine.provider].key_var
+    if not s.agent_env.get(key):
+        raise AamEvalError(
+            f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
+            "or run with --replay to use the recorded cassettes)"
+        )
+    ws = workspace.create(s.package.layout, loaded.case)
+    try:
+        engine.install(s.package.layout, ws.root, loaded.case.target)
+        before = workspace.snapshot(ws.root)
+        run = AgentRun(
+            prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
+            env=dict(s.agent_env), timeout=s.timeout, sandbox=s.config.sandbox,
+            runner_env=s.runner_env,
+        )
+        session = engine.run(run)
+        session.files = workspace.changes(ws.root, before)
+    finally:
+        if ctx.keep_workspaces:
+            announce_kept(loaded, ws.root)
+        else:
+            ws.cleanup()
+    return scrub(ctx, portable(session, ws))
+
+
+def restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session) -> None:
+    """--keep-workspaces on replay: the workspace as the recorded session left it."""
+    ws = workspace.create(ctx.settings.package.layout, loaded.case)
+    workspace.restore(ws.root, session.files)
+    announce_kept(loaded, ws.root)
+
+
+def announce_kept(loaded: LoadedCase, root: Path) -> None:
+    print(f"aam-eval: kept workspace of {loaded.case.name}: {root}", file=sys.stderr, flush=True)
+
+
+def portable(session: Session, ws: workspace.Workspace) -> Session:
+    """Temp paths replaced by placeholders, so recordings are byte-stable and machine-neutral."""
+    data = json.dumps(session.model_dump(mode="json"))
+    for path, name in ((ws.root, "$WORKSPACE"), (ws.home, "$HOME"), (ws.base, "$TMP")):
+        for variant in {str(path), os.path.realpath(path)}:
+            data = data.replace(json.dumps(variant)[1:-1], name)
+    return Session.model_validate(json.loads(data))
+
+
+def scrub(ctx: CaseContext, session: Session) -> Session:
+    """The session with every known secret value replaced, before it is graded or written."""
+    return Session.model_validate(ctx.redactor.deep(session.model_dump()))
+
+
+def save_sessions(ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session]) -> None:
+    """Write the case's agent cassette (untouched when only volatile fields differ)."""
+    s = ctx.settings
+    recorded = AgentCassette(
+        case=name, engine=s.engine,
+        recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
+        attempts=sessions,
+    )
+    agent_cassette.save(agent_cassette.session_path(s.cassettes, name, s.engine), recorded)

@@ -1,0 +1,33 @@
+"""A dry run: what would run, and whether each case would replay or go live; no model call."""
+
+from __future__ import annotations
+
+from aam_eval_action.fsutil import display_path
+from aam_eval_action.loader import LoadedCase
+from aam_eval_action.replay import agent_cassette
+from aam_eval_action.replay.decision import Miss, decide
+from aam_eval_action.replay.fingerprint import agent_fingerprint
+from aam_eval_action.settings import RunSettings
+
+
+def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str | None]]:
+    """The dry run's lines, each with a style (None: plain)."""
+    lines: list[tuple[str, str | None]] = [(
+        f"engine {s.engine}, model {s.model}, judge {s.judge_model} "
+        f"({s.judge_provider}), mode {s.mode}, cassettes {display_path(s.cassettes)}", None,
+    )]
+    for loaded in cases:
+        fp = agent_fingerprint(s.package.layout, loaded.case, s.config, s.engine, s.model)
+        try:
+            d = decide(s, loaded.case.name, fp)
+            plan = "replay" if d.replay else f"live ({d.reason})"
+        except Miss as miss:
+            plan = f"ERROR ({miss.message})"
+        lines.append((f"{loaded.case.name}  target {loaded.case.target or '-'}  {plan}", None))
+    lines += [(f"ERROR {err}", "yellow") for err in s.package.errors]
+    names = {c.case.name for c in s.package.cases}
+    for name, engines in agent_cassette.list_recorded(s.cassettes).items():
+        if name not in names:
+            lines.append((f"orphan cassette: {display_path(s.cassettes / name)} ({', '.join(engines)}): "
+                           "no case has this name any more; delete it", None))
+    return lines

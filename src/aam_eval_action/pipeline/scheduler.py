@@ -1,0 +1,92 @@
+"""A whole run's cases: `jobs` at a time, interrupts honoured (SIGINT/SIGTERM stop the run)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from types import FrameType
+
+from aam_eval_action.loader import LoadedCase
+from aam_eval_action.pipeline.case import Outcome, run_case
+from aam_eval_action.pipeline.context import CaseContext
+from aam_eval_action.report import CaseResult
+
+
+class Interrupted(BaseException):
+    """Raised by the signal handlers: stop starting cases, kill running ones, write what is done.
+
+    A BaseException, like KeyboardInterrupt, so no `except Exception` inside a case eats it.
+    """
+
+
+STOP = threading.Event()
+"""Set by the signal handlers; checked between cases, in case a library swallowed the raise."""
+
+
+def run_all(
+    ctx: CaseContext,
+    cases: list[LoadedCase],
+    on_result: Callable[[CaseResult], None],
+) -> tuple[list[Outcome], bool]:
+    """Run cases with `jobs` workers; returns outcomes sorted by name and whether interrupted."""
+    outcomes: list[Outcome] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, ctx.settings.jobs))
+    pending: set[Future[Outcome]] = set()
+    queue = list(cases)
+    interrupted = False
+
+    def finished(outcome: Outcome) -> None:
+        if STOP.is_set():  # it ran while the interrupt came in: cut off, not reported
+            raise Interrupted("stop requested")
+        outcomes.append(outcome)
+        on_result(outcome.result)
+
+    try:
+        if ctx.settings.jobs == 1:  # no threads needed: cases run one after another
+            while queue:
+                finished(run_case(ctx, queue.pop(0)))
+        while queue or pending:
+            while queue and len(pending) < ctx.settings.jobs:
+                pending.add(pool.submit(run_case, ctx, queue.pop(0)))
+            done, pending = wait(pending, return_when=FIRST_COMPLETED, timeout=0.5)
+            for fut in done:
+                finished(fut.result())
+            if STOP.is_set():
+                raise Interrupted("stop requested")
+    except (KeyboardInterrupt, Interrupted):
+        # Stop starting cases, kill running agent process groups; the partial report holds
+        # the cases that finished. Cases cut off mid-way are left out, not reported as failed.
+        interrupted = True
+        STOP.set()
+        from aam_eval_action.engines.process import kill_all
+
+        kill_all()
+        for fut in pending:
+            fut.cancel()
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
+    outcomes.sort(key=lambda o: o.result.name)
+    return outcomes, interrupted
+
+
+class handle_signals:
+    """SIGINT and SIGTERM stop the run (GitHub cancels a job with SIGINT, then SIGTERM)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __enter__(self) -> None:
+        STOP.clear()
+        self._old = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
+        for sig in self.SIGNALS:
+            signal.signal(sig, _raise_interrupted)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    STOP.set()
+    raise Interrupted(f"signal {signum}")

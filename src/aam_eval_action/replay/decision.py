@@ -1,0 +1,137 @@
+"""Replay or live: the decision for a case's agent session and its judge calls, and misses as data.
+
+A miss is never a string to be parsed later: it carries its kind, the reason, the inputs
+that changed and the command that re-records the case; `message` composes the one line
+users see in the report and the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from aam_eval_action.fsutil import display_path
+from aam_eval_action.replay import agent_cassette
+from aam_eval_action.replay.agent_cassette import AgentCassette, CassetteError
+from aam_eval_action.replay.fingerprint import Fingerprint, explain
+
+if TYPE_CHECKING:
+    from aam_eval_action.replay.judge_cassette import JudgeCassette
+    from aam_eval_action.settings import RunSettings
+
+MissKind = Literal["no-cassette", "stale", "damaged"]
+Subject = Literal["agent", "judge"]
+
+
+@dataclass(frozen=True)
+class Miss(Exception):
+    """Replay could not serve a case: why, what changed, and how to re-record it."""
+
+    kind: MissKind
+    """no-cassette, stale or damaged."""
+    subject: Subject
+    """Whose cassette missed: the agent session's or the judge's."""
+    reason: str
+    """Why, in words: the changed inputs and when the cassette was recorded, or the damage."""
+    rerecord: str
+    """The command that records this case again."""
+    changes: tuple[str, ...] = field(default=())
+    """Each input that changed since recording, e.g. `skill file skills/x/SKILL.md changed`."""
+
+    @property
+    def message(self) -> str:
+        """The one line shown in the report and the log."""
+        verb = "record it" if self.kind == "no-cassette" and self.subject == "agent" else "re-record"
+        prefix = "" if self.kind == "damaged" else (
+            "judge replay miss: " if self.subject == "judge" else "replay miss: "
+        )
+        return f"{prefix}{self.reason}; {verb}: {self.rerecord}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How a case's agent session will be obtained, and why."""
+
+    replay: bool
+    reason: str
+    recorded: AgentCassette | None = None
+
+
+def rerecord_command(settings: RunSettings, name: str) -> str:
+    return f"aam-eval run {name} --record --package {display_path(settings.package.layout.root)}"
+
+
+def decide(settings: RunSettings, name: str, fp: Fingerprint) -> Decision:
+    """Replay or live for a case's agent session under the run's mode (raises Miss in replay mode)."""
+    s = settings
+    path = agent_cassette.session_path(s.cassettes, name, s.engine)
+    if s.mode in ("record", "live"):
+        return Decision(False, f"mode {s.mode}")
+    try:
+        recorded = agent_cassette.load(path)
+    except CassetteError as exc:
+        if s.mode == "replay":
+            raise Miss("damaged", "agent", str(exc), rerecord_command(s, name)) from None
+        return Decision(False, f"cassette damaged: {exc}")
+    if recorded is None:
+        why = f"no cassette recorded for engine {s.engine} ({display_path(path)})"
+        if s.mode == "replay":
+            raise Miss("no-cassette", "agent", why, rerecord_command(s, name))
+        return Decision(False, why)
+    changes = explain(recorded.fingerprint.inputs, fp.inputs)
+    if changes:
+        why = "; ".join(changes) + f" since recording ({recorded.recorded_at})"
+        if s.mode == "replay":
+            raise Miss("stale", "agent", why, rerecord_command(s, name), tuple(changes))
+        return Decision(False, why)
+    if len(recorded.attempts) < s.repeat and s.mode == "auto":
+        return Decision(False, f"{len(recorded.attempts)} attempt(s) recorded, {s.repeat} wanted")
+    return Decision(True, "cassette matches", recorded)
+
+
+@dataclass
+class JudgeReplay:
+    """A case's judge cassette, opened for the run's mode, and what a miss on it would mean."""
+
+    cassette: JudgeCassette
+    miss_kind: MissKind
+    miss_reason: str
+    changes: tuple[str, ...]
+
+
+def open_judge(
+    settings: RunSettings, name: str, jfp: Fingerprint, redact: Callable[[str], str]
+) -> JudgeReplay | None:
+    """The case's judge cassette (None in live mode: nothing is read or written).
+
+    Raises Miss when the file is damaged.
+    """
+    s = settings
+    if s.mode == "live":
+        return None
+    from aam_eval_action.replay.judge_cassette import JudgeCassette
+
+    path = agent_cassette.judge_path(s.cassettes, name, s.engine)
+    try:
+        jc = JudgeCassette(path, s.mode, s.judge_provider, redact)
+    except Exception as exc:  # vcrpy raises yaml and value errors for a damaged file
+        raise Miss("damaged", "judge", f"{path}: damaged judge cassette ({exc})",
+                   rerecord_command(s, name)) from None
+    recorded = jc.metadata.get("inputs")
+    changes = tuple(explain(recorded, jfp.inputs)) if isinstance(recorded, dict) else ()
+    if changes:
+        return JudgeReplay(jc, "stale", "; ".join(changes), changes)
+    if not path.exists():
+        return JudgeReplay(jc, "no-cassette", "no judge cassette recorded", ())
+    return JudgeReplay(jc, "stale", "the judge request changed", ())
+
+
+def judge_miss(settings: RunSettings, name: str, replay: JudgeReplay) -> Miss:
+    """The miss raised when the judge cassette cannot answer a request in replay mode."""
+    return Miss(replay.miss_kind, "judge", f"{replay.miss_reason} since recording",
+                rerecord_command(settings, name), replay.changes)
+
