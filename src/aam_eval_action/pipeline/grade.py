@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline.checks import Check, run_checks
 from aam_eval_action.pipeline.context import CaseContext
-from aam_eval_action.pipeline.judge import JudgeAnswer, ask, build_prompt
+from aam_eval_action.pipeline.judge import (
+    API_PATHS,
+    JudgeAnswer,
+    answer_from_body,
+    ask,
+    build_prompt,
+    request_params,
+)
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
 from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
@@ -90,6 +97,10 @@ class JudgeCalls:
         jc = replay.cassette if replay else None
         played_before = jc.played if jc else 0
         text = build_prompt(self.loaded.case.judge.criteria, self.loaded.case.input.prompt, session)
+        recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider],
+                                    request_params(s.judge_provider, s.judge_model, text)) if jc else None
+        if recorded is not None:
+            return answer_from_body(s.judge_provider, s.judge_model, recorded), True
         try:
             answer = ask(
                 provider=s.judge_provider, model=s.judge_model, text=text,

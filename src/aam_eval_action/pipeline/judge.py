@@ -72,6 +72,27 @@ def _files_text(files: list[FileChange]) -> str:
     return "\n".join(out)
 
 
+API_PATHS = {"anthropic": "/v1/messages", "openai": "/v1/responses"}
+"""Where each provider's judge request goes (the SDK call and the replay fast path agree)."""
+
+
+def request_params(provider: str, model: str, text: str) -> dict[str, Any]:
+    """The judge request's parameters: passed to the SDK as they are, and sent as its JSON body."""
+    if provider == "anthropic":
+        return {
+            "model": model, "max_tokens": MAX_TOKENS, "system": SYSTEM,
+            "messages": [{"role": "user", "content": text}],
+            "tools": [{"name": "record_verdict", "description": "Record the verdict.",
+                       "input_schema": VERDICT_SCHEMA}],
+            "tool_choice": {"type": "tool", "name": "record_verdict"},
+        }
+    return {
+        "model": model, "instructions": SYSTEM, "input": text, "max_output_tokens": MAX_TOKENS,
+        "text": {"format": {"type": "json_schema", "name": "verdict", "strict": True,
+                            "schema": VERDICT_SCHEMA}},
+    }
+
+
 def ask(
     *,
     provider: str,
@@ -83,13 +104,14 @@ def ask(
     max_retries: int = 4,
 ) -> JudgeAnswer:
     """Ask the judge model once (the SDK retries transient errors with backoff)."""
+    params = request_params(provider, model, text)
     if provider == "anthropic":
-        return _ask_anthropic(model, text, base_url, api_key, http_client, max_retries)
-    return _ask_openai(model, text, base_url, api_key, http_client, max_retries)
+        return _ask_anthropic(params, base_url, api_key, http_client, max_retries)
+    return _ask_openai(params, base_url, api_key, http_client, max_retries)
 
 
 def _ask_anthropic(
-    model: str, text: str, base_url: str | None, api_key: str | None, http_client: Any,
+    params: dict[str, Any], base_url: str | None, api_key: str | None, http_client: Any,
     max_retries: int,
 ) -> JudgeAnswer:
     import anthropic
@@ -98,22 +120,12 @@ def _ask_anthropic(
         api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
         max_retries=max_retries, timeout=REQUEST_TIMEOUT,
     ) as client:
-        msg = client.messages.create(
-            model=model, max_tokens=MAX_TOKENS, system=SYSTEM,
-            messages=[{"role": "user", "content": text}],
-            tools=[{"name": "record_verdict", "description": "Record the verdict.",
-                    "input_schema": VERDICT_SCHEMA}],
-            tool_choice={"type": "tool", "name": "record_verdict"},
-        )
-    for block in msg.content:
-        if block.type == "tool_use" and block.name == "record_verdict":
-            usage = {"input_tokens": msg.usage.input_tokens, "output_tokens": msg.usage.output_tokens}
-            return _verdict(block.input, msg.model or model, usage)
-    raise JudgeError(f"judge {model} returned no record_verdict tool call")
+        msg = client.messages.create(**params)
+    return answer_from_body("anthropic", params["model"], msg.model_dump(mode="json"))
 
 
 def _ask_openai(
-    model: str, text: str, base_url: str | None, api_key: str | None, http_client: Any,
+    params: dict[str, Any], base_url: str | None, api_key: str | None, http_client: Any,
     max_retries: int,
 ) -> JudgeAnswer:
     import openai
@@ -122,19 +134,50 @@ def _ask_openai(
         api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
         max_retries=max_retries, timeout=REQUEST_TIMEOUT,
     ) as client:
-        resp = client.responses.create(
-            model=model, instructions=SYSTEM, input=text, max_output_tokens=MAX_TOKENS,
-            text={"format": {"type": "json_schema", "name": "verdict", "strict": True,
-                             "schema": VERDICT_SCHEMA}},
-        )
-    try:
-        data = json.loads(resp.output_text)
-    except json.JSONDecodeError:
-        raise JudgeError(f"judge {model} returned no JSON verdict") from None
-    usage = {}
-    if resp.usage is not None:
-        usage = {"input_tokens": resp.usage.input_tokens, "output_tokens": resp.usage.output_tokens}
-    return _verdict(data, resp.model or model, usage)
+        resp = client.responses.create(**params)
+    return answer_from_body("openai", params["model"], resp.model_dump(mode="json"))
+
+
+def answer_from_body(provider: str, model: str, body: Any) -> JudgeAnswer:
+    """The verdict in a judge response body (the SDK's parsed response, or a recorded one)."""
+    if not isinstance(body, dict):
+        raise JudgeError(f"judge {model} returned no JSON response")
+    answered_by = str(body.get("model") or model)
+    if provider == "anthropic":
+        data = _tool_input(body)
+        if data is None:
+            raise JudgeError(f"judge {model} returned no record_verdict tool call")
+    else:
+        try:
+            data = json.loads(_output_text(body))
+        except json.JSONDecodeError:
+            raise JudgeError(f"judge {model} returned no JSON verdict") from None
+    return _verdict(data, answered_by, _usage(body.get("usage")))
+
+
+def _tool_input(body: dict[str, Any]) -> Any:
+    for block in body.get("content") or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_use" and block.get("name") == "record_verdict":
+            return block.get("input")
+    return None
+
+
+def _output_text(body: dict[str, Any]) -> str:
+    """What the OpenAI SDK's `output_text` is: every output_text part of every message, joined."""
+    parts = []
+    for item in body.get("output") or []:
+        if isinstance(item, dict) and item.get("type") == "message":
+            parts += [c.get("text", "") for c in item.get("content") or []
+                      if isinstance(c, dict) and c.get("type") == "output_text"]
+    return "".join(parts)
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    if not isinstance(usage, dict):
+        return {}
+    return {k: usage[k] for k in ("input_tokens", "output_tokens") if isinstance(usage.get(k), int)}
 
 
 def _verdict(data: Any, model: str, usage: dict[str, int]) -> JudgeAnswer:

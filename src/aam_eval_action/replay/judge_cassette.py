@@ -2,6 +2,12 @@
 
 No process-wide patching: each case's judge client gets its own transport that plays from,
 or appends to, that case's own vcrpy `Cassette`. Parallel cases therefore never mix calls.
+
+Replay mode (the PR check) does not go through vcrpy at all: the file is parsed with YAML's
+safe loader and requests are matched as vcrpy matches them (method, path, query, and the
+body compared as parsed JSON), each recorded answer played once. That is several times
+faster on large suites, and a cassette from a pull request is never given to a loader that
+could construct Python objects.
 """
 
 from __future__ import annotations
@@ -99,13 +105,25 @@ class JudgeCassette:
     def __init__(
         self, path: Path, mode: str, provider: str, redact: Callable[[str], str] = str
     ) -> None:
-        from vcr import VCR
-        from vcr.cassette import Cassette
-
         self.path = path
         self.mode = mode
         self.provider = provider
+        self.redact = redact
         self._lock = threading.Lock()
+        self.used: list[tuple[Any, dict[str, Any]]] = []
+        self.recorded = 0
+        self.played = 0
+        self.miss_reason = "the judge request changed"
+        if mode == "replay":
+            self.player: Player | None = Player.load(path)
+            return
+        self.player = None
+        self._open_vcr(path, mode, provider, redact)
+
+    def _open_vcr(self, path: Path, mode: str, provider: str, redact: Callable[[str], str]) -> None:
+        from vcr import VCR
+        from vcr.cassette import Cassette
+
         config = VCR(
             match_on=MATCH_ON, decode_compressed_response=True,
             before_record_request=functools.partial(_scrub_request, redact=redact, provider=provider),
@@ -120,14 +138,34 @@ class JudgeCassette:
             self.cassette = Cassette(path=str(path), **kept)
         else:
             self.cassette = Cassette.load(path=str(path), **kept)
-        self.used: list[tuple[Any, dict[str, Any]]] = []
-        self.recorded = 0
-        self.played = 0
-        self.miss_reason = "the judge request changed"
 
     @property
     def metadata(self) -> dict[str, Any]:
+        if self.player is not None:
+            return dict(self.player.metadata)
         return dict(self.cassette._metadata)
+
+    def play_recorded(self, provider: str, path: str, params: dict[str, Any]) -> Any:
+        """Replay's fast path: the recorded response body for the request these parameters make,
+        parsed, without going through the SDK; None when it is not recorded (or not replay mode).
+
+        The SDK sends `params` as its JSON body, so a match here is the match the SDK's own
+        request would find; anything else goes the SDK's way and gets its exact miss.
+        """
+        if self.player is None:
+            return None
+        key = _match_key("POST", path, json.dumps(params), self.redact)
+        with self._lock:
+            played = self.player.take(key, peek=True)
+            if played is None or played["status"]["code"] >= 400:
+                return None
+            try:
+                body = json.loads(played["body"]["string"])
+            except (TypeError, ValueError):
+                return None
+            self.player.take(key)
+            self.played += 1
+        return body
 
     def transport(self) -> httpx2.BaseTransport:
         return _Transport(self)
@@ -167,8 +205,10 @@ class _Transport(httpx2.BaseTransport):
         from vcr.request import Request as VcrRequest
 
         body = request.read()
-        vreq = VcrRequest(request.method, str(request.url), body, dict(request.headers))
         owner = self.owner
+        if owner.player is not None:
+            return self._play(request, body)
+        vreq = VcrRequest(request.method, str(request.url), body, dict(request.headers))
         with owner._lock:
             cassette = owner.cassette
             if owner.mode != "record" and vreq in cassette:
@@ -199,6 +239,17 @@ class _Transport(httpx2.BaseTransport):
             extensions={"reason_phrase": response.reason_phrase.encode("ascii", "replace")},
         )
 
+    def _play(self, request: httpx2.Request, body: bytes) -> httpx2.Response:
+        owner = self.owner
+        assert owner.player is not None
+        key = _match_key(request.method, str(request.url), body, owner.redact)
+        with owner._lock:
+            played = owner.player.take(key)
+            if played is None:
+                raise miss_error(owner.provider, owner.miss_reason)
+            owner.played += 1
+        return _to_response(played)
+
     def _real(self) -> httpx2.HTTPTransport:
         if self._inner is None:
             self._inner = httpx2.HTTPTransport()
@@ -219,3 +270,62 @@ def _to_response(played: dict[str, Any]) -> httpx2.Response:
         played["status"]["code"], headers=headers, content=raw,
         extensions={"reason_phrase": message.encode("ascii", "replace")} if message else None,
     )
+
+
+MatchKey = tuple[str, str, str, Any]
+
+
+def _match_key(method: str, uri: str, body: bytes | str | None, redact: Callable[[str], str]) -> MatchKey:
+    """What vcrpy matches on: method, path, query, and the body (as JSON when it parses)."""
+    parts = urlsplit(uri)
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    text = redact(text)
+    try:
+        parsed: Any = json.loads(text) if text else None
+    except ValueError:
+        parsed = text
+    path = parts.path[parts.path.index("/v1/"):] if "/v1/" in parts.path else parts.path
+    return method.upper(), path, parts.query, parsed
+
+
+class Player:
+    """A judge cassette read for replay: safe YAML, vcrpy's matching, each answer played once."""
+
+    def __init__(self, interactions: list[tuple[MatchKey, dict[str, Any]]], metadata: dict[str, Any]) -> None:
+        self.interactions = interactions
+        self.metadata = metadata
+        self.taken = [False] * len(interactions)
+
+    @classmethod
+    def load(cls, path: Path) -> Player:
+        """The cassette at `path` (an empty one when there is no file); errors for a damaged file."""
+        import yaml
+
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls([], {})
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        if not isinstance(data, dict) or not isinstance(data.get("interactions", []), list):
+            raise ValueError("not a vcrpy cassette (expected a mapping with `interactions`)")
+        found = []
+        for i, item in enumerate(data.get("interactions") or []):
+            try:
+                req, resp = item["request"], item["response"]
+                key = _match_key(str(req["method"]), str(req["uri"]), req.get("body"), str)
+                if not isinstance(resp["status"]["code"], int) or "string" not in resp["body"]:
+                    raise TypeError
+            except (KeyError, TypeError, AttributeError):
+                raise ValueError(f"interaction {i + 1} is not a request/response pair") from None
+            found.append((key, resp))
+        metadata = data.get("metadata")
+        return cls(found, metadata if isinstance(metadata, dict) else {})
+
+    def take(self, key: MatchKey, *, peek: bool = False) -> dict[str, Any] | None:
+        """The first unplayed recorded response whose request matches (marked played unless peeking)."""
+        for i, (recorded, response) in enumerate(self.interactions):
+            if not self.taken[i] and recorded == key:
+                self.taken[i] = not peek
+                return response
+        return None
+

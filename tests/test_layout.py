@@ -1,0 +1,99 @@
+"""The package's shape: no import cycles, every model field described in the JSON Schemas."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aam_eval_action.commands.schema import KINDS, schema_for
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "src" / "aam_eval_action"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """First-party modules a module imports when it runs (TYPE_CHECKING blocks excluded).
+
+    Imports inside functions count too: a cycle through a lazy import still ties the modules.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("aam_eval_action"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("aam_eval_action"):
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        # A package's own __init__ is what any import of its submodules runs first: not an edge.
+        graph[name] = {m for m in runtime_imports(path) if m in modules and m != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_no_import_cycles() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def undescribed(schema: dict[str, Any]) -> list[str]:
+    """Every property, in the schema and its $defs, that has no description."""
+    missing = []
+    definitions = {"(root)": schema, **schema.get("$defs", {})}
+    for model, definition in definitions.items():
+        for prop, spec in definition.get("properties", {}).items():
+            if not spec.get("description"):
+                missing.append(f"{model}.{prop}")
+    return missing
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_schema_property_is_described(kind: str) -> None:
+    assert undescribed(schema_for(kind)) == []
