@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -302,3 +304,26 @@ def test_damaged_judge_cassette_is_an_error_naming_the_file(tmp_path: Path, monk
     assert cases["case-00"]["verdict"] == "FAIL"  # intact: the scripted judge fails case-00
     assert cases["case-01"]["verdict"] == "ERROR"
     assert "case-01/claude-code.judge.yaml: damaged judge cassette" in cases["case-01"]["error"]
+
+
+@pytest.mark.parametrize("judge", ["claude-sonnet-4-6", "gpt-5.5"])
+def test_replay_answers_from_the_cassette_without_loading_the_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: str
+) -> None:
+    # The request parameters the SDK sent (recorded through the real SDK) are the ones replay
+    # predicts: every recorded verdict is served without importing anthropic or openai.
+    pkg = _package(tmp_path, n=3, config={"judge": judge})
+    with ModelServer(_scenarios(3)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "live.json"))
+    code = (
+        "import sys; from aam_eval_action.main import main;"
+        f"main(['run', '--replay', '--package', {str(pkg)!r}, '-o', {str(tmp_path / 'replay.json')!r}]);"
+        "print(sorted(m for m in ('anthropic', 'openai', 'vcr') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert _verdicts(tmp_path / "live.json") == _verdicts(tmp_path / "replay.json")
+    replayed = json.loads((tmp_path / "replay.json").read_text())["cases"]
+    assert all(c["judge_verdict"]["replayed"] for c in replayed)

@@ -20,7 +20,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
-from aam_eval_action.diff import CaseDiff, ReportDiff, StaleCase
+from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, StaleCase
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.github.comments import MAX_COMMENT_CHARS
 from aam_eval_action.render import text as d
@@ -245,9 +245,10 @@ class _View:
 
     @classmethod
     def full(cls, diff: ReportDiff) -> _View:
-        sections: dict[str, list[CaseDiff]] = {key: [] for key in (*_SECTION_KEYS.values(), "flaky")}
+        sections: dict[str, list[CaseDiff]] = {section_key(c): [] for c in CATEGORIES}
+        sections["flaky"] = []
         for c in diff.cases:
-            key = "flaky" if c.category == "regressed" and c.flaky else _SECTION_KEYS[c.category]
+            key = "flaky" if c.category == "regressed" and c.flaky else section_key(c.category)
             sections[key].append(c)
         return cls(sections=sections, stale=list(diff.stale))
 
@@ -279,16 +280,12 @@ class _View:
         }
 
 
-_SECTION_KEYS = {
-    "regressed": "regressed",
-    "stale": "stale_cases",
-    "fixed": "fixed",
-    "new": "new",
-    "removed": "removed",
-    "no-baseline": "no_baseline",
-    "still-failing": "still_failing",
-    "unchanged": "unchanged",
-}
+def section_key(category: str) -> str:
+    """The template's name for a category's list: `still-failing` → `still_failing`.
+
+    `stale` is `stale_cases`, since `stale` is the list of re-record entries.
+    """
+    return "stale_cases" if category == "stale" else category.replace("-", "_")
 
 _TRIMS: tuple[Callable[[_View], _View], ...] = (
     lambda v: v.drop(("unchanged",), "unchanged cases"),
