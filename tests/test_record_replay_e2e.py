@@ -83,14 +83,14 @@ def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytes
     recorded, log = _record(fresh_example, monkeypatch, scenarios=[*SCENARIOS, MISSING_FILE_SCENARIO])
     live = _verdicts(recorded)
     assert live == {
-        "average-revenue": ("FAIL", {"contains": "FAIL", "sandbox": "PASS"}, ""),
+        "average-revenue": ("FAIL", {"contains": "FAIL", "sandbox": "PASS"}, "SKIP"),
         "changelog-entry": ("PASS", {"files_created": "PASS", "sandbox": "PASS"}, "PASS"),
         "csv-summary-e2e": ("PASS", {"contains": "PASS", "not_contains": "PASS", "files_created": "PASS",
                                      "sandbox": "PASS"}, "PASS"),
         "hook-blocks-env-write": ("PASS", {"not_contains": "PASS", "agent_blocked": "PASS", "sandbox": "PASS"}, "PASS"),
         "no-invented-numbers": ("FAIL", {"sandbox": "PASS"}, "FAIL"),
-        "scratch-copy-sandbox": ("FAIL", {"sandbox": "FAIL"}, ""),
-        "report-not-written": ("FAIL", {"files_created": "FAIL", "sandbox": "PASS"}, ""),
+        "scratch-copy-sandbox": ("FAIL", {"sandbox": "FAIL"}, "SKIP"),
+        "report-not-written": ("FAIL", {"files_created": "FAIL", "sandbox": "PASS"}, "SKIP"),
     }, log
     session = yaml.safe_load((fresh_example / "evals/cassettes/csv-summary-e2e/claude-code.session.yaml").read_text())
     attempt = session["attempts"][0]

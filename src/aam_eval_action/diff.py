@@ -216,7 +216,9 @@ def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
 
 
 def _judge_reason(case: CaseResult) -> str | None:
-    return (case.judge_verdict.reason or None) if case.judge_verdict else None
+    """What the judge said; nothing when it was not asked (a SKIP says why not, not what it thought)."""
+    jv = case.judge_verdict
+    return (jv.reason or None) if jv and jv.result != "SKIP" else None
 
 
 def _failed_checks(case: CaseResult | None) -> list[str]:

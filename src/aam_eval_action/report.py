@@ -185,7 +185,9 @@ class CaseResult(Part):
     deterministic_checks: dict[str, CheckResult] = Field(default_factory=dict)
     """Each deterministic check run, by name (`contains`, `files_created`...), and its result."""
     judge_verdict: JudgeVerdict | None = None
-    """The LLM judge's verdict, when the judge was asked."""
+    """The LLM judge's verdict; always written, `SKIP` with the reason when the judge was not
+    asked (a deterministic check failed, the session failed, replay missed). Reports of older
+    versions may lack it."""
     agent_output_snippet: str = ""
     """The first 500 characters of the agent's final output."""
     error: str | None = None
@@ -270,11 +272,16 @@ def snippet(text: str) -> str:
     return text[:SNIPPET_CHARS]
 
 
+def not_asked(why: str) -> JudgeVerdict:
+    """The judge verdict of a case the judge was not asked about, and why not."""
+    return JudgeVerdict(result="SKIP", reason=f"not asked: {why}")
+
+
 def file_error_results(errors: list[FileError]) -> list[CaseResult]:
     """Bad case files as ERROR results, so a run reports them and goes on."""
     return [
         CaseResult(name=err.case_name or Path(err.file).stem, verdict="ERROR", error=str(err),
-                   file=err.file, line=err.line)
+                   file=err.file, line=err.line, judge_verdict=not_asked("the case file is invalid"))
         for err in errors
     ]
 

@@ -1,0 +1,99 @@
+"""What a new user meets: consistent exit codes, errors that name the file, report fields that
+are always there, and a command line that starts without pydantic."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aam_eval_action.testing.packages import simple_case, write_package
+
+from conftest import aam_eval
+from test_loader import CASE_OK
+
+BAD_CASE_FILES = {
+    "unknown-key.yaml": CASE_OK.replace("name: good", "name: k") + "bogus: 1\n",
+    "no-prompt.yaml": "name: p\ninput: {}\njudge: {criteria: c}\n",
+    "bad-name.yaml": CASE_OK.replace("name: good", "name: Bad_Name"),
+    "escape.yaml": CASE_OK.replace("name: good", "name: e") + "expected:\n  files-created: [../x]\n",
+    "empty.yaml": "",
+    "strings.yaml": "- one\n- two\n",
+    "wrong-type.yaml": CASE_OK.replace("name: good", "name: w") + "expected:\n  contains: yes\n",
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_CASE_FILES))
+def test_dry_run_exits_2_on_a_bad_case_file_and_still_lists_the_valid_cases(tmp_path: Path, bad: str) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("fine")])
+    (pkg / "evals/cases" / bad).write_text(BAD_CASE_FILES[bad])
+    dry = aam_eval("run", "--dry-run", "--package", str(pkg))
+    assert dry.code == 2, dry.out + dry.err
+    assert "fine  target" in dry.out
+    assert f"evals/cases/{bad}" in dry.out
+    assert aam_eval("check", "--package", str(pkg)).code == 2
+
+
+def test_dry_run_of_valid_cases_exits_0(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("fine")])
+    assert aam_eval("run", "--dry-run", "--package", str(pkg)).code == 0
+
+
+@pytest.mark.parametrize("verb", [("run", "--replay"), ("check",), ("run", "--dry-run")])
+def test_a_reserved_engine_in_eval_config_names_the_file_and_line(tmp_path: Path, verb: tuple[str, ...]) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("a")], config={"engine": "copilot"})
+    result = aam_eval(*verb, "--package", str(pkg))
+    assert result.code == 2
+    assert "evals/eval-config.json:3: engine: unsupported engine 'copilot'" in result.err
+
+
+def test_a_reserved_engine_flag_names_the_flag(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("a")])
+    result = aam_eval("run", "--replay", "--package", str(pkg), "--engine", "cursor")
+    assert result.code == 2
+    assert "--engine: unsupported engine 'cursor'" in result.err
+
+
+def test_a_list_of_strings_is_a_clear_error_and_a_list_of_cases_is_fine(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [])
+    (pkg / "evals/cases/strings.yaml").write_text("- first\n- second\n")
+    (pkg / "evals/cases/list.yaml").write_text(
+        "- {name: a, input: {prompt: x}, judge: {criteria: y}}\n"
+        "- {name: b, input: {prompt: x}, judge: {criteria: y}}\n"
+    )
+    result = aam_eval("check", "--package", str(pkg))
+    assert "evals/cases/strings.yaml:1: [0]: this is a string 'first', but a case is a mapping" in result.err
+    assert "evals/cases/strings.yaml:2: [1]: this is a string 'second'" in result.err
+    assert "2 valid case(s), 2 error(s)" in result.out
+
+
+def test_judge_verdict_is_always_written(example: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    aam_eval("run", "--replay", "--package", str(example), "-o", str(out))
+    cases = {c["name"]: c for c in json.loads(out.read_text())["cases"]}
+    assert all("judge_verdict" in c for c in cases.values())
+    # A failed deterministic check keeps the fast-fail: the judge is not asked, and says why.
+    assert cases["average-revenue"]["judge_verdict"] == {"result": "SKIP", "reason": "not asked: contains failed"}
+    assert cases["scratch-copy-sandbox"]["judge_verdict"]["reason"] == "not asked: sandbox failed"
+    assert cases["csv-summary-e2e"]["judge_verdict"]["result"] == "PASS"
+
+
+def test_a_bad_case_file_still_gets_a_judge_verdict(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("fine")])
+    (pkg / "evals/cases/zz.yaml").write_text("name: zz\n")
+    out = tmp_path / "r.json"
+    aam_eval("run", "--replay", "--package", str(pkg), "-o", str(out))
+    bad = next(c for c in json.loads(out.read_text())["cases"] if c["name"] == "zz")
+    assert bad["judge_verdict"] == {"result": "SKIP", "reason": "not asked: the case file is invalid"}
+
+
+def test_help_imports_no_pydantic() -> None:
+    code = (
+        "import sys; from aam_eval_action.main import build_parser; build_parser().format_help();"
+        "print(sorted(m for m in ('pydantic', 'yaml', 'anthropic', 'openai', 'jinja2') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
