@@ -13,7 +13,8 @@ import pytest
 from aam_eval_action.testing.packages import simple_case, write_package
 
 from conftest import aam_eval
-from test_loader import CASE_OK
+
+CASE_OK = "name: good\ninput:\n  prompt: hi\njudge:\n  criteria: ok\n"
 
 BAD_CASE_FILES = {
     "unknown-key.yaml": CASE_OK.replace("name: good", "name: k") + "bogus: 1\n",
