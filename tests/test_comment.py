@@ -129,7 +129,7 @@ def table_rows(text: str) -> list[str]:
 
 def test_typical_comment() -> None:
     text = render_comment(typical(), run_url=RUN_URL)
-    assert "80.0% → 100.0% (+20.0 pp)" in text
+    assert "75.0% → 100.0% (+25.0 pp)** (over 4 cases graded on both sides)" in text
     assert_golden("comment_typical.md", text)
 
 
@@ -293,7 +293,7 @@ def test_marker_is_added_when_a_user_template_forgets_it(tmp_path: Path) -> None
     template = tmp_path / "bare.md.j2"
     template.write_text("Pass rate {{ diff | pass_rate }}\n", encoding="utf-8")
     text = render_comment(typical(), template=template, marker_id="nightly-2")
-    assert text == "<!-- aam-eval-action:comment id=nightly-2 -->\nPass rate 80.0% → 100.0% (+20.0 pp)\n"
+    assert text == "<!-- aam-eval-action:comment id=nightly-2 -->\nPass rate 75.0% → 100.0% (+25.0 pp)\n"
 
 
 def test_builtin_template_carries_the_marker_once() -> None:

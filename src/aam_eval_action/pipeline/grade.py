@@ -150,7 +150,8 @@ def combine(
         error=None if verdict == "PASS" else shown.error, file=loaded.file, line=loaded.line,
         replayed=replayed, fingerprint=fp.digest, session_id=session.session_id,
         usage=session.usage.model_dump() if session.usage else None,
-        cost_usd=_cost(sessions), replay_miss=shown.miss.kind if shown.miss else None,
+        cost_usd=_cost(sessions), run_cost_usd=0.0 if replayed else _cost(sessions),
+        replay_miss=shown.miss.kind if shown.miss else None,
         miss=miss_record(shown.miss) if shown.miss else None,
     )
     if len(graded) > 1:
