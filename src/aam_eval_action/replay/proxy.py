@@ -314,6 +314,9 @@ class ReplayProxy(_Proxy):
         """The first live request that differed from the recording."""
         self.live_requests = 0
         """Requests forwarded to the upstream after the divergence."""
+        self.refused = 0
+        """Requests answered with the divergence error (Claude Code re-sends a refused turn in
+        a few fallback shapes before it gives up; all are refused)."""
         self._by_stream: dict[Stream, list[tuple[Exchange, dict[str, Any]]]] = {}
         for exchange, full in zip(traffic.exchanges, full_requests(traffic), strict=True):
             self._by_stream.setdefault(exchange.stream, []).append((exchange, full))
@@ -338,6 +341,8 @@ class ReplayProxy(_Proxy):
             return
         assert divergence is not None
         if self.continue_upstream is None:
+            with self._lock:
+                self.refused += 1
             _refuse(reply, incoming.path, 400, f"{PREFIX}: diverged from the recording: {divergence.message}")
             return
         with self._lock:

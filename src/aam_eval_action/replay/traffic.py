@@ -55,6 +55,7 @@ Stream = Literal["agent", "side", "count_tokens", "other"]
 SHARED = "$shared"
 HISTORY = "$history"
 VALUE_WIDTH = 160
+CALL_WIDTH = 80
 # Keys that only identify a run (user, session, device, cache key); dropped from requests.
 RUN_ID_KEYS = ("metadata", "client_metadata", "prompt_cache_key")
 # Stable within one run only: the moving cache marker and the ids of Responses input items.
@@ -120,7 +121,7 @@ class ModelTraffic(_Model):
     """Traffic format version."""
     cli: str
     """The CLI that sent it: `claude` or `codex`."""
-    cli_version: str | None
+    cli_version: str | None = None
     """The CLI's version; a different one on PATH cannot re-execute this recording."""
     provider: Provider
     """The wire API: Anthropic Messages or OpenAI Responses."""
@@ -573,15 +574,15 @@ def _path_text(where: Path_) -> str:
     return text
 
 
-def _shorten(value: Any, other: Any) -> str | None:
+def _shorten(value: Any, other: Any, width: int = VALUE_WIDTH) -> str | None:
     """A value as one short line, starting a little before where it differs from `other`."""
     if value is _ABSENT:
         return None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     other_text = other if isinstance(other, str) else ""
     start = max(0, _common_prefix(text, other_text) - 40)
-    cut = text[start: start + VALUE_WIDTH]
-    cut = ("…" if start else "") + cut + ("…" if start + VALUE_WIDTH < len(text) else "")
+    cut = text[start: start + width]
+    cut = ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
     return " ".join(cut.split())
 
 
@@ -645,13 +646,13 @@ def _call_summary(args: Any) -> str | None:
         try:
             args = json.loads(args)
         except json.JSONDecodeError:
-            return _shorten(args, "")
+            return _shorten(args, "", CALL_WIDTH)
     if isinstance(args, dict):
         for key in ("command", "cmd", "file_path", "path", "skill"):
             if key in args:
                 value = args[key]
-                return _shorten(" ".join(value) if isinstance(value, list) else value, "")
-    return _shorten(args, "") if args else None
+                return _shorten(" ".join(value) if isinstance(value, list) else value, "", CALL_WIDTH)
+    return _shorten(args, "", CALL_WIDTH) if args else None
 
 
 # --- usage ---------------------------------------------------------------------------------
