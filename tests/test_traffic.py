@@ -26,7 +26,9 @@ from aam_eval_action.replay.traffic import (
     Paths,
     RecordedResponse,
     SseEvent,
+    attach_shared,
     build,
+    detach_shared,
     first_difference,
     full_requests,
     merge_deltas,
@@ -60,7 +62,8 @@ def _claude_request(*history: dict[str, Any], ws: Path = WS, day: str = "2026-11
         "model": "claude-sonnet-4-6", "stream": True, "max_tokens": 32000,
         "metadata": {"user_id": json.dumps({"device_id": "d1", "session_id": "s1"})},
         "system": [{"type": "text", "text": f"Memory lives in {ws.parent}/home/.claude/projects/"
-                                            f"{str(ws).replace('/', '-')}/memory"}],
+                                            f"{str(ws).replace('/', '-')}/memory" + " Be brief." * 120},
+                   {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.330.b8b;"}],
         "tools": [{"name": "Write", "input_schema": {}}, {"name": "Bash", "input_schema": {}}],
         "messages": [first, *history],
     }
@@ -132,6 +135,19 @@ def test_system_and_tools_are_stored_once_and_history_as_a_count() -> None:
     again = ModelTraffic.model_validate(yaml.safe_load(text))
     assert full_requests(again) == [NORM.request(r1), NORM.request(r2)]
     assert usage(again.exchanges) == {"input_tokens": 20, "output_tokens": 6}
+
+
+def test_the_shared_table_can_live_in_a_store_common_to_all_cases() -> None:
+    first = build("claude", "2.1.330", [_exchange(_claude_request())])
+    other_day = build("claude", "2.1.330", [_exchange(_claude_request(day="2026-11-23"))])
+    # Long blocks are shared (the same in every case); short ones stay inline in the request.
+    assert first.shared == other_day.shared
+    assert "x-anthropic-billing-header" in json.dumps(first.exchanges[0].request)
+    alone, store = detach_shared(first)
+    assert alone.shared == {} and "Memory lives in" not in dump_yaml(alone.model_dump(mode="json"))
+    assert full_requests(attach_shared(alone, store)) == full_requests(first)
+    with pytest.raises(KeyError, match="shared entries missing from the store: Bash-"):
+        attach_shared(alone, {})
 
 
 def test_a_path_split_across_json_fragments_is_rewritten_for_the_new_workspace() -> None:

@@ -85,11 +85,10 @@ def _workspace(engine: Engine, package: PackageLayout, prompt: str, target: str 
     workspace, home = base / "workspace", base / "home"
     workspace.mkdir()
     home.mkdir()
-    for rel in ("fixtures/sales.csv", "CHANGELOG.md"):
-        source = package.evals_dir / rel
-        if source.is_file():
-            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, workspace / rel)
+    # The example's input files and workspace files, where the runner puts them.
+    for source, rel in (("fixtures/sales.csv", "fixtures/sales.csv"), ("fixtures/CHANGELOG.md", "CHANGELOG.md")):
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(package.evals_dir / source, workspace / rel)
     engine.install(package, workspace, target)
     return AgentRun(
         prompt=prompt, model=engine.default_model, workspace=workspace, home=home,

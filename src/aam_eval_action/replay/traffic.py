@@ -56,6 +56,8 @@ SHARED = "$shared"
 HISTORY = "$history"
 VALUE_WIDTH = 160
 CALL_WIDTH = 80
+SHARE_MIN = 1024
+"""Text blocks at least this long are stored once in the shared table."""
 # Keys that only identify a run (user, session, device, cache key); dropped from requests.
 RUN_ID_KEYS = ("metadata", "client_metadata", "prompt_cache_key")
 # Stable within one run only: the moving cache marker and the ids of Responses input items.
@@ -307,27 +309,45 @@ def compact(full: dict[str, Any], previous: dict[str, Any] | None, shared: dict[
     """A normalised request as stored: big parts shared, history carried over from `previous`."""
     stored = dict(full)
     for key in ("system", "instructions"):
-        if stored.get(key):
+        if isinstance(stored.get(key), list):  # blocks one by one: a short one varies by prompt
+            stored[key] = [_share_big(block, shared, key) for block in stored[key]]
+        elif stored.get(key):
             stored[key] = _share(stored[key], shared, key)
     if isinstance(stored.get("tools"), list):
         stored["tools"] = [_share(tool, shared, "tool") for tool in stored["tools"]]
     key = history_key(full)
     items, before = full.get(key), (previous or {}).get(key)
     if isinstance(items, list) and isinstance(before, list) and before and items[: len(before)] == before:
-        stored[key] = items[len(before):]
+        items = items[len(before):]
         stored[HISTORY] = len(before)
+    if isinstance(items, list):
+        stored[key] = [_share_injected(item, shared) for item in items]
     return stored
+
+
+def _share_big(block: Any, shared: dict[str, Any], label: str) -> Any:
+    """A text block of at least SHARE_MIN characters as a shared reference, else itself."""
+    text = block.get("text") if isinstance(block, dict) else None
+    if isinstance(text, str) and len(text) >= SHARE_MIN:
+        return _share(block, shared, label)
+    return block
+
+
+def _share_injected(item: Any, shared: dict[str, Any]) -> Any:
+    """Long text blocks of a message (the CLI's own reminders and listings) shared.
+
+    They are the same in every case run by one CLI version, so a store common to all cases can
+    hold them once; tool results stay inline, they are what a reviewer reads.
+    """
+    content = item.get("content") if isinstance(item, dict) else None
+    if not isinstance(content, list):
+        return item
+    return dict(item, content=[_share_big(block, shared, "text") for block in content])
 
 
 def expand(stored: dict[str, Any], previous: dict[str, Any] | None, shared: dict[str, Any]) -> dict[str, Any]:
     """The full normalised request back from its stored form."""
-    full = {k: v for k, v in stored.items() if k != HISTORY}
-    for key in ("system", "instructions"):
-        full[key] = _unshare(full[key], shared) if key in full else None
-        if full[key] is None:
-            del full[key]
-    if isinstance(full.get("tools"), list):
-        full["tools"] = [_unshare(tool, shared) for tool in full["tools"]]
+    full = dict(_unshare({k: v for k, v in stored.items() if k != HISTORY}, shared))
     carried = int(stored.get(HISTORY, 0))
     if carried:
         key = history_key(full)
@@ -336,9 +356,39 @@ def expand(stored: dict[str, Any], previous: dict[str, Any] | None, shared: dict
 
 
 def _unshare(value: Any, shared: dict[str, Any]) -> Any:
-    if isinstance(value, dict) and set(value) == {SHARED}:
-        return shared[value[SHARED]]
+    """Every `$shared` reference replaced by its entry."""
+    if isinstance(value, dict):
+        if set(value) == {SHARED}:
+            return shared[value[SHARED]]
+        return {k: _unshare(v, shared) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshare(v, shared) for v in value]
     return value
+
+
+def detach_shared(traffic: ModelTraffic) -> tuple[ModelTraffic, dict[str, Any]]:
+    """The traffic without its shared table, and the table: for a store common to all cases."""
+    return traffic.model_copy(update={"shared": {}}), dict(traffic.shared)
+
+
+def attach_shared(traffic: ModelTraffic, store: dict[str, Any]) -> ModelTraffic:
+    """The traffic with the shared entries it refers to taken from a common store."""
+    wanted = _references(traffic.model_dump(mode="json")["exchanges"])
+    absent = sorted(wanted - set(traffic.shared) - set(store))
+    if absent:
+        raise KeyError(f"shared entries missing from the store: {', '.join(absent[:3])}")
+    found = {key: traffic.shared.get(key, store.get(key)) for key in sorted(wanted)}
+    return traffic.model_copy(update={"shared": found})
+
+
+def _references(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        if set(value) == {SHARED}:
+            return {str(value[SHARED])}
+        return set().union(*(_references(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_references(v) for v in value)) if value else set()
+    return set()
 
 
 def build(
