@@ -312,7 +312,9 @@ def test_recording_proxy_streams_chunk_by_chunk_and_never_stores_the_key(slow_up
     traffic = proxy.traffic()
     assert _SlowSse.seen[0]["x-api-key"] == "sk-ant-CANARY-000111"
     assert (traffic.cli, traffic.cli_version, traffic.provider) == ("claude", "2.1.330", "anthropic-messages")
-    assert [e.event for e in traffic.exchanges[0].response.events or []] == ["message_start", "message_stop"]
+    events = traffic.exchanges[0].response.events or []
+    assert [(e.event, e.data["type"]) for e in events] == [(None, "message_start"), (None, "message_stop")]
+    assert sse_bytes(events).startswith(b"event: message_start\ndata: {")
     assert "CANARY" not in dump_yaml(traffic.model_dump(mode="json"))
 
 

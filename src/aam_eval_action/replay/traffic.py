@@ -55,7 +55,7 @@ Stream = Literal["agent", "side", "count_tokens", "other"]
 SHARED = "$shared"
 HISTORY = "$history"
 VALUE_WIDTH = 160
-CALL_WIDTH = 80
+CALL_WIDTH = 160
 SHARE_MIN = 1024
 """Text blocks at least this long are stored once in the shared table."""
 # Keys that only identify a run (user, session, device, cache key); dropped from requests.
@@ -84,7 +84,7 @@ class SseEvent(_Model):
     """One server-sent event of a streamed answer."""
 
     event: str | None = None
-    """The SSE `event:` name (None when the server sent only `data:`)."""
+    """The SSE `event:` name; None when it is the same as `data.type` (or there was none)."""
     data: Any = None
     """The `data:` payload, parsed from JSON (kept as text when it is not JSON)."""
 
@@ -208,8 +208,9 @@ class Normaliser:
     def response(self, response: RecordedResponse) -> RecordedResponse:
         """An answer with paths as placeholders and secrets redacted, deltas merged."""
         events = None if response.events is None else merge_deltas(response.events)
-        if events is not None:
-            events = [SseEvent(event=e.event, data=self._deep(e.data)) for e in events]
+        if events is not None:  # an event name that only repeats `data.type` is left out
+            events = [SseEvent(event=None if e.event == _type(e.data) else e.event, data=self._deep(e.data))
+                      for e in events]
         return RecordedResponse(status=response.status, events=events, body=self._deep(response.body))
 
     def _deep(self, value: Any) -> Any:
@@ -508,9 +509,15 @@ def sse_bytes(events: Sequence[SseEvent]) -> bytes:
     parts = []
     for event in events:
         data = event.data if isinstance(event.data, str) else json.dumps(event.data, ensure_ascii=False)
-        head = f"event: {event.event}\n" if event.event else ""
+        name = event.event or _type(event.data)
+        head = f"event: {name}\n" if name else ""
         parts.append(f"{head}data: {data}\n\n")
     return "".join(parts).encode()
+
+
+def _type(data: Any) -> str | None:
+    kind = data.get("type") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def parse_sse(raw: bytes) -> list[SseEvent]:
