@@ -23,7 +23,7 @@ from aam_eval_action.engines.base import AgentRun, Engine
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.redact import Redactor
-from aam_eval_action.replay.cli_version import installed_version
+from aam_eval_action.replay.cli_version import CliVersionError, check_installed, installed_version
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
 from aam_eval_action.session import Session
@@ -169,6 +169,10 @@ def test_rerun_of_an_unchanged_package_is_identical_and_offline(
     assert len(replayed.session.tool_calls) == len(recorded.session.tool_calls) == 2
     assert [c.name for c in replayed.session.tool_calls] == [c.name for c in recorded.session.tool_calls]
     assert traffic.cli_version == installed_version(traffic.cli)
+    check_installed(traffic)
+    assert proxy.unserved == {} and proxy.failures == []
+    with pytest.raises(CliVersionError, match=f"recorded with {traffic.cli} 0.0.1 but {traffic.cli} "):
+        check_installed(traffic.model_copy(update={"cli_version": "0.0.1"}))
 
 
 def test_stored_traffic_keeps_no_secret_and_no_temp_path(
@@ -227,14 +231,17 @@ def test_a_changed_script_diverges_naming_its_call(
     script.write_text(script.read_text().replace('"- Total ', '"- Sum of '))
 
     replayed = rerun(engine, package, traffic, SUMMARY, "skill:csv-summary")
-    divergence = replayed.proxy.divergence if isinstance(replayed.proxy, ReplayProxy) else None
+    assert isinstance(replayed.proxy, ReplayProxy)
+    divergence = replayed.proxy.divergence
     assert divergence is not None, replayed.session.output
     print(divergence.message)
     assert divergence.turn == 3
     assert divergence.tool_name == ("Bash" if engine.name == "claude-code" else "exec_command")
     assert "summarize.py" in (divergence.tool_input or "")
     assert "Total units: 35" in (divergence.recorded or "") and "Sum of units: 35" in (divergence.live or "")
-    assert replayed.session.is_error
+    assert replayed.session.is_error and "diverged from the recording" in (replayed.session.error or "")
+    assert replayed.proxy.served == {"agent": 2} and replayed.proxy.unserved == {"agent": 1}
+    print(f"{engine.name}: {replayed.proxy.refused} refused request(s), {replayed.session.duration_seconds:.2f} s")
 
 
 def test_editing_a_skill_the_session_never_loads_reruns_identically(

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 
 from aam_eval_action.errors import AamEvalError
+from aam_eval_action.replay.traffic import ModelTraffic
 
 VERSION = re.compile(r"\d+\.\d+\.\d+\S*")
 PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
@@ -51,3 +52,8 @@ def check_version(cli: str, recorded: str | None, installed: str | None) -> None
             f"is on PATH; install {package}@{recorded}, re-record the case with {cli} {installed}, "
             "or use snapshot replay (--no-rerun)"
         )
+
+
+def check_installed(traffic: ModelTraffic) -> None:
+    """Raise CliVersionError unless the CLI on PATH is the one the traffic was recorded with."""
+    check_version(traffic.cli, traffic.cli_version, installed_version(traffic.cli))

@@ -154,8 +154,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = {}
         headers = {k.lower(): v for k, v in self.headers.items()}
         incoming = Incoming("POST", self.path, headers, raw, body if isinstance(body, dict) else {})
+        reply = _Reply(self)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.server.owner.serve(incoming, _Reply(self))
+            try:
+                self.server.owner.serve(incoming, reply)
+            except Exception as exc:  # a bug must stop the CLI, not make it retry a dead socket
+                self.server.owner.failures.append(f"{type(exc).__name__}: {exc}")
+                if not reply.started:
+                    _refuse(reply, self.path, 400, f"{PREFIX}: internal error: {exc}")
 
     def do_GET(self) -> None:
         self.server.owner.count_request()
@@ -172,6 +178,8 @@ class _Proxy:
         """Connections the CLI opened to this proxy."""
         self.requests = 0
         """Requests this proxy received."""
+        self.failures: list[str] = []
+        """Errors inside the proxy itself (each answered with a 400 so the CLI stops)."""
         self.cli: str | None = None
         self.cli_version: str | None = None
         self._exchanges: list[tuple[str, dict[str, Any], RecordedResponse, bool]] = []
@@ -326,6 +334,12 @@ class ReplayProxy(_Proxy):
     def served(self) -> dict[Stream, int]:
         """Recorded answers served per stream."""
         return dict(self._served)
+
+    @property
+    def unserved(self) -> dict[Stream, int]:
+        """Recorded exchanges per stream that no live request asked for (the run ended early)."""
+        left = {stream: len(items) - self._served.get(stream, 0) for stream, items in self._by_stream.items()}
+        return {stream: n for stream, n in left.items() if n}
 
     @property
     def live_usage(self) -> dict[str, int]:
