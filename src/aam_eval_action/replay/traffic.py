@@ -12,18 +12,23 @@ recorded response of that stream.
 
 **Normalisation.** Before two requests are compared, both are normalised the same way: the
 workspace, HOME and temp base paths (and their realpaths) become `$WORKSPACE`, `$HOME` and
-`$TMP`; per-run ids (`metadata.user_id`, Codex's `client_metadata`, `prompt_cache_key` and
+`$TMP`, Claude Code's project directory name (the workspace path with `-` for `/`) becomes
+`$PROJECT`; per-run ids (`metadata.user_id`, Codex's `client_metadata`, `prompt_cache_key` and
 input item ids), `cache_control` markers (they move to the newest message each turn), the
 date line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time` are
 replaced or dropped; secrets are redacted. A user's `rerun-ignore` regexes are applied to
 both sides at comparison time only, so changing them never needs a re-recording.
 
-**Storage.** Requests are stored normalised. The system prompt, instructions and every tool
-schema go once into a `shared` table keyed by a short hash; each request refers to them. A
-request's message history is stored as the number of messages carried over from the previous
-request of its stream plus the new ones. Streamed answers are kept as parsed SSE events, with
-consecutive text and JSON deltas merged into one event (readable, and a path split across
-`input_json_delta` fragments is whole again, so it can be rewritten for a new workspace).
+**Storage.** Requests are stored normalised. Every tool schema and every long (>= 1 KiB) text
+block of the system prompt, instructions or messages (the CLI's own prompt and reminders) go
+once into a `shared` table keyed by name and a short content hash; requests refer to them as
+`{$shared: KEY}`. Those entries are the same in every case run by one CLI version, so
+`detach_shared` / `attach_shared` let a cassette directory keep them in one common store. A
+request's message history is stored as `$history` (the number of messages carried over from
+the previous request of its stream) plus the new messages only. Streamed answers are kept as
+parsed SSE events, with consecutive text and JSON deltas merged into one event (readable, and a
+path split across `input_json_delta` fragments is whole again, so it can be rewritten for a new
+workspace and served as one fragment).
 
 **Divergence.** `first_difference` walks a recorded and a live request in parallel and
 reports the first differing JSON path with both values shortened. When the difference lies in
@@ -128,7 +133,8 @@ class ModelTraffic(_Model):
     provider: Provider
     """The wire API: Anthropic Messages or OpenAI Responses."""
     shared: dict[str, Any]
-    """System prompts, instructions and tool schemas, stored once, keyed by a short hash."""
+    """Tool schemas and long prompt blocks, stored once, keyed by name and a short hash
+    (empty when they live in a common store: see `detach_shared`)."""
     exchanges: list[Exchange]
     """Every request and answer, in order."""
 
@@ -159,6 +165,7 @@ class Paths:
         return sorted(set(pairs), key=lambda p: (-len(p[0]), p[0]))
 
     def to_placeholders(self, text: str) -> str:
+        """This run's paths replaced by `$WORKSPACE`, `$HOME`, `$TMP`, `$PROJECT`."""
         for path, name in self.placeholders():
             text = text.replace(path, name)
         return text
@@ -191,6 +198,7 @@ class Normaliser:
         self.redactor = redactor
 
     def text(self, value: str) -> str:
+        """One string: paths to placeholders, secrets redacted, volatile parts replaced."""
         value = self.redactor.text(self.paths.to_placeholders(value))
         for pattern, repl in VOLATILE_TEXT:
             value = pattern.sub(repl, value)
