@@ -112,6 +112,23 @@ def test_secrets_are_redacted_from_requests_and_answers() -> None:
     assert "CANARY" not in json.dumps(request) + json.dumps(answer.body)
 
 
+def test_ids_the_api_issues_are_renamed_in_answers_and_where_requests_echo_them() -> None:
+    norm = Normaliser(PATHS, NORM.redactor)
+    answer = norm.response(RecordedResponse(status=200, events=[
+        SseEvent(event="message_start", data={"type": "message_start", "message": {"id": "msg_01XyZabc"}}),
+        SseEvent(event="content_block_start", data={"type": "content_block_start", "index": 0, "content_block":
+                 {"type": "tool_use", "id": "toolu_01AbCdEf", "name": "Bash", "input": {}}}),
+    ]))
+    assert [e.data.get("message", e.data.get("content_block"))["id"] for e in answer.events or []] == [
+        "msg_aam001", "toolu_aam002"]
+    request = norm.request(_claude_request(_tool_use("toolu_01AbCdEf", "Bash", {}), _tool_result("toolu_01AbCdEf", "ok")))
+    assert request["messages"][1]["content"][0]["id"] == "toolu_aam002"
+    assert request["messages"][2]["content"][0]["tool_use_id"] == "toolu_aam002"
+    # Served again in a replay, renamed ids keep their names and new ones follow on.
+    again = Normaliser(PATHS, NORM.redactor)
+    assert again.ids.issue("toolu_aam002") == "toolu_aam002" and again.ids.issue("call_9f8e7d6c") == "call_aam003"
+
+
 # --- storage -----------------------------------------------------------------------------------
 
 

@@ -175,6 +175,15 @@ def test_rerun_of_an_unchanged_package_is_identical_and_offline(
         check_installed(traffic.model_copy(update={"cli_version": "0.0.1"}))
 
 
+def test_recording_the_same_session_twice_gives_the_same_bytes(
+    engine: Engine, package: PackageLayout, server: ModelServer
+) -> None:
+    first = record(engine, package, server, SUMMARY, "skill:csv-summary")[1]
+    second = record(engine, package, server, SUMMARY, "skill:csv-summary")[1]
+    assert dump_yaml(first.model_dump(mode="json")) == dump_yaml(second.model_dump(mode="json"))
+    assert "_aam001" in dump_yaml(first.model_dump(mode="json"))
+
+
 def test_stored_traffic_keeps_no_secret_and_no_temp_path(
     engine: Engine, package: PackageLayout, server: ModelServer
 ) -> None:

@@ -16,7 +16,9 @@ workspace, HOME and temp base paths (and their realpaths) become `$WORKSPACE`, `
 `$PROJECT`; per-run ids (`metadata.user_id`, Codex's `client_metadata`, `prompt_cache_key` and
 input item ids), `cache_control` markers (they move to the newest message each turn), the
 date line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time` are
-replaced or dropped; secrets are redacted. A user's `rerun-ignore` regexes are applied to
+replaced or dropped; secrets are redacted. Ids the API issues (messages, tool calls, items) are
+renamed in order of first sight (`toolu_aam001`), in answers and where requests echo them, so
+recording the same session twice gives the same bytes. A user's `rerun-ignore` regexes are applied to
 both sides at comparison time only, so changing them never needs a re-recording.
 
 **Storage.** Requests are stored normalised. Every tool schema and every long (>= 1 KiB) text
@@ -45,7 +47,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -76,6 +79,9 @@ VOLATILE_TEXT = (
 GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
+ID_KEYS = ("id", "call_id", "item_id", "tool_use_id")
+ID_SHAPE = re.compile(r"^([A-Za-z]+)_[\w-]{6,}$")
+STABLE_ID = re.compile(r"^([A-Za-z]+)_aam(\d+)$")
 
 
 # --- the stored format ---------------------------------------------------------------------
@@ -190,12 +196,62 @@ def project_slug(path: str) -> str:
 # --- normalisation -------------------------------------------------------------------------
 
 
+class Ids:
+    """Ids the model API issues (messages, tool calls, items), renamed in order of first sight.
+
+    The API makes new ones on every call, so without this two recordings of the same session
+    would differ; the CLI only needs them to be consistent, and it echoes the renamed ones back.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def issue(self, value: str) -> str:
+        """The stable name of an id seen in an answer (registered on first sight)."""
+        with self._lock:
+            if value in self._names:
+                return self._names[value]
+            stable, shaped = STABLE_ID.match(value), ID_SHAPE.match(value)
+            if stable:  # already renamed: a recorded answer served again
+                self._count = max(self._count, int(stable.group(2)))
+                name = value
+            elif shaped:
+                self._count += 1
+                name = f"{shaped.group(1)}_aam{self._count:03d}"
+            else:
+                return value
+            self._names[value] = name
+            return name
+
+    def known(self, value: str) -> str:
+        """An id echoed in a request, by its stable name when an answer issued it."""
+        with self._lock:
+            return self._names.get(value, value)
+
+
+def _rename_ids(value: Any, rename: Callable[[str], str]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: rename(v) if k in ID_KEYS and isinstance(v, str) else _rename_ids(v, rename)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_rename_ids(v, rename) for v in value]
+    return value
+
+
 class Normaliser:
-    """Turns a run's raw requests and answers into their run-independent form."""
+    """Turns a run's raw requests and answers into their run-independent form.
+
+    One per session: it remembers the ids the answers issued, to rename them in later requests.
+    """
 
     def __init__(self, paths: Paths, redactor: Redactor) -> None:
         self.paths = paths
         self.redactor = redactor
+        self.ids = Ids()
 
     def text(self, value: str) -> str:
         """One string: paths to placeholders, secrets redacted, volatile parts replaced."""
@@ -211,15 +267,18 @@ class Normaliser:
         body = {k: v for k, v in body.items() if k not in RUN_ID_KEYS}
         if isinstance(body.get("input"), list):  # Responses input items carry random ids
             body["input"] = [_without(item, "id") for item in body["input"]]
-        return dict(self._deep(_strip_keys(body, VOLATILE_KEYS)))
+        return dict(_rename_ids(self._deep(_strip_keys(body, VOLATILE_KEYS)), self.ids.known))
 
     def response(self, response: RecordedResponse) -> RecordedResponse:
         """An answer with paths as placeholders and secrets redacted, deltas merged."""
         events = None if response.events is None else merge_deltas(response.events)
         if events is not None:  # an event name that only repeats `data.type` is left out
-            events = [SseEvent(event=None if e.event == _type(e.data) else e.event, data=self._deep(e.data))
+            events = [SseEvent(event=None if e.event == _type(e.data) else e.event, data=self._answer(e.data))
                       for e in events]
-        return RecordedResponse(status=response.status, events=events, body=self._deep(response.body))
+        return RecordedResponse(status=response.status, events=events, body=self._answer(response.body))
+
+    def _answer(self, data: Any) -> Any:
+        return _rename_ids(self._deep(data), self.ids.issue)
 
     def _deep(self, value: Any) -> Any:
         if isinstance(value, str):
