@@ -357,6 +357,27 @@ def test_replay_proxy_answers_by_stream_and_refuses_a_difference_with_400() -> N
     assert proxy.divergence is not None and proxy.divergence.turn == 1
 
 
+def test_a_recorded_overload_is_served_again_for_an_immediate_retry() -> None:
+    agent = {"model": "m", "max_tokens": 1000, "tools": [{"name": "Bash"}], "messages": [{"role": "user", "content": "hi"}]}
+    overloaded = RecordedResponse(status=529, body={"type": "error", "error": {"type": "overloaded_error"}})
+    traffic = build("claude", "2.1.330", [
+        ("/v1/messages?beta=true", NORM.request(agent), overloaded, False), _exchange(agent),
+    ])
+    with ReplayProxy(traffic, Normaliser(PATHS, NORM.redactor)) as proxy:
+        conn = http.client.HTTPConnection(proxy.url.removeprefix("http://"), timeout=10)
+        try:
+            conn.request("POST", "/v1/messages?beta=true", body=json.dumps(agent))
+            first = conn.getresponse()
+            assert (first.status, first.getheader("retry-after")) == (529, "0")
+            first.read()
+            conn.request("POST", "/v1/messages?beta=true", body=json.dumps(agent))
+            second = conn.getresponse()
+            assert second.status == 200 and b"message_start" in second.read()
+        finally:
+            conn.close()
+    assert proxy.divergence is None and proxy.served == {"agent": 2}
+
+
 # --- CLI version -------------------------------------------------------------------------------
 
 

@@ -57,6 +57,9 @@ HOP_BY_HOP = {
     "upgrade", "host", "content-length", "accept-encoding",
 }  # fmt: skip
 AUTH_HEADERS = ("x-api-key", "authorization")
+PASSED_BACK = {"retry-after", "retry-after-ms", "x-should-retry", "request-id", "x-request-id"}
+RETRY_NOW = (("retry-after", "0"), ("x-should-retry", "true"))
+Headers = Sequence[tuple[str, str]]
 CLI_AGENT = re.compile(r"^(claude-cli|codex_\w+)/(\S+)")
 UPSTREAM_TIMEOUT = 600.0
 PREFIX = "aam-eval replay"
@@ -99,22 +102,26 @@ class _Reply:
         self._h = handler
         self.started = False
 
-    def whole(self, status: int, content_type: str, data: bytes) -> None:
+    def whole(self, status: int, content_type: str, data: bytes, headers: Headers = ()) -> None:
         self._h.send_response(status)
         self._h.send_header("content-type", content_type)
         self._h.send_header("content-length", str(len(data)))
+        for name, value in headers:
+            self._h.send_header(name, value)
         self._h.end_headers()
         self._h.wfile.write(data)
         self.started = True
 
-    def json(self, status: int, body: Any) -> None:
-        self.whole(status, "application/json", json.dumps(body).encode())
+    def json(self, status: int, body: Any, headers: Headers = ()) -> None:
+        self.whole(status, "application/json", json.dumps(body).encode(), headers)
 
-    def open_stream(self, status: int, content_type: str) -> None:
+    def open_stream(self, status: int, content_type: str, headers: Headers = ()) -> None:
         self._h.send_response(status)
         self._h.send_header("content-type", content_type)
         self._h.send_header("cache-control", "no-cache")
         self._h.send_header("transfer-encoding", "chunked")
+        for name, value in headers:
+            self._h.send_header(name, value)
         self._h.end_headers()
         self.started = True
 
@@ -265,14 +272,16 @@ def _upstream_headers(incoming: Incoming, upstream: Upstream) -> dict[str, str]:
 
 def _relay(resp: http.client.HTTPResponse, reply: _Reply) -> RecordedResponse:
     content_type = resp.getheader("content-type", "application/json")
+    # Retry hints and request ids reach the CLI as they came (not stored: they vary per call).
+    headers = [(k, v) for k, v in resp.getheaders() if k.lower() in PASSED_BACK]
     if "text/event-stream" not in content_type:
         data = resp.read()
-        reply.whole(resp.status, content_type, data)
+        reply.whole(resp.status, content_type, data, headers)
         try:
             return RecordedResponse(status=resp.status, body=json.loads(data or b"null"))
         except json.JSONDecodeError:
             return RecordedResponse(status=resp.status, body=data.decode("utf-8", "replace"))
-    reply.open_stream(resp.status, content_type)
+    reply.open_stream(resp.status, content_type, headers)
     received = bytearray()
     while chunk := resp.read1(65536):
         reply.chunk(chunk)  # passed on at once: the CLI sees tokens as the model produces them
@@ -393,7 +402,9 @@ class ReplayProxy(_Proxy):
         response = exchange.response
         paths = self.normaliser.paths
         if response.events is None:
-            reply.json(response.status, served_body(response.body, paths))
+            # A recorded overload or rate limit is retried by the CLI: at once, as it was then.
+            retry = RETRY_NOW if response.status == 429 or response.status >= 500 else ()
+            reply.json(response.status, served_body(response.body, paths), retry)
             return
         data = sse_bytes(served_events(response.events, paths))
         reply.whole(response.status, "text/event-stream", data)
