@@ -28,7 +28,7 @@ from aam_eval_action.engines.base import AgentRun, Engine
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.redact import Redactor
-from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream
+from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
 from aam_eval_action.session import Session
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
@@ -79,9 +79,7 @@ def workspace(engine: Engine, case: dict[str, Any]) -> AgentRun:
 
 
 def pointed(engine: Engine, run: AgentRun, url: str) -> AgentRun:
-    if engine.name == "claude-code":
-        return dataclasses.replace(run, env={**run.env, "ANTHROPIC_BASE_URL": url})
-    return dataclasses.replace(run, env={**run.env, "OPENAI_BASE_URL": url + "/v1"})
+    return dataclasses.replace(run, env={**run.env, **proxy_env(engine.name, url)})
 
 
 def normaliser(run: AgentRun) -> Normaliser:

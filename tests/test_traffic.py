@@ -19,13 +19,14 @@ import yaml
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.cli_version import CliVersionError, check_version
-from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream
+from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import (
     ModelTraffic,
     Normaliser,
     Paths,
     RecordedResponse,
     SseEvent,
+    TrafficError,
     attach_shared,
     build,
     detach_shared,
@@ -33,8 +34,10 @@ from aam_eval_action.replay.traffic import (
     full_requests,
     merge_deltas,
     parse_sse,
+    parse_traffic,
     served_events,
     sse_bytes,
+    stored,
     usage,
 )
 
@@ -250,6 +253,26 @@ def test_rerun_ignore_patterns_apply_to_both_sides() -> None:
     assert first_difference(recorded, live) is not None
     ignore = [re.compile(r"\d\d:\d\d:\d\d"), re.compile(r"/tmp/tmp\w+")]
     assert first_difference(recorded, live, ignore=ignore) is None
+
+
+def test_damaged_or_newer_traffic_is_refused_with_the_reason() -> None:
+    good = stored(build("claude", "2.1.330", [_exchange(_claude_request())]))
+    assert full_requests(parse_traffic(good)) == [NORM.request(_claude_request())]
+    with pytest.raises(TrafficError, match="version 9 is newer"):
+        parse_traffic({**good, "version": 9})
+    with pytest.raises(TrafficError, match=r"damaged model traffic: exchanges\.0\.stream"):
+        parse_traffic({**good, "exchanges": [{**good["exchanges"][0], "stream": "chat"}]})
+    with pytest.raises(TrafficError, match="unknown shared entry 'Bash-"):
+        parse_traffic({**good, "shared": {k: v for k, v in good["shared"].items() if not k.startswith("Bash")}})
+
+
+def test_each_engine_is_pointed_at_the_proxy_and_its_upstream_comes_from_the_run_env() -> None:
+    assert proxy_env("claude-code", "http://127.0.0.1:5") == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:5"}
+    assert proxy_env("codex", "http://127.0.0.1:5") == {"OPENAI_BASE_URL": "http://127.0.0.1:5/v1"}
+    assert upstream_for("claude-code", {}).url("/v1/messages?beta=true") == "https://api.anthropic.com/v1/messages?beta=true"
+    assert upstream_for("codex", {}).url("/v1/responses") == "https://api.openai.com/v1/responses"
+    gateway = upstream_for("codex", {"OPENAI_BASE_URL": "https://gw.example/openai/v1"}, key="k")
+    assert gateway.url("/v1/responses") == "https://gw.example/openai/v1/responses" and gateway.key == "k"
 
 
 # --- the proxies on the wire -------------------------------------------------------------------

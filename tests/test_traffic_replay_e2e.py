@@ -24,8 +24,8 @@ from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.cli_version import CliVersionError, check_installed, installed_version
-from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream
-from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
+from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env, upstream_for
+from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths, parse_traffic
 from aam_eval_action.session import Session
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
@@ -98,17 +98,17 @@ def _workspace(engine: Engine, package: PackageLayout, prompt: str, target: str 
 
 def _pointed(engine: Engine, run: AgentRun, url: str) -> AgentRun:
     """The run with the engine's base URL at `url`, as the pipeline points a CLI at a proxy."""
-    key = "ANTHROPIC_BASE_URL" if engine.name == "claude-code" else "OPENAI_BASE_URL"
-    base = url if engine.name == "claude-code" else url + "/v1"
-    return dataclasses.replace(run, env={**run.env, key: base})
+    return dataclasses.replace(run, env={**run.env, **proxy_env(engine.name, url)})
 
 
 def _normaliser(run: AgentRun) -> Normaliser:
     return Normaliser(Paths(run.workspace, run.home, run.workspace.parent), Redactor(CANARIES))
 
 
-def _upstream(engine: Engine, server: ModelServer) -> Upstream:
-    return Upstream(server.url if engine.name == "claude-code" else server.url + "/v1")
+def _upstream(engine: Engine, server: ModelServer, key: str | None = None) -> Upstream:
+    """The scripted server, given the way the runner gives the engine's base URL."""
+    env = {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1"}
+    return upstream_for(engine.name, env, key)
 
 
 def _files(run: AgentRun) -> dict[str, str]:
@@ -129,7 +129,7 @@ def record(engine: Engine, package: PackageLayout, server: ModelServer, prompt: 
     files = _files(run)
     shutil.rmtree(run.workspace.parent)
     stored = dump_yaml(proxy.traffic().model_dump(mode="json", exclude_none=True))
-    return Run(session, files, proxy), ModelTraffic.model_validate(yaml.safe_load(stored))
+    return Run(session, files, proxy), parse_traffic(yaml.safe_load(stored))
 
 
 def rerun(engine: Engine, package: PackageLayout, traffic: ModelTraffic, prompt: str,
@@ -280,7 +280,7 @@ def test_after_a_divergence_the_session_continues_live_for_the_remaining_turns(
     script.write_text(script.read_text().replace('"- Total ', '"- Sum of '))
 
     with ModelServer(SCENARIOS) as upstream_server:
-        upstream = Upstream(_upstream(engine, upstream_server).base_url, key="sk-live-KEY-from-runner")
+        upstream = _upstream(engine, upstream_server, key="sk-live-KEY-from-runner")
         replayed = rerun(engine, package, traffic, SUMMARY, "skill:csv-summary", upstream=upstream)
     proxy = replayed.proxy
     assert isinstance(proxy, ReplayProxy) and proxy.divergence is not None

@@ -27,7 +27,7 @@ import json
 import re
 import threading
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +93,20 @@ class Upstream:
         if base.endswith("/v1") and path.startswith("/v1/"):
             path = path[3:]
         return base + path
+
+
+DEFAULT_UPSTREAMS = {"claude-code": "https://api.anthropic.com", "codex": "https://api.openai.com/v1"}
+BASE_URL_VARS = {"claude-code": "ANTHROPIC_BASE_URL", "codex": "OPENAI_BASE_URL"}
+
+
+def upstream_for(engine: str, env: Mapping[str, str], key: str | None = None) -> Upstream:
+    """Where the engine's CLI would have sent its requests: its `*_BASE_URL` in env, else the API."""
+    return Upstream(env.get(BASE_URL_VARS[engine]) or DEFAULT_UPSTREAMS[engine], key)
+
+
+def proxy_env(engine: str, proxy_url: str) -> dict[str, str]:
+    """The run env that points the engine's CLI at a proxy (Codex's provider base URL ends in /v1)."""
+    return {BASE_URL_VARS[engine]: proxy_url + ("/v1" if engine == "codex" else "")}
 
 
 class _Reply:

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aam_eval_action.redact import Redactor
 
@@ -143,6 +143,34 @@ class ModelTraffic(_Model):
     (empty when they live in a common store: see `detach_shared`)."""
     exchanges: list[Exchange]
     """Every request and answer, in order."""
+
+
+class TrafficError(ValueError):
+    """Stored traffic that cannot be used; the message says why."""
+
+
+def parse_traffic(data: Any) -> ModelTraffic:
+    """Traffic from its stored (YAML-loaded) form; TrafficError when damaged or too new."""
+    version = data.get("version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version > TRAFFIC_VERSION:
+        raise TrafficError(
+            f"model traffic format version {version} is newer than this aam-eval supports "
+            f"({TRAFFIC_VERSION}); upgrade aam-eval-action"
+        )
+    try:
+        traffic = ModelTraffic.model_validate(data)
+        full_requests(traffic)  # every `$shared` reference resolves
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise TrafficError(f"damaged model traffic: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    except KeyError as exc:
+        raise TrafficError(f"damaged model traffic: unknown shared entry {exc}") from None
+    return traffic
+
+
+def stored(traffic: ModelTraffic) -> dict[str, Any]:
+    """Traffic as plain data for the cassette (dump it with `fsutil.dump_yaml`)."""
+    return traffic.model_dump(mode="json", exclude_none=True)
 
 
 # --- paths ---------------------------------------------------------------------------------
