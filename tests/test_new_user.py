@@ -98,3 +98,57 @@ def test_help_imports_no_pydantic() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_stale_cases_do_not_move_the_headline(example: Path, tmp_path: Path) -> None:
+    from aam_eval_action.diff import diff_reports
+    from aam_eval_action.render.comment import render_comment
+    from aam_eval_action.report import load_report
+
+    base = tmp_path / "base.json"
+    aam_eval("run", "--replay", "--package", str(example), "-o", str(base))
+    # The PR edits one line of the skill without re-recording: every case that installs it is stale.
+    skill = example / "skills/csv-summary/SKILL.md"
+    skill.write_text(skill.read_text() + "\nOne more line.\n")
+    head = tmp_path / "head.json"
+    aam_eval("run", "--replay", "--package", str(example), "-o", str(head))
+    summary = json.loads(head.read_text())["summary"]
+    assert summary["graded"] == 0 and summary["not_replayable"] == summary["total"] == 6
+    text = render_comment(diff_reports(load_report(base), load_report(head)))
+    first = text.splitlines()[1]
+    assert first == "## ⚠️ Agent evals: @​aam-examples/csv-tools: no case could be graded"
+    assert "**No verdict:** none of the 6 cases could be replayed" in text
+    assert "Pass rate" not in text.split("| | Base")[0]  # no number in the headline
+
+
+def test_headline_compares_only_cases_graded_on_both_sides() -> None:
+    from aam_eval_action.diff import diff_reports
+    from aam_eval_action.render.comment import render_comment
+    from aam_eval_action.render.text import format_text
+
+    from support.reports import case, report
+
+    base = report([case("a"), case("b"), case("c"), case("d")])
+    head = report([case("a"), case("b", "FAIL"), case("c", "ERROR", replay_miss="stale"),
+                   case("d", "ERROR", replay_miss="no-cassette"), case("e")])
+    d = diff_reports(base, head)
+    assert (d.compared, d.base_compared_rate, d.head_compared_rate, d.pass_rate_delta_pp) == (2, 1.0, 0.5, -50.0)
+    assert (d.head.graded, d.head.not_replayable, d.head.pass_rate) == (3, 2, round(2 / 3, 4))
+    text = render_comment(d)
+    assert "**Pass rate 100.0% → 50.0% (-50.0 pp)** (over 2 cases graded on both sides · 2 not replayable)" in text
+    assert "Pass rate: 100.0% → 50.0% (-50.0 pp) (over 2 cases graded on both sides · 2 not replayable)" in format_text(d)
+
+
+def test_replay_cost_is_shown_as_recorded_not_spent(example: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = aam_eval("run", "--replay", "--package", str(example), "-o", str(out))
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["cost_usd"] > 0 and summary["run_cost_usd"] == 0
+    assert f"recorded ${summary['cost_usd']:.4f} · this run $0.0000" in result.out
+    from aam_eval_action.diff import diff_reports
+    from aam_eval_action.render.comment import render_comment
+    from aam_eval_action.report import load_report
+
+    text = render_comment(diff_reports(load_report(out), load_report(out)))
+    assert "| Cost (this run) | $0.0000 | $0.0000 | |" in text
+    assert "| Cost (recorded) |" in text
