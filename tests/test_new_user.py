@@ -152,3 +152,22 @@ def test_replay_cost_is_shown_as_recorded_not_spent(example: Path, tmp_path: Pat
     text = render_comment(diff_reports(load_report(out), load_report(out)))
     assert "| Cost (this run) | $0.0000 | $0.0000 | |" in text
     assert "| Cost (recorded) |" in text
+
+
+def test_action_outputs_and_min_pass_rate_count_only_graded_cases(tmp_path: Path) -> None:
+    from aam_eval_action.commands.action import exit_code, outputs
+    from aam_eval_action.diff import diff_reports
+    from aam_eval_action.github.inputs import ActionInputs, GitHubContext
+
+    from support.reports import case, report
+
+    base = report([case("a"), case("b"), case("c")])
+    head = report([case("a"), case("b"), case("c", "ERROR", replay_miss="stale")])
+    d = diff_reports(base, head)
+    gh = GitHubContext.from_env({"GITHUB_WORKSPACE": str(tmp_path)})
+    out = outputs(gh, head, d, tmp_path / "r.json", None)
+    assert (out["pass-rate"], out["pass-rate-delta"], out["total"]) == ("100.0", "+0.0", "3")
+    at_90 = ActionInputs.from_env({"INPUT_MIN-PASS-RATE": "90", "INPUT_FAIL-ON": "never"})
+    assert exit_code(at_90, d, interrupted=False) == 0  # 2 of 2 graded passed
+    # The stale case was not evaluated, so `regression` still fails the step (re-record it).
+    assert exit_code(ActionInputs.from_env({}), d, interrupted=False) == 1
