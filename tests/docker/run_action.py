@@ -166,7 +166,7 @@ def _synthetic_package(origin: Path) -> str:
     scenarios = [{"match": f"task for {n}.", "judge": {"result": "PASS", "reason": f"{n} is fine"}}
                  for n in names]
     with ModelServer(scenarios) as server:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "scripted"}
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key}
         subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(package)],
                        env=env, check=True, capture_output=True)
     shutil.rmtree(package / "evals" / "reports", ignore_errors=True)
@@ -407,12 +407,13 @@ def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
         timings.note("nightly record run", "skipped: the example has no cassettes yet")
         return
     scenarios = load_scenarios(ROOT / "examples" / "scripted-model" / "csv-tools.yaml")
-    with ModelServer(scenarios) as models, GitHubServer(tokens={TOKEN: "write"}) as server:
+    key = "sk-ant-nightly-test"
+    with ModelServer(scenarios, api_key=key) as models, GitHubServer(tokens={TOKEN: "write"}) as server:
         runner = Runner(work / "nightly" / "runner" / "work" / "_temp", pr, server.url)
         env = runner.step_env(uuid.uuid4().hex)
         env.update({
             "GITHUB_EVENT_NAME": "schedule", "INPUT_MODE": "record", "INPUT_FAIL-ON": "never",
-            "INPUT_ANTHROPIC-API-KEY": "sk-ant-nightly-test", "ANTHROPIC_BASE_URL": models.url,
+            "INPUT_ANTHROPIC-API-KEY": key, "ANTHROPIC_BASE_URL": models.url,
             "INPUT_REPORT-PATH": "nightly-report.json",
         })
         with timings.step("container run: nightly record (aam-eval-action-live:test)"):
