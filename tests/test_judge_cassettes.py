@@ -278,13 +278,28 @@ def test_keep_workspaces_on_replay_restores_the_recorded_files(tmp_path: Path) -
     shutil.rmtree(kept.parent)
 
 
+@pytest.mark.cli
 def test_live_session_without_a_key_is_a_clear_error(tmp_path: Path) -> None:
     pkg = _package(tmp_path, n=1)
     result = aam_eval("run", "--package", str(pkg), "--mode", "live", "-o", str(tmp_path / "r.json"))
     case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
     assert result.code == 1 and case["verdict"] == "ERROR"
-    assert case["error"].startswith("ANTHROPIC_API_KEY is not set: a live claude-code session needs it") or (
-        "--replay" in case["error"] and "claude" in case["error"])  # when the CLI itself is absent
+    assert case["error"] == (
+        "ANTHROPIC_API_KEY is not set: a live claude-code session needs it (set it in the environment, "
+        "or run with --replay to use the recorded cassettes)")
+
+
+def test_live_session_without_the_cli_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = _package(tmp_path, n=1)
+    (tmp_path / "empty-bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-unused")
+    result = aam_eval("run", "--package", str(pkg), "--mode", "live", "-o", str(tmp_path / "r.json"))
+    case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
+    assert result.code == 1 and case["verdict"] == "ERROR"
+    assert case["error"] == (
+        "the `claude` CLI is not on PATH (npm install -g @anthropic-ai/claude-code); "
+        "or run with --replay to use the recorded cassettes")
 
 
 def test_huge_output_is_capped_for_the_judge_and_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,6 @@ the server is stopped, and replay runs with no API key, no CLI on PATH and the n
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 from pathlib import Path
 
@@ -200,5 +199,13 @@ def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monke
 
 def test_copy_is_private(example: Path) -> None:
     # The fixture copies the example; the repository's own files are never touched by tests.
-    assert example != ROOT / "examples/csv-tools"
-    assert shutil.disk_usage(example)
+    original = ROOT / "examples/csv-tools"
+    assert example.resolve() != original.resolve()
+    def files(root: Path) -> list[str]:
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "reports" not in p.parts)
+
+    assert files(original) and files(example) == files(original)
+    config = "evals/eval-config.json"
+    before = (original / config).read_bytes()
+    (example / config).write_text("{}")
+    assert (original / config).read_bytes() == before
