@@ -56,10 +56,12 @@ def read_pins(path: Path = PINS_FILE) -> list[Pin]:
 
 
 def reported_version(executable: str | Path) -> str:
-    """What `CLI --version` prints (empty when it cannot run)."""
+    """What `CLI --version` prints (empty when it cannot run), its own directory first on PATH
+    as when it is run from there (a Node script finds the Node installed beside it)."""
+    path = os.pathsep.join([str(Path(executable).parent), os.environ.get("PATH", "")])
     try:
         proc = subprocess.run([str(executable), "--version"], capture_output=True, text=True,
-                              timeout=60, stdin=subprocess.DEVNULL)
+                              timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, "PATH": path})
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return proc.stdout.strip() if proc.returncode == 0 else ""
