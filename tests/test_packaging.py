@@ -38,3 +38,20 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
         if not names & _declared():
             undeclared[module] = sorted(names)
     assert not undeclared, f"imported by src/ but not in [project] dependencies: {undeclared}"
+
+
+def test_the_actions_run_the_released_images_of_this_version() -> None:
+    """action.yml and live/action.yml pull what the release workflow pushes for this version."""
+    import yaml
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    images = {path: yaml.safe_load((ROOT / path).read_text())["runs"]["image"]
+              for path in ("action.yml", "live/action.yml")}
+    assert images == {
+        "action.yml": f"docker://ghcr.io/org/aam-eval-action:v{version}",
+        "live/action.yml": f"docker://ghcr.io/org/aam-eval-action-live:v{version}",
+    }
+    release = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+    builds = {step["with"]["file"] for step in release["jobs"]["images"]["steps"]
+              if step.get("uses", "").startswith("docker/build-push-action")}
+    assert builds == {"Dockerfile", "live/Dockerfile"}
