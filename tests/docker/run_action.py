@@ -48,7 +48,7 @@ from support.gitrepo import commit_all, git, init  # noqa: E402
 LEAN_ACTION, LEAN_DOCKERFILE = ROOT / "action.yml", ROOT / "Dockerfile"
 LIVE_ACTION, LIVE_DOCKERFILE = ROOT / "live" / "action.yml", ROOT / "live" / "Dockerfile"
 # What the Dockerfile adds to the base image (git without Perl, the pinned dependencies).
-MAX_LEAN_LAYERS_MB = 150
+MAX_LEAN_LAYERS_MB = 130
 # Perl packages Debian's git pulls in, which the Dockerfile purges (perl-base stays: dpkg needs it).
 PURGED = re.compile(r"^(perl|perl-modules-.+|libperl[0-9.]+|liberror-perl|git-man)$")
 OWNER, REPO, PR = "octo-org", "agent-skills", 7
