@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 from support.agent_clis import ensure_pinned_clis, read_pins, reported_version
 from support.strict_skips import ALLOW_ENV
@@ -52,6 +54,7 @@ def test_the_pins_name_both_clis() -> None:
     assert all(p.version[0].isdigit() for p in read_pins())
 
 
+@pytest.mark.cli
 def test_a_cli_of_another_version_on_path_is_not_used(tmp_path: Path) -> None:
     stubs = tmp_path / "bin"
     stubs.mkdir()
