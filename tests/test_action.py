@@ -32,8 +32,10 @@ def _judge_all(pkg: Path, monkeypatch: pytest.MonkeyPatch, names: list[str]) -> 
                  for n in names]
     with ModelServer(scenarios) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg))
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
 
 
 @pytest.fixture

@@ -120,11 +120,17 @@ def _explain(exc: GithubException) -> str:
     """``<status> <GitHub's message>; <what to do>`` on one line."""
     import github
 
-    if isinstance(exc, github.RateLimitExceededException):
+    if isinstance(exc, github.RateLimitExceededException) or _rate_limited(exc):
         hint = _RATE_LIMIT_HINT
     else:
         hint = _HINTS.get(exc.status, _DEFAULT_HINT)
     return f"{exc.status} {_message(exc.data)}; {hint}"
+
+
+def _rate_limited(exc: GithubException) -> bool:
+    """PyGitHub only recognises a 403; GitHub also answers a spent limit with a 429."""
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    return exc.status == 429 or (exc.status == 403 and headers.get("x-ratelimit-remaining") == "0")
 
 
 def _message(data: object) -> str:
