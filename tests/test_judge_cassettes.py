@@ -341,6 +341,8 @@ def test_replay_answers_from_the_cassette_without_loading_the_sdk(
     with ModelServer(_scenarios(3)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "live.json"))
     code = (
         "import sys; from aam_eval_action.main import main;"

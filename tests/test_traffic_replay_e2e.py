@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aam_eval_action.config import Sandbox
-from aam_eval_action.engines import get_engine
 from aam_eval_action.engines.base import AgentRun, Engine
+from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.redact import Redactor
@@ -27,6 +26,7 @@ from aam_eval_action.replay.cli_version import CliVersionError, check_installed,
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths, parse_traffic
 from aam_eval_action.session import Session
+from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import EXAMPLE, ROOT
@@ -75,7 +75,8 @@ def package(tmp_path: Path) -> PackageLayout:
 
 @pytest.fixture
 def server() -> Iterator[ModelServer]:
-    with ModelServer(SCENARIOS) as running:
+    # The canary keys the sessions carry are the keys this server accepts.
+    with ModelServer(SCENARIOS, api_key=tuple(CANARIES[k] for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"))) as running:
         yield running
 
 
@@ -279,7 +280,7 @@ def test_after_a_divergence_the_session_continues_live_for_the_remaining_turns(
     script = package.root / SCRIPT
     script.write_text(script.read_text().replace('"- Total ', '"- Sum of '))
 
-    with ModelServer(SCENARIOS) as upstream_server:
+    with ModelServer(SCENARIOS, api_key="sk-live-KEY-from-runner") as upstream_server:
         upstream = _upstream(engine, upstream_server, key="sk-live-KEY-from-runner")
         replayed = rerun(engine, package, traffic, SUMMARY, "skill:csv-summary", upstream=upstream)
     proxy = replayed.proxy

@@ -476,10 +476,10 @@ def presented_key(headers: dict[str, str]) -> str | None:
     return (value.strip() or None) if scheme.lower() == "bearer" else None
 
 
-def auth_error(headers: dict[str, str], api_key: str) -> Reply | None:
-    """A 401 unless the request carries the server's key."""
+def auth_error(headers: dict[str, str], api_keys: frozenset[str]) -> Reply | None:
+    """A 401 unless the request carries one of the server's keys."""
     key = presented_key(headers)
-    if key == api_key:
+    if key in api_keys:
         return None
     why = "no API key was given" if key is None else "invalid x-api-key"
     return Reply(text=why, status=401)
@@ -561,7 +561,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if route not in ("/v1/messages", "/v1/responses"):
             self._send(404, "application/json", b'{"error": "not found"}')
             return
-        refused = auth_error(headers, owner.api_key) or shape_error(route, headers, body)
+        refused = auth_error(headers, owner.api_keys) or shape_error(route, headers, body)
         if refused is not None:
             self._answer(route, {}, refused)
             return
@@ -608,12 +608,15 @@ class ModelServer:
         scenarios: list[dict[str, Any]] | None = None,
         latency: float = 0.0,
         port: int = 0,
-        api_key: str = DEFAULT_API_KEY,
+        api_key: str | tuple[str, ...] = DEFAULT_API_KEY,
     ) -> None:
         self.script = Script(scenarios or [])
         self.latency = latency
-        self.api_key = api_key
-        """The one key accepted; any other gets a 401, as from the real APIs."""
+        keys = (api_key,) if isinstance(api_key, str) else api_key
+        self.api_key = keys[0]
+        """The key clients should send; any key not in `api_keys` gets a 401, as from the real APIs."""
+        self.api_keys = frozenset(keys)
+        """Every key accepted (an Anthropic and an OpenAI key can both be real)."""
         self.requests: list[RecordedRequest] = []
         self.connections: set[socket.socket] = set()
         self._port = port
