@@ -1,7 +1,8 @@
 """Deterministic checks (seed step 4): run before the judge, on live or replayed output.
 
-The seed's four come first in the seed's order, then the additive ones, the `command`
-check (the only one that runs anything) last, then the sandbox check.
+The seed's four come first in the seed's order, then the additive ones: regex, not_regex,
+files_absent, file_contains, output_json_schema, tool_called, tool_order, skill_triggered and
+`command` (the only one that runs anything) last; then the sandbox check.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ class CheckInputs:
     target_skill: str | None = None
     command_env: dict[str, str] = field(default_factory=dict)
     """Environment of the `command` check (HOME is set to a fresh directory)."""
-    skip_trigger: bool = False
-    """The baseline session: the skill is not installed, so trigger accuracy is not asked."""
 
 
 def run_checks(expected: Expected, session: Session, inputs: CheckInputs) -> list[Check]:
@@ -45,6 +44,8 @@ def run_checks(expected: Expected, session: Session, inputs: CheckInputs) -> lis
     checks = _seed_checks(expected, session)
     checks += _output_checks(expected, session.output)
     checks += _file_checks(expected, inputs.finished)
+    if expected.output_json_schema is not None:
+        checks.append(_json_check(expected.output_json_schema, session.output))
     checks += _tool_checks(expected, session, inputs)
     if expected.command is not None:
         done = run_command(inputs.finished, expected.command, inputs.sandbox.network, inputs.command_env)
@@ -87,8 +88,6 @@ def _output_checks(expected: Expected, output: str) -> list[Check]:
     if expected.not_regex:
         found = [p for p in expected.not_regex if re.search(p, output)]
         checks.append(Check("not_regex", not found, _list("output matches", found)))
-    if expected.output_json_schema is not None:
-        checks.append(_json_check(expected.output_json_schema, output))
     return checks
 
 
@@ -148,7 +147,7 @@ def _tool_checks(expected: Expected, session: Session, inputs: CheckInputs) -> l
         seen = " → ".join(sequence) or "no tool calls"
         detail = "" if ok else f"expected {' → '.join(expected.tool_order)} in order; saw {seen}"
         checks.append(Check("tool_order", ok, detail))
-    if expected.skill_triggered is not None and inputs.target_skill and not inputs.skip_trigger:
+    if expected.skill_triggered is not None and inputs.target_skill:
         fired = skill_triggered(session.tool_calls, inputs.target_skill)
         ok = fired == expected.skill_triggered
         detail = "" if ok else (f"skill {inputs.target_skill} was {'loaded' if fired else 'not loaded'}, "

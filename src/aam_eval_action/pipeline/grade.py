@@ -59,7 +59,7 @@ def grade_all(
         judge.close()
 
 
-def check_inputs(ctx: CaseContext, loaded: LoadedCase, session: Session, variant: str) -> CheckInputs:
+def check_inputs(ctx: CaseContext, loaded: LoadedCase, session: Session) -> CheckInputs:
     """What the checks read besides the session."""
     s = ctx.settings
     target = loaded.case.target or ""
@@ -71,12 +71,11 @@ def check_inputs(ctx: CaseContext, loaded: LoadedCase, session: Session, variant
         sandbox=s.config.sandbox,
         target_skill=target.removeprefix("skill:") if target.startswith("skill:") else None,
         command_env=env,
-        skip_trigger=variant == "baseline",
     )
 
 
 def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
-    checks = run_checks(loaded.case.expected, session, check_inputs(ctx, loaded, session, judge.variant))
+    checks = run_checks(loaded.case.expected, session, check_inputs(ctx, loaded, session))
     if session.timed_out:
         return Graded("FAIL", checks, None, session.error or "timed out")
     if session.is_error:
