@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from aam_eval_action.engines.registry import get_engine
-from aam_eval_action.testing.model_server import ModelServer
 from aam_eval_action.session import ToolCall
+from aam_eval_action.testing.model_server import ModelServer
 from aam_eval_action.testing.packages import write_package
 from aam_eval_action.tools import neutral_sequence
 
