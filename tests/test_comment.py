@@ -340,3 +340,68 @@ def test_only_http_run_urls_are_linked() -> None:
     assert f"[workflow run]({RUN_URL})" in render_comment(typical(), run_url=RUN_URL)
     text = render_comment(typical(), run_url="javascript:alert(1)")
     assert "workflow run" not in text
+
+
+# --- issue 11: lift, trigger accuracy, judge votes, significance ---
+
+
+def _measured(name: str, verdict: str = "PASS", *, passes: int | None = None, baseline: str | None = None,
+              fired: bool | None = None, should: bool | None = None, votes: list[str] | None = None):  # type: ignore[no-untyped-def]
+    from aam_eval_action.report import Attempt, JudgeVote
+
+    c = case(name, verdict, target="skill:pdf-tools")  # type: ignore[arg-type]
+    if passes is not None:
+        c.attempts = [Attempt(verdict="PASS" if i < passes else "FAIL") for i in range(5)]
+        c.flaky = 0 < passes < 5
+    if baseline is not None:
+        c.baseline_verdict = baseline  # type: ignore[assignment]
+        c.skill_not_needed = verdict == "PASS" and baseline == "PASS"
+    c.trigger_expected, c.skill_triggered = should, fired
+    if votes and c.judge_verdict:
+        c.judge_verdict.reason = "the majority's first reason"
+        c.judge_verdict.votes = [JudgeVote(result=v, reason=f"vote {i + 1}") for i, v in enumerate(votes)]  # type: ignore[arg-type]
+    return c
+
+
+def measured() -> ReportDiff:
+    base = report([
+        _measured("extract-text", passes=5, baseline="FAIL", fired=True, should=True),
+        _measured("extract-tables", passes=5, baseline="FAIL", fired=True, should=True),
+        _measured("ocr-scan", passes=5, baseline="PASS", fired=False, should=False),
+        _measured("merge-pdfs", "FAIL", passes=0, baseline="FAIL", fired=True, should=False),
+        _measured("split-pages", passes=5, baseline="PASS"),
+    ])
+    head = report([
+        _measured("extract-text", passes=5, baseline="FAIL", fired=True, should=True),
+        _measured("extract-tables", "FAIL", passes=1, baseline="FAIL", fired=True, should=True),
+        _measured("ocr-scan", "FAIL", passes=4, baseline="FAIL", fired=False, should=False,
+                  votes=["FAIL", "PASS", "FAIL"]),
+        _measured("merge-pdfs", "FAIL", passes=0, baseline="FAIL", fired=False, should=True,
+                  votes=["PASS", "FAIL", "FAIL"]),
+        _measured("split-pages", passes=5, baseline="PASS"),
+    ])
+    return diff_reports(base, head)
+
+
+def test_measured_comment_golden() -> None:
+    assert_golden("comment_measured.md", render_comment(measured(), run_url=RUN_URL))
+
+
+def test_measured_comment_shows_lift_triggers_votes_and_noise() -> None:
+    diff = measured()
+    text = render_comment(diff)
+    # Lift: head 2/5 with the skill vs 1/5 without (+20 pp); base 4/5 vs 2/5 (+40 pp).
+    assert "**skill lift +20.0 pp (was +40.0 pp) · pass rate without the skill 20.0% · 1 skill not needed**" in text
+    assert "Skill not needed (these pass as well without it): split-pages\n" in text
+    # Triggers on the head: fired in extract-text and extract-tables (both should) → precision 1;
+    # should fire in those two and merge-pdfs, which did not → recall 2/3.
+    assert "**trigger precision 100.0% · recall 66.7% (4 cases)**" in text
+    assert "| contains | (1 PASS · 2 FAIL) the majority's first reason |" in text
+    regressions = text.split("### Regressions (1)")[1].split("###")[0]
+    noise = text.split("### Within noise (1)")[1].split("###")[0]
+    assert "extract-tables" in regressions and "5/5 → 1/5, p = 0.048" in regressions
+    assert "ocr-scan" in noise and "5/5 → 4/5, p = 1.000" in noise
+    assert "1 case regressed within noise (not counted, see below)." in text
+    assert "95% interval of the change:" in text
+    assert "Significance needs" not in text
+    assert diff.regressions == 1 and diff.noise_regressions == 1

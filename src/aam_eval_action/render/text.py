@@ -56,7 +56,7 @@ def verdict_change(c: CaseDiff) -> str:
     """`PASS → FAIL`, with the pass counts and p-value when both sides were repeated."""
     if c.base_verdict and c.head_verdict:
         shown = f"{c.base_verdict} → {c.head_verdict}"
-        if c.p_value is not None:
+        if c.p_value is not None and c.base_passes != c.head_passes:
             shown += f" ({c.base_passes} → {c.head_passes}, p = {c.p_value:.3f})"
         return shown
     return c.head_verdict or c.base_verdict or "?"
