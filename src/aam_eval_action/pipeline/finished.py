@@ -21,6 +21,8 @@ from aam_eval_action.session import TOOL_RESULT_CAP, Session, cap
 from aam_eval_action.spec import Case, CommandCheck
 
 HASH_ONLY = "stored only as sha256 + size (binary or over 64 KiB)"
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""Appended to the command's PATH, so the usual tools are found even on a bare replay runner."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,12 @@ def run_command(
     ws = workspace.create(finished.layout, finished.case)
     try:
         workspace.restore(ws.root, finished.session.files)
-        argv = [*_no_network_prefix(network), "sh", "-c", check.run]
-        done = run_process(argv, cwd=ws.root, env={**env, "HOME": str(ws.home)}, timeout=check.timeout)
+        argv = [*_no_network_prefix(network), "/bin/sh", "-c", check.run]
+        path = ":".join(p for p in (env.get("PATH"), SYSTEM_PATH) if p)
+        done = run_process(argv, cwd=ws.root, env={**env, "HOME": str(ws.home), "PATH": path},
+                           timeout=check.timeout)
+    except OSError as exc:
+        return CommandResult(False, f"could not run the command: {exc}")
     finally:
         ws.cleanup()
     if done.exit_code == 0:
@@ -90,18 +96,19 @@ def run_command(
 
 def _no_network_prefix(network: bool) -> list[str]:
     """`unshare` into a network namespace without interfaces when the sandbox has no network."""
-    if network or not _can_unshare():
-        return []
-    return ["unshare", "--user", "--map-root-user", "--net"]
+    tool = None if network else _unshare()
+    return [tool, "--user", "--map-root-user", "--net"] if tool else []
 
 
 @functools.cache
-def _can_unshare() -> bool:
-    tool = shutil.which("unshare")
+def _unshare() -> str | None:
+    """`unshare`, when this machine lets an unprivileged user make a network namespace."""
+    tool = shutil.which("unshare", path=SYSTEM_PATH)
     if tool is None:
-        return False
+        return None
     try:
-        probe = [tool, "--user", "--map-root-user", "--net", "true"]
-        return subprocess.run(probe, capture_output=True, timeout=10, check=False).returncode == 0
+        probe = [tool, "--user", "--map-root-user", "--net", "/bin/true"]
+        ok = subprocess.run(probe, capture_output=True, timeout=10, check=False).returncode == 0
     except (OSError, subprocess.SubprocessError):
-        return False
+        return None
+    return tool if ok else None
