@@ -240,6 +240,10 @@ def test_three_votes_split_two_to_one_replay_identically(recorded: Recorded, tmp
     replay = _run(recorded.pkg, tmp_path / "r.json", "votes", "--replay")
     assert replay["cases"][0]["judge_verdict"]["votes"] == verdict["votes"]
     assert replay["cases"][0]["judge_verdict"]["replayed"] is True
+    calls = len(recorded.server.requests)  # auto mode plays the three recorded votes through vcrpy
+    auto = _run(recorded.pkg, tmp_path / "a.json", "votes", "--mode", "auto", server=recorded.server)
+    assert auto["cases"][0]["judge_verdict"]["votes"] == verdict["votes"]
+    assert len(recorded.server.requests) == calls
 
 
 def test_codex_skill_trigger_and_baseline(tmp_path: Path) -> None:

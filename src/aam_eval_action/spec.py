@@ -203,7 +203,9 @@ class Expected(Strict):
     """Engine-neutral tools and how often each must have been called (additive)."""
     tool_order: list[NeutralTool] = Field(default_factory=list, alias="tool-order")
     """Engine-neutral tools that must have been called in this order, others allowed between (additive)."""
-    command: Annotated[CommandCheck | None, BeforeValidator(_command)] = None
+    command: Annotated[
+        CommandCheck | None, BeforeValidator(_command, json_schema_input_type=str | CommandCheck | None)
+    ] = None
     """A shell command (or `{run, timeout}`) that must exit 0 in the finished workspace (additive)."""
     output_json_schema: Annotated[dict[str, Any], AfterValidator(_json_schema)] | None = Field(
         default=None, alias="output-json-schema")
