@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from aam_eval_action.diff import ReportDiff, diff_reports
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.report import Attempt, CaseResult, JudgeVote, Verdict
 from aam_eval_action.render.comment import (
     MARKER,
     MAX_COMMENT_CHARS,
@@ -345,21 +347,21 @@ def test_only_http_run_urls_are_linked() -> None:
 # --- issue 11: lift, trigger accuracy, judge votes, significance ---
 
 
-def _measured(name: str, verdict: str = "PASS", *, passes: int | None = None, baseline: str | None = None,
-              fired: bool | None = None, should: bool | None = None, votes: list[str] | None = None):  # type: ignore[no-untyped-def]
-    from aam_eval_action.report import Attempt, JudgeVote
-
-    c = case(name, verdict, target="skill:pdf-tools")  # type: ignore[arg-type]
+def _measured(name: str, verdict: Verdict = "PASS", *, passes: int | None = None,
+              baseline: Verdict | None = None, fired: bool | None = None, should: bool | None = None,
+              votes: list[Literal["PASS", "FAIL"]] | None = None) -> CaseResult:
+    """A case with repeats, a baseline verdict, trigger data and judge votes, as a run records them."""
+    c = case(name, verdict, target="skill:pdf-tools")
     if passes is not None:
         c.attempts = [Attempt(verdict="PASS" if i < passes else "FAIL") for i in range(5)]
         c.flaky = 0 < passes < 5
     if baseline is not None:
-        c.baseline_verdict = baseline  # type: ignore[assignment]
+        c.baseline_verdict = baseline
         c.skill_not_needed = verdict == "PASS" and baseline == "PASS"
     c.trigger_expected, c.skill_triggered = should, fired
     if votes and c.judge_verdict:
         c.judge_verdict.reason = "the majority's first reason"
-        c.judge_verdict.votes = [JudgeVote(result=v, reason=f"vote {i + 1}") for i, v in enumerate(votes)]  # type: ignore[arg-type]
+        c.judge_verdict.votes = [JudgeVote(result=v, reason=f"vote {i + 1}") for i, v in enumerate(votes)]
     return c
 
 

@@ -130,3 +130,18 @@ def test_the_command_runs_without_network_when_the_sandbox_has_none(tmp_path: Pa
         pytest.skip("unshare into a network namespace is not permitted here")
     checks = run_checks(case.expected, session, inputs)
     assert checks[0].passed  # only the loopback interface is left
+
+
+def test_a_recorded_path_escaping_the_workspace_is_never_written(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [])
+    case = Case.model_validate({"name": "esc", "input": {"prompt": "p"}, "judge": {"criteria": "c"},
+                                "expected": {"command": "test -f ok.txt"}})
+    target = tmp_path / "escaped.txt"
+    hostile = [FileChange(path="ok.txt", status="created", text="x", size=1),
+               FileChange(path=f"../../../../../../..{target}", status="created", text="pwned", size=5),
+               FileChange(path=str(target), status="created", text="pwned", size=5)]
+    session = Session(engine="claude-code", model_provider="anthropic", files=hostile)
+    inputs = CheckInputs(FinishedWorkspace(PackageLayout(pkg), case, session), Sandbox(),
+                         command_env={"PATH": "/usr/bin:/bin"})
+    assert run_checks(case.expected, session, inputs)[0].passed
+    assert not target.exists()

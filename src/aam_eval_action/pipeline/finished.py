@@ -52,6 +52,12 @@ class FinishedWorkspace:
         return [f.path for f in self.session.files if f.status != "deleted" and f.text is None]
 
 
+def inside(path: str) -> bool:
+    """A recorded path that stays inside the workspace (cassettes are untrusted input)."""
+    parts = path.replace("\\", "/").split("/")
+    return bool(path) and not path.startswith(("/", "\\")) and ".." not in parts and ":" not in parts[0]
+
+
 def _text(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
@@ -72,8 +78,9 @@ def run_command(
 ) -> CommandResult:
     """Run the command in a fresh copy of the finished workspace; passes on exit status 0."""
     ws = workspace.create(finished.layout, finished.case)
+    files = [f for f in finished.session.files if inside(f.path)]
     try:
-        workspace.restore(ws.root, finished.session.files)
+        workspace.restore(ws.root, files)
         argv = [*_no_network_prefix(network), "/bin/sh", "-c", check.run]
         path = ":".join(p for p in (env.get("PATH"), SYSTEM_PATH) if p)
         done = run_process(argv, cwd=ws.root, env={**env, "HOME": str(ws.home), "PATH": path},
