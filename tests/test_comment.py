@@ -8,7 +8,6 @@ import pytest
 
 from aam_eval_action.diff import ReportDiff, diff_reports
 from aam_eval_action.errors import ConfigError
-from aam_eval_action.report import Attempt, CaseResult, JudgeVote, Verdict
 from aam_eval_action.render.comment import (
     MARKER,
     MAX_COMMENT_CHARS,
@@ -17,6 +16,7 @@ from aam_eval_action.render.comment import (
     md,
     render_comment,
 )
+from aam_eval_action.report import Attempt, CaseResult, JudgeVote, Verdict
 
 from support.golden import assert_golden
 from support.reports import case, report
