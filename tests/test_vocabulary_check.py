@@ -145,3 +145,12 @@ def test_a_recorded_path_escaping_the_workspace_is_never_written(tmp_path: Path)
                          command_env={"PATH": "/usr/bin:/bin"})
     assert run_checks(case.expected, session, inputs)[0].passed
     assert not target.exists()
+
+
+def test_baseline_action_input_reaches_the_run() -> None:
+    from aam_eval_action.commands.action import _run_args
+    from aam_eval_action.github.inputs import ActionInputs
+
+    inputs = ActionInputs.from_env({"INPUT_BASELINE": "true"})
+    assert _run_args(inputs, Path("."), "replay", None).overrides.baseline is True
+    assert ActionInputs.from_env({}).baseline is None  # empty: eval-config decides

@@ -176,7 +176,7 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
     cases = _case_diffs(base, head)
     regressed = [c for c in cases if c.category == "regressed"]
     noise = [c for c in regressed if c.significant is False]
-    flaky = [c for c in regressed if c.significant is None and c.flaky]
+    flaky = [c for c in regressed if not_blamed(c) and c.significant is None]
     return ReportDiff(
         package=head.package.name,
         engine=head.config.engine,
@@ -233,6 +233,11 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         baseline_verdict=head.baseline_verdict if head else None,
         skill_not_needed=head.skill_not_needed if head else None,
     )
+
+
+def not_blamed(c: CaseDiff) -> bool:
+    """A regression not blamed on the PR: within noise, or flaky where significance is unknown."""
+    return c.significant is False or (c.significant is None and c.flaky)
 
 
 def pass_counts(case: CaseResult) -> tuple[int, int]:
