@@ -198,6 +198,22 @@ def test_trigger_precision_and_recall(recorded: Recorded) -> None:
     assert live["summary"]["trigger_cases"] == 4
 
 
+
+def test_changing_only_skill_triggered_regrades_with_zero_model_calls(recorded: Recorded, tmp_path: Path) -> None:
+    path = next((recorded.pkg / "evals/cases").glob("*-no-fire.yaml"))
+    original = path.read_text()
+    path.write_text(original.replace("skill-triggered: false", "skill-triggered: true"))
+    calls = len(recorded.server.requests)
+    try:
+        report = _run(recorded.pkg, tmp_path / "r.json", "no-fire", "--mode", "auto", server=recorded.server)
+    finally:
+        path.write_text(original)
+    assert len(recorded.server.requests) == calls
+    case = report["cases"][0]
+    assert (case["replayed"], case["verdict"], case["deterministic_checks"]["skill_triggered"]) == (True, "FAIL", "FAIL")
+    assert (report["summary"].get("trigger_precision"), report["summary"]["trigger_recall"]) == (None, 0.0)
+
+
 def test_each_new_check_passes_then_fails_for_its_reason_with_zero_model_calls(
     recorded: Recorded, tmp_path: Path
 ) -> None:
