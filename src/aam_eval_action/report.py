@@ -319,7 +319,8 @@ def _add_lift(summary: Summary, cases: list[CaseResult]) -> None:
 
 def _add_triggers(summary: Summary, cases: list[CaseResult]) -> None:
     """Trigger precision and recall over the cases that say whether the skill should fire."""
-    graded = [c for c in cases if c.trigger_expected is not None and c.skill_triggered is not None]
+    graded = [c for c in cases if c.trigger_expected is not None and c.skill_triggered is not None
+              and c.verdict != "ERROR"]
     if not graded:
         return
     fired = [c for c in graded if c.skill_triggered]
