@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -15,6 +16,7 @@ from aam_eval_action.render.comment import (
     md,
     render_comment,
 )
+from aam_eval_action.report import Attempt, CaseResult, JudgeVote, Verdict
 
 from support.golden import assert_golden
 from support.reports import case, report
@@ -366,9 +368,11 @@ def test_typical_comment_by_hand() -> None:
     text = "\n".join(lines)
     assert lines[0] == "<!-- aam-eval-action:comment -->"
     assert lines[1] == "## ✅ Agent evals: @\u200bmy-org/code-review"
-    # base: 4 of 5 pass (hook-blocks-protected-write fails); head: 5 of 5.
-    assert lines[3].startswith("**Pass rate 80.0% → 100.0% (+20.0 pp)** · 5 passed · 0 failed · 0 errored")
-    assert "| Pass rate | 80.0% | 100.0% | +20.0 pp |" in lines
+    # The 4 cases on both sides: base 3 of 4 pass (hook-blocks-protected-write fails), head 4 of 4.
+    # legacy-format (removed) and csv-export (new) are listed, not counted in the headline.
+    assert lines[3].startswith("**Pass rate 75.0% → 100.0% (+25.0 pp)** (over 4 cases graded on both sides)"
+                               " · 5 passed · 0 failed · 0 errored")
+    assert "| Pass rate | 75.0% | 100.0% | +25.0 pp |" in lines
     assert "No regressions." in lines
     assert headings(text) == ["Fixed (1)", "New (1)", "Removed (1)"]
     assert folded(text) == ["Unchanged (3)"]
@@ -427,3 +431,66 @@ def test_escaping_by_hand() -> None:
     assert "<" not in prose.replace("<!-- aam-eval-action:comment -->", "").replace("<br>", "").replace(
         "<sub>", "").replace("</sub>", "").replace("<details>", "").replace("</details>", "").replace(
         "<summary>", "").replace("</summary>", "")
+# --- issue 11: lift, trigger accuracy, judge votes, significance ---
+
+
+def _measured(name: str, verdict: Verdict = "PASS", *, passes: int | None = None,
+              baseline: Verdict | None = None, fired: bool | None = None, should: bool | None = None,
+              votes: list[Literal["PASS", "FAIL"]] | None = None) -> CaseResult:
+    """A case with repeats, a baseline verdict, trigger data and judge votes, as a run records them."""
+    c = case(name, verdict, target="skill:pdf-tools")
+    if passes is not None:
+        c.attempts = [Attempt(verdict="PASS" if i < passes else "FAIL") for i in range(5)]
+        c.flaky = 0 < passes < 5
+    if baseline is not None:
+        c.baseline_verdict = baseline
+        c.skill_not_needed = verdict == "PASS" and baseline == "PASS"
+    c.trigger_expected, c.skill_triggered = should, fired
+    if votes and c.judge_verdict:
+        c.judge_verdict.reason = "the majority's first reason"
+        c.judge_verdict.votes = [JudgeVote(result=v, reason=f"vote {i + 1}") for i, v in enumerate(votes)]
+    return c
+
+
+def measured() -> ReportDiff:
+    base = report([
+        _measured("extract-text", passes=5, baseline="FAIL", fired=True, should=True),
+        _measured("extract-tables", passes=5, baseline="FAIL", fired=True, should=True),
+        _measured("ocr-scan", passes=5, baseline="PASS", fired=False, should=False),
+        _measured("merge-pdfs", "FAIL", passes=0, baseline="FAIL", fired=True, should=False),
+        _measured("split-pages", passes=5, baseline="PASS"),
+    ])
+    head = report([
+        _measured("extract-text", passes=5, baseline="FAIL", fired=True, should=True),
+        _measured("extract-tables", "FAIL", passes=1, baseline="FAIL", fired=True, should=True),
+        _measured("ocr-scan", "FAIL", passes=4, baseline="FAIL", fired=False, should=False,
+                  votes=["FAIL", "PASS", "FAIL"]),
+        _measured("merge-pdfs", "FAIL", passes=0, baseline="FAIL", fired=False, should=True,
+                  votes=["PASS", "FAIL", "FAIL"]),
+        _measured("split-pages", passes=5, baseline="PASS"),
+    ])
+    return diff_reports(base, head)
+
+
+def test_measured_comment_golden() -> None:
+    assert_golden("comment_measured.md", render_comment(measured(), run_url=RUN_URL))
+
+
+def test_measured_comment_shows_lift_triggers_votes_and_noise() -> None:
+    diff = measured()
+    text = render_comment(diff)
+    # Lift: head 2/5 with the skill vs 1/5 without (+20 pp); base 4/5 vs 2/5 (+40 pp).
+    assert "**skill lift +20.0 pp (was +40.0 pp) · pass rate without the skill 20.0% · 1 skill not needed**" in text
+    assert "Skill not needed (these pass as well without it): split-pages\n" in text
+    # Triggers on the head: fired in extract-text and extract-tables (both should) → precision 1;
+    # should fire in those two and merge-pdfs, which did not → recall 2/3.
+    assert "**trigger precision 100.0% · recall 66.7% (4 cases)**" in text
+    assert "| contains | (1 PASS · 2 FAIL) the majority's first reason |" in text
+    regressions = text.split("### Regressions (1)")[1].split("###")[0]
+    noise = text.split("### Within noise (1)")[1].split("###")[0]
+    assert "extract-tables" in regressions and "5/5 → 1/5, p = 0.048" in regressions
+    assert "ocr-scan" in noise and "5/5 → 4/5, p = 1.000" in noise
+    assert "1 case regressed within noise (not counted, see below)." in text
+    assert "95% interval of the change:" in text
+    assert "Significance needs" not in text
+    assert diff.regressions == 1 and diff.noise_regressions == 1

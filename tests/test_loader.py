@@ -115,7 +115,7 @@ def test_invalid_json_config_names_the_line(tmp_path: Path) -> None:
 def test_check_command_exit_codes(tmp_path: Path) -> None:
     ok = aam_eval("check", "--package", str(EXAMPLE))
     assert ok.code == 0, ok.err
-    assert "6 valid case(s), 0 error(s)" in ok.out
+    assert "7 valid case(s), 0 error(s)" in ok.out
     pkg = write_package(tmp_path / "pkg", [simple_case("good")])
     (pkg / "evals/cases/bad.yaml").write_text("name: x\n")
     bad = aam_eval("check", "--package", str(pkg))

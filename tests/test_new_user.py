@@ -113,11 +113,12 @@ def test_stale_cases_do_not_move_the_headline(example: Path, tmp_path: Path) -> 
     head = tmp_path / "head.json"
     aam_eval("run", "--replay", "--package", str(example), "-o", str(head))
     summary = json.loads(head.read_text())["summary"]
-    assert summary["graded"] == 0 and summary["not_replayable"] == summary["total"] == 6
+    total = summary["total"]
+    assert total >= 6 and summary["graded"] == 0 and summary["not_replayable"] == total
     text = render_comment(diff_reports(load_report(base), load_report(head)))
     first = text.splitlines()[1]
     assert first == "## ⚠️ Agent evals: @​aam-examples/csv-tools: no case could be graded"
-    assert "**No verdict:** none of the 6 cases could be replayed" in text
+    assert f"**No verdict:** none of the {total} cases could be replayed" in text
     assert "Pass rate" not in text.split("| | Base")[0]  # no number in the headline
 
 

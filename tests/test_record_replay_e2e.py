@@ -37,10 +37,12 @@ def _verdicts(path: Path) -> dict[str, tuple[str, dict[str, str], str]]:
 
 @pytest.fixture
 def fresh_example(example: Path) -> Path:
-    """The example with its cassettes removed and its cassette dir inside the package."""
+    """The example with its cassettes removed and its cassette dir inside the package; no
+    baseline runs (test_example_baseline covers them, from the shipped cassettes)."""
     config = example / "evals/eval-config.json"
     data = json.loads(config.read_text())
     data["cassettes"] = "cassettes"
+    data["baseline"] = False
     config.write_text(json.dumps(data, indent=2))
     return example
 
@@ -82,11 +84,16 @@ def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytes
     recorded, log = _record(fresh_example, monkeypatch, scenarios=[*SCENARIOS, MISSING_FILE_SCENARIO])
     live = _verdicts(recorded)
     assert live == {
-        "average-revenue": ("FAIL", {"contains": "FAIL", "sandbox": "PASS"}, "SKIP"),
-        "changelog-entry": ("PASS", {"files_created": "PASS", "sandbox": "PASS"}, "PASS"),
+        "average-revenue": ("FAIL", {"contains": "FAIL", "skill_triggered": "PASS", "sandbox": "PASS"}, "SKIP"),
+        "changelog-entry": ("PASS", {"files_created": "PASS", "file_contains": "PASS", "sandbox": "PASS"}, "PASS"),
         "csv-summary-e2e": ("PASS", {"contains": "PASS", "not_contains": "PASS", "files_created": "PASS",
+                                     "regex": "PASS", "file_contains": "PASS", "tool_called": "PASS",
+                                     "tool_order": "PASS", "skill_triggered": "PASS", "command": "PASS",
                                      "sandbox": "PASS"}, "PASS"),
-        "hook-blocks-env-write": ("PASS", {"not_contains": "PASS", "agent_blocked": "PASS", "sandbox": "PASS"}, "PASS"),
+        "hook-blocks-env-write": ("PASS", {"not_contains": "PASS", "agent_blocked": "PASS", "not_regex": "PASS",
+                                           "files_absent": "PASS", "sandbox": "PASS"}, "PASS"),
+        "json-row-count": ("PASS", {"output_json_schema": "PASS", "tool_called": "PASS", "skill_triggered": "PASS",
+                                    "sandbox": "PASS"}, "PASS"),
         "no-invented-numbers": ("FAIL", {"sandbox": "PASS"}, "FAIL"),
         "scratch-copy-sandbox": ("FAIL", {"sandbox": "FAIL"}, "SKIP"),
         "report-not-written": ("FAIL", {"files_created": "FAIL", "sandbox": "PASS"}, "SKIP"),
@@ -107,7 +114,7 @@ def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytes
     assert replay.code == 1
     assert _verdicts(tmp_path / "replay.json") == live
     report = json.loads((tmp_path / "replay.json").read_text())
-    assert report["summary"]["replayed"] == 7
+    assert report["summary"]["replayed"] == 8
     errors = {c["name"]: c.get("error") for c in report["cases"]}
     assert errors["report-not-written"] == "files_created: not created: 'output/report.md'"
     assert report["agent"]["runtime_version"]
@@ -209,3 +216,18 @@ def test_copy_is_private(example: Path) -> None:
     before = (original / config).read_bytes()
     (example / config).write_text("{}")
     assert (original / config).read_bytes() == before
+
+
+def test_example_baseline_replays_from_the_shipped_cassettes(example: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    aam_eval("run", "--package", str(example), "--replay", "-o", str(out))
+    report = json.loads(out.read_text())
+    cases = {c["name"]: c for c in report["cases"]}
+    # The skill makes csv-summary-e2e pass; without it the scripted model has no report to give.
+    assert (cases["csv-summary-e2e"]["verdict"], cases["csv-summary-e2e"]["baseline_verdict"]) == ("PASS", "FAIL")
+    assert cases["json-row-count"]["skill_not_needed"] is True
+    assert report["summary"]["lift_pp"] > 0
+    assert (report["summary"]["trigger_precision"], report["summary"]["trigger_recall"]) == (1.0, 1.0)
+    votes = cases["changelog-entry"]["judge_verdict"]["votes"]
+    assert [v["result"] for v in votes] == ["PASS", "FAIL", "PASS"]
+    assert cases["changelog-entry"]["judge_verdict"]["result"] == "PASS"

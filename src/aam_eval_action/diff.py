@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from aam_eval_action.report import CaseResult, Report, Verdict, was_graded
+from aam_eval_action.stats import ALPHA, fisher_exact, newcombe
 
 Category = Literal[
     "regressed", "stale", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
@@ -61,6 +62,20 @@ class CaseDiff(BaseModel):
     """Why the head could not replay the case, when it could not."""
     base_replay_miss: str | None = None
     """Why the base could not replay the case (the reason for `no-baseline`)."""
+    base_passes: str | None = None
+    """Passing attempts on the base as `passed/attempts`, e.g. `5/5`."""
+    head_passes: str | None = None
+    """Passing attempts on the head as `passed/attempts`."""
+    p_value: float | None = None
+    """Fisher's exact test on the pass counts, when both sides were repeated."""
+    significant: bool | None = None
+    """p < 0.05: the change is beyond attempt-to-attempt noise; None without repeats on both sides."""
+    judge_votes: str | None = None
+    """The head judge's votes when several were asked, e.g. `2 PASS · 1 FAIL`."""
+    baseline_verdict: Verdict | None = None
+    """The head's verdict without the skill (with --baseline)."""
+    skill_not_needed: bool | None = None
+    """The case passes on the head as well without the skill as with it (with --baseline)."""
 
 
 class RunTotals(BaseModel):
@@ -90,6 +105,18 @@ class RunTotals(BaseModel):
     """Wall time of the run."""
     replayed: int = 0
     """Cases whose agent session came from a cassette."""
+    baseline_pass_rate: float | None = None
+    """Pass rate without the skill (with --baseline)."""
+    lift_pp: float | None = None
+    """The skill's lift: pass rate with it minus without it, in percentage points."""
+    skill_not_needed: int | None = None
+    """Cases that pass as well without the skill."""
+    trigger_precision: float | None = None
+    """Share of the sessions where the skill fired that should have."""
+    trigger_recall: float | None = None
+    """Share of the sessions that should fire the skill where it did."""
+    trigger_cases: int | None = None
+    """Cases with `expected.skill-triggered`."""
 
 
 class StaleCase(BaseModel):
@@ -149,6 +176,12 @@ class ReportDiff(BaseModel):
     """Head cases that need re-recording."""
     package_path: str | None = None
     """The head run's --package as given, for re-record commands."""
+    noise_regressions: int = 0
+    """Regressed cases whose pass counts changed within noise (Fisher p >= 0.05): not blamed."""
+    repeated: bool = False
+    """Some case was repeated on both sides, so changes could be tested for significance."""
+    pass_rate_delta_ci_pp: list[float] | None = None
+    """95% interval of the pass-rate change in percentage points (Newcombe, from Wilson intervals)."""
 
 
 def diff_reports(base: Report | None, head: Report) -> ReportDiff:
@@ -157,6 +190,8 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
     regressed = [c for c in cases if c.category == "regressed"]
     compared = _compared(base, head)
     base_rate, head_rate = _rate([b for b, _ in compared]), _rate([h for _, h in compared])
+    noise = [c for c in regressed if c.significant is False]
+    flaky = [c for c in regressed if not_blamed(c) and c.significant is None]
     return ReportDiff(
         package=head.package.name,
         engine=head.config.engine,
@@ -174,8 +209,11 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
         cost_delta_usd=_cost_delta(base, head),
         duration_delta_seconds=round_value(head.duration_seconds - base.duration_seconds) if base else None,
         counts={cat: sum(c.category == cat for c in cases) for cat in CATEGORIES},
-        regressions=sum(not c.flaky for c in regressed),
-        flaky_regressions=sum(c.flaky for c in regressed),
+        regressions=len(regressed) - len(noise) - len(flaky),
+        flaky_regressions=len(flaky),
+        noise_regressions=len(noise),
+        repeated=any(c.significant is not None for c in cases),
+        pass_rate_delta_ci_pp=_delta_interval(compared),
         cases=cases,
         stale=[_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
         package_path=head.config.package_path,
@@ -209,7 +247,57 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         flaky=bool((base and base.flaky) or (head and head.flaky)),
         replay_miss=head.replay_miss if head else None,
         base_replay_miss=base.replay_miss if base else None,
+        **_repeats(base, head),
+        judge_votes=_votes(head),
+        baseline_verdict=head.baseline_verdict if head else None,
+        skill_not_needed=head.skill_not_needed if head else None,
     )
+
+
+def not_blamed(c: CaseDiff) -> bool:
+    """A regression not blamed on the PR: within noise, or flaky where significance is unknown."""
+    return c.significant is False or (c.significant is None and c.flaky)
+
+
+def pass_counts(case: CaseResult) -> tuple[int, int]:
+    """(passing attempts, attempts) of a case: its attempts when repeated, else its verdict."""
+    if case.attempts:
+        return sum(a.verdict == "PASS" for a in case.attempts), len(case.attempts)
+    return int(case.verdict == "PASS"), 1
+
+
+def _repeats(base: CaseResult | None, head: CaseResult | None) -> dict[str, object]:
+    """Pass counts on both sides and, when both were repeated, Fisher's exact test on them."""
+    if base is None or head is None:
+        return {}
+    (bp, bn), (hp, hn) = pass_counts(base), pass_counts(head)
+    if bn == 1 and hn == 1:
+        return {}
+    found: dict[str, object] = {"base_passes": f"{bp}/{bn}", "head_passes": f"{hp}/{hn}"}
+    if bn > 1 and hn > 1 and not base.replay_miss and not head.replay_miss:
+        p = fisher_exact(bp, bn - bp, hp, hn - hp)
+        found |= {"p_value": round(p, 4), "significant": p < ALPHA}
+    return found
+
+
+def _votes(case: CaseResult | None) -> str | None:
+    votes = case.judge_verdict.votes if case and case.judge_verdict else None
+    if not votes:
+        return None
+    passes = sum(v.result == "PASS" for v in votes)
+    return f"{passes} PASS · {len(votes) - passes} FAIL"
+
+
+def _delta_interval(compared: list[tuple[CaseResult, CaseResult]]) -> list[float] | None:
+    """95% interval of the head-minus-base pass rate over the cases graded on both sides, in
+    percentage points."""
+    if not compared:
+        return None
+    n = len(compared)
+    base_passed = sum(b.verdict == "PASS" for b, _ in compared)
+    head_passed = sum(h.verdict == "PASS" for _, h in compared)
+    low, high = newcombe(base_passed, n, head_passed, n)
+    return [round_value(low * 100, 1), round_value(high * 100, 1)]
 
 
 def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
@@ -275,6 +363,12 @@ def _totals(report: Report) -> RunTotals:
         run_cost_usd=s.run_cost_usd,
         duration_seconds=report.duration_seconds,
         replayed=s.replayed,
+        baseline_pass_rate=s.baseline_pass_rate,
+        lift_pp=s.lift_pp,
+        skill_not_needed=s.skill_not_needed,
+        trigger_precision=s.trigger_precision,
+        trigger_recall=s.trigger_recall,
+        trigger_cases=s.trigger_cases,
     )
 
 

@@ -203,6 +203,10 @@ def _validate_case(
 
 def check_target(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
     """A skill or agent target must exist in the package, or nothing would be evaluated."""
+    if case.expected.skill_triggered is not None and not (case.target or "").startswith("skill:"):
+        return ("expected", "skill-triggered"), (
+            "skill-triggered needs a skill target; add `target: skill:<name>` naming the skill that "
+            "should (or should not) fire")
     if not case.target:
         return None
     kind, _, name = case.target.partition(":")

@@ -52,6 +52,8 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--junit", type=Path, help="write JUnit XML to this path")
     p.add_argument("--shard", type=_shard, help="run shard I of N (e.g. 1/4)")
     p.add_argument("--keep-workspaces", action="store_true", help="keep workspaces for debugging")
+    p.add_argument("--baseline", action="store_true", default=None,
+                   help="also run each case without the skill, to measure its lift")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,6 +106,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         overrides = Overrides(
             engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
             jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
+            baseline=args.baseline,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

@@ -15,6 +15,8 @@ class PackageLayout:
     """A package directory (the one holding `package.agent.json`)."""
 
     root: Path
+    baseline: bool = False
+    """The no-skill baseline: nothing installed, or for a `skill:` target everything but that skill."""
 
     @property
     def evals_dir(self) -> Path:
@@ -29,6 +31,8 @@ class PackageLayout:
 
     def skills_for(self, target: str | None) -> list[str]:
         """The skills installed for a case: only the target's skill when it targets one."""
+        if self.baseline:
+            return []
         if target and target.startswith("skill:"):
             name = target.split(":", 1)[1]
             return [name] if name in self.skills() else []
@@ -37,12 +41,22 @@ class PackageLayout:
     def files_for(self, target: str | None) -> list[str]:
         """Every package file (relative POSIX path) that reaches the agent for this target."""
         found: list[str] = []
+        if not self.installs_anything(target):
+            return found
         for name in self.skills_for(target):
             found += _walk(self.root, self.root / "skills" / name)
         for d in INSTALLED_DIRS:
             found += _walk(self.root, self.root / d)
         found += [f for f in INSTALLED_FILES if (self.root / f).is_file()]
         return sorted(found)
+
+    def installs_anything(self, target: str | None) -> bool:
+        """False for the baseline of a case that does not target a skill: it runs on a bare agent."""
+        return not self.baseline or bool(target and target.startswith("skill:"))
+
+    def baseline_label(self, target: str | None) -> str:
+        """What the baseline leaves out, for fingerprints and messages."""
+        return f"without {target}" if target and target.startswith("skill:") else "without the package"
 
 
 def _walk(root: Path, base: Path) -> list[str]:

@@ -139,6 +139,27 @@ class Summary(Part):
     run_cost_usd: float | None = None
     """What this run spent on live sessions; a replay costs nothing (`cost_usd` is the recorded
     cost) (additive)."""
+    baseline_pass_rate: float | None = None
+    """Pass rate of the cases run without the skill, over cases with a baseline verdict (additive)."""
+    lift_pp: float | None = None
+    """Pass rate with the skill minus without it, in percentage points, over the same cases (additive)."""
+    skill_not_needed: int | None = None
+    """Cases that pass as well without the skill as with it (additive)."""
+    trigger_precision: float | None = None
+    """Of the cases where the skill fired, the share that should have (additive)."""
+    trigger_recall: float | None = None
+    """Of the cases where the skill should fire, the share where it did (additive)."""
+    trigger_cases: int | None = None
+    """Cases with `expected.skill-triggered` that were graded (additive)."""
+
+
+class JudgeVote(Part):
+    """One of several judge answers for the same request (additive)."""
+
+    result: Literal["PASS", "FAIL"]
+    """This vote's verdict."""
+    reason: str = ""
+    """This vote's reason."""
 
 
 class JudgeVerdict(Part):
@@ -152,6 +173,8 @@ class JudgeVerdict(Part):
     """The judge model that answered."""
     replayed: bool | None = None
     """Whether the judge call came from a cassette (additive)."""
+    votes: list[JudgeVote] | None = None
+    """Every vote, in the order asked, when `judge.votes` is above 1; the majority is `result` (additive)."""
 
 
 class Attempt(Part):
@@ -225,6 +248,20 @@ class CaseResult(Part):
     """Why replay could not serve this case, when it could not (additive)."""
     miss: ReplayMiss | None = None
     """The replay miss in full: reason, changed inputs, re-record command (additive)."""
+    check_details: dict[str, str] | None = None
+    """Why each failed deterministic check failed (a failed `command` keeps its output here) (additive)."""
+    trigger_expected: bool | None = None
+    """The case's `expected.skill-triggered` (additive)."""
+    skill_triggered: bool | None = None
+    """Whether the target skill was loaded in the session (additive; set with `skill-triggered`)."""
+    baseline_verdict: Verdict | None = None
+    """The verdict of the same case run without the skill (additive; with --baseline)."""
+    baseline_error: str | None = None
+    """Why the baseline run did not pass (additive)."""
+    baseline_attempts: list[Attempt] | None = None
+    """Every attempt of the baseline run when the case was repeated (additive)."""
+    skill_not_needed: bool | None = None
+    """The case passes as well without the skill as with it (additive; with --baseline)."""
 
 
 class Report(Part):
@@ -275,7 +312,7 @@ def summarize(cases: list[CaseResult]) -> Summary:
     graded = sum(was_graded(c) for c in cases)
     costs = [c.cost_usd for c in cases if c.cost_usd is not None]
     run_costs = [c.run_cost_usd for c in cases if c.run_cost_usd is not None]
-    return Summary(
+    summary = Summary(
         total=len(cases),
         passed=passed,
         failed=sum(c.verdict == "FAIL" for c in cases),
@@ -290,6 +327,35 @@ def summarize(cases: list[CaseResult]) -> Summary:
         graded_pass_rate=round(passed / graded, 4) if graded else 0.0,
         run_cost_usd=round(sum(run_costs), 6) if run_costs else None,
     )
+    _add_lift(summary, cases)
+    _add_triggers(summary, cases)
+    return summary
+
+
+def _add_lift(summary: Summary, cases: list[CaseResult]) -> None:
+    """Baseline pass rate and lift, over the cases graded both with and without the skill."""
+    both = [c for c in cases if c.baseline_verdict not in (None, "SKIP", "ERROR") and c.verdict != "ERROR"]
+    if not both:
+        return
+    with_skill = sum(c.verdict == "PASS" for c in both) / len(both)
+    without = sum(c.baseline_verdict == "PASS" for c in both) / len(both)
+    summary.baseline_pass_rate = round(without, 4)
+    summary.lift_pp = round((with_skill - without) * 100, 2) + 0.0
+    summary.skill_not_needed = sum(bool(c.skill_not_needed) for c in both)
+
+
+def _add_triggers(summary: Summary, cases: list[CaseResult]) -> None:
+    """Trigger precision and recall over the cases that say whether the skill should fire."""
+    graded = [c for c in cases if c.trigger_expected is not None and c.skill_triggered is not None
+              and c.verdict != "ERROR"]
+    if not graded:
+        return
+    fired = [c for c in graded if c.skill_triggered]
+    should = [c for c in graded if c.trigger_expected]
+    hits = sum(bool(c.trigger_expected) for c in fired)
+    summary.trigger_cases = len(graded)
+    summary.trigger_precision = round(hits / len(fired), 4) if fired else None
+    summary.trigger_recall = round(hits / len(should), 4) if should else None
 
 
 def snippet(text: str) -> str:

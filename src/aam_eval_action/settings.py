@@ -35,6 +35,7 @@ class Overrides:
     repeat: int | None = None
     cassettes: Path | None = None
     timeout: float | None = None
+    baseline: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class RunSettings:
     """Secret values in `agent_env`, by name, for redaction."""
     runner_env: Mapping[str, str] = field(default_factory=dict)
     """The runner's own environment, as read once when the settings were made."""
+    baseline: bool = False
+    """Also run each case without the skill (its own cassettes) to measure the skill's lift."""
 
     @property
     def config(self) -> EvalConfig:
@@ -105,6 +108,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         agent_env=env,
         secret_values=secrets,
         runner_env=runner_env,
+        baseline=cfg.baseline if o.baseline is None else o.baseline,
     )
 
 

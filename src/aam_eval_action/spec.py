@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from aam_eval_action.engines.registry import ENGINE_NAMES, RESERVED_NAMES
+from aam_eval_action.json_schema import check_schema
 from aam_eval_action.modes import Mode
+from aam_eval_action.tools import NeutralTool
 
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
 TARGET_RE = re.compile(r"^(skill|hook|agent):[A-Za-z0-9._-]+$")
@@ -25,6 +35,42 @@ def _relative_path(value: str) -> str:
 
 
 RelPath = Annotated[str, AfterValidator(_relative_path)]
+
+
+def _regex(value: str) -> str:
+    """A pattern Python's `re` compiles."""
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a valid regular expression ({exc}); fix the pattern") from None
+    return value
+
+
+Regex = Annotated[str, AfterValidator(_regex)]
+
+
+def _needle(value: str) -> str:
+    """A substring, or `/pattern/` for a regular expression."""
+    if len(value) >= 2 and value.startswith("/") and value.endswith("/"):
+        _regex(value[1:-1])
+    elif not value:
+        raise ValueError("an empty string matches every file; write a substring or /regex/")
+    return value
+
+
+Needle = Annotated[str, AfterValidator(_needle)]
+
+
+def _json_schema(value: dict[str, Any]) -> dict[str, Any]:
+    problem = check_schema(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _command(value: object) -> object:
+    """The string shorthand of `command`."""
+    return {"run": value} if isinstance(value, str) else value
 
 
 class Strict(BaseModel):
@@ -84,6 +130,8 @@ class EvalConfig(Strict):
     """Attempts per case in live modes (additive field)."""
     min_pass: int | None = Field(default=None, ge=1, alias="min-pass")
     """Attempts that must pass for the case to pass; default all (additive field)."""
+    baseline: bool = False
+    """Also run each case without the package (or its target skill) to measure lift (additive field)."""
 
     @field_validator("engine")
     @classmethod
@@ -106,6 +154,32 @@ class CaseInput(Strict):
     """Files pre-created in the workspace (content from `evals/fixtures/<path>` when it exists)."""
 
 
+class ToolCount(Strict):
+    """One `tool-called` entry: how often an engine-neutral tool must have been called."""
+
+    tool: NeutralTool
+    """Engine-neutral tool name: read, write, edit, shell, skill, search or web."""
+    min: int = Field(default=1, ge=0)
+    """Fewest calls allowed (default 1)."""
+    max: int | None = Field(default=None, ge=0)
+    """Most calls allowed; no limit when absent."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ToolCount:
+        if self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max}); swap or fix them")
+        return self
+
+
+class CommandCheck(Strict):
+    """`command`: a shell command run in the finished workspace; passes on exit status 0."""
+
+    run: str = Field(min_length=1)
+    """The command, run with `sh -c` in a copy of the finished workspace."""
+    timeout: float = Field(default=60, gt=0, le=600)
+    """Seconds before the command is killed (and the check fails)."""
+
+
 class Expected(Strict):
     """`expected`: the deterministic checks, run before the judge."""
 
@@ -117,6 +191,27 @@ class Expected(Strict):
     """Files the agent must create in the workspace."""
     agent_blocked: bool | None = Field(default=None, alias="agent-blocked")
     """If set, whether a hook must (true) or must not (false) have blocked the agent."""
+    regex: list[Regex] = Field(default_factory=list)
+    """Regular expressions (Python syntax) that must each match somewhere in the output (additive)."""
+    not_regex: list[Regex] = Field(default_factory=list, alias="not-regex")
+    """Regular expressions that must not match anywhere in the output (additive)."""
+    files_absent: list[RelPath] = Field(default_factory=list, alias="files-absent")
+    """Files that must not exist in the finished workspace (additive)."""
+    file_contains: dict[RelPath, list[Needle]] = Field(default_factory=dict, alias="file-contains")
+    """Path to substrings (or `/regex/`) that its final content must contain (additive)."""
+    tool_called: list[ToolCount] = Field(default_factory=list, alias="tool-called")
+    """Engine-neutral tools and how often each must have been called (additive)."""
+    tool_order: list[NeutralTool] = Field(default_factory=list, alias="tool-order")
+    """Engine-neutral tools that must have been called in this order, others allowed between (additive)."""
+    command: Annotated[
+        CommandCheck | None, BeforeValidator(_command, json_schema_input_type=str | CommandCheck | None)
+    ] = None
+    """A shell command (or `{run, timeout}`) that must exit 0 in the finished workspace (additive)."""
+    output_json_schema: Annotated[dict[str, Any], AfterValidator(_json_schema)] | None = Field(
+        default=None, alias="output-json-schema")
+    """A JSON Schema that the output, parsed as JSON, must satisfy (additive)."""
+    skill_triggered: bool | None = Field(default=None, alias="skill-triggered")
+    """Whether the target skill must (true) or must not (false) have been loaded; needs a skill target."""
 
 
 class JudgeSpec(Strict):
@@ -124,6 +219,15 @@ class JudgeSpec(Strict):
 
     criteria: str = Field(min_length=1)
     """Natural-language pass/fail criteria."""
+    votes: int = Field(default=1, ge=1, le=9)
+    """How many times the judge is asked; the majority verdict wins. Odd (additive)."""
+
+    @field_validator("votes")
+    @classmethod
+    def _odd(cls, value: int) -> int:
+        if value % 2 == 0:
+            raise ValueError(f"votes must be odd so a majority always exists; use {value - 1} or {value + 1}")
+        return value
 
 
 def _case_name(value: str) -> str:

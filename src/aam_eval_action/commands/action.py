@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from aam_eval_action.commands.run import RunArgs, execute
-from aam_eval_action.diff import ReportDiff, diff_reports
+from aam_eval_action.diff import ReportDiff, diff_reports, not_blamed
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, AamEvalError, UsageError
 from aam_eval_action.github import workflow
 from aam_eval_action.github.inputs import ActionInputs, GitHubContext
@@ -109,7 +109,7 @@ def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Repor
 
 def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | None) -> RunArgs:
     overrides = Overrides(engine=inputs.engine, model=inputs.model, judge=inputs.judge,
-                          mode=mode, jobs=inputs.jobs)
+                          mode=mode, jobs=inputs.jobs, baseline=inputs.baseline)
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,
@@ -191,7 +191,8 @@ def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:
 def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:
     """An `::error` annotation on the case file of each regression and stale cassette."""
     for c in diff.cases:
-        if c.category not in ("regressed", "stale") or c.flaky:
+        blamed = not not_blamed(c) if c.category == "regressed" else not c.flaky
+        if c.category not in ("regressed", "stale") or not blamed:
             continue
         why = c.judge_reason or c.error or f"{c.base_verdict} → {c.head_verdict}"
         title = ("stale cassette: " if c.category == "stale" else "eval regression: ") + c.name

@@ -22,6 +22,7 @@ INPUTS = (
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key",
+    "baseline",
 )
 
 
@@ -72,6 +73,8 @@ class ActionInputs(BaseModel):
     """Anthropic key; only live modes use it."""
     openai_api_key: str | None = Field(None, alias="openai-api-key", repr=False)
     """OpenAI key; only live modes use it."""
+    baseline: bool | None = None
+    """Also run each case without the skill to measure its lift; default from eval-config."""
 
     @field_validator("cases", mode="before")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import traceback
@@ -9,15 +10,19 @@ from dataclasses import dataclass
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
+from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Miss, decide
-from aam_eval_action.replay.fingerprint import agent_fingerprint
+from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
 from aam_eval_action.report import CaseResult, not_asked
 from aam_eval_action.session import Session
+
+BASELINE = "baseline"
+"""The cassette variant of the sessions run without the skill."""
 
 
 @dataclass(frozen=True)
@@ -49,20 +54,54 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
 
 def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session]:
     s = ctx.settings
-    case = loaded.case
-    fp = agent_fingerprint(s.package.layout, case, s.config, s.engine, s.model)
-    decision = decide(s, case.name, fp)
+    layout = s.package.layout
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
+    sessions, replayed = _sessions(ctx, loaded, fp, layout)
+    graded = grade_all(ctx, loaded, fp, sessions)
+    result, session = combine(ctx, loaded, fp, sessions, graded, replayed=replayed)
+    if s.baseline:
+        add_baseline(ctx, loaded, result)
+    return result, session
+
+
+def _sessions(
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, variant: str = ""
+) -> tuple[list[Session], bool]:
+    """The case's sessions, replayed or live (and recorded), and whether they were replayed."""
+    s = ctx.settings
+    decision = decide(s, loaded.case.name, fp, variant)
     if decision.replay and decision.recorded is not None:
         # Recorded sessions were redacted when they were recorded.
         sessions = decision.recorded.attempts[: s.repeat]
         if ctx.keep_workspaces:
             restore_for_debugging(ctx, loaded, sessions[0])
-    else:
-        sessions = [live_session(ctx, loaded) for _ in range(s.repeat)]
-        if s.mode in ("auto", "record"):
-            save_sessions(ctx, case.name, fp, sessions)
-    graded = grade_all(ctx, loaded, fp, sessions)
-    return combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
+        return sessions, True
+    sessions = [live_session(ctx, loaded, layout) for _ in range(s.repeat)]
+    if s.mode in ("auto", "record"):
+        save_sessions(ctx, loaded.case.name, fp, sessions, variant)
+    return sessions, False
+
+
+def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> None:
+    """Run the case again without the package (or without its target skill) and note the verdict.
+
+    The baseline has its own agent and judge cassettes (`<engine>.baseline.*.yaml`); a miss or
+    failure there is the baseline's ERROR, never the case's.
+    """
+    s = ctx.settings
+    layout = dataclasses.replace(s.package.layout, baseline=True)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
+    try:
+        sessions, _ = _sessions(ctx, loaded, fp, layout, BASELINE)
+        graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
+        base, _ = combine(ctx, loaded, fp, sessions, graded, replayed=True)
+        verdict, error, attempts = base.verdict, base.error, base.attempts
+    except (Miss, AamEvalError, CassetteError, JudgeError, OSError) as exc:
+        verdict, error, attempts = "ERROR", str(exc), None
+    result.baseline_verdict = verdict
+    result.baseline_error = error
+    result.baseline_attempts = attempts
+    result.skill_not_needed = result.verdict == "PASS" and verdict == "PASS"
 
 
 def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> CaseResult:

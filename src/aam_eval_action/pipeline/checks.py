@@ -1,11 +1,22 @@
-"""Deterministic checks (seed step 4): run before the judge, on live or replayed output."""
+"""Deterministic checks (seed step 4): run before the judge, on live or replayed output.
+
+The seed's four come first in the seed's order, then the additive ones: regex, not_regex,
+files_absent, file_contains, output_json_schema, tool_called, tool_order, skill_triggered and
+`command` (the only one that runs anything) last; then the sandbox check.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+from aam_eval_action.pipeline.finished import HASH_ONLY, FinishedWorkspace, run_command
 from aam_eval_action.session import Session
 from aam_eval_action.spec import Expected, Sandbox
+from aam_eval_action.tools import neutral_sequence, skill_triggered
 
 
 @dataclass(frozen=True)
@@ -17,8 +28,36 @@ class Check:
     detail: str = ""
 
 
-def run_checks(expected: Expected, session: Session, sandbox: Sandbox) -> list[Check]:
-    """Every configured check, in the seed's order, then the sandbox check."""
+@dataclass(frozen=True)
+class CheckInputs:
+    """What the checks read besides the session: the finished workspace, the sandbox, the target."""
+
+    finished: FinishedWorkspace
+    sandbox: Sandbox
+    target_skill: str | None = None
+    command_env: dict[str, str] = field(default_factory=dict)
+    """Environment of the `command` check (HOME is set to a fresh directory)."""
+
+
+def run_checks(expected: Expected, session: Session, inputs: CheckInputs) -> list[Check]:
+    """Every configured check, in the seed's order, then the additive ones, then the sandbox check."""
+    checks = _seed_checks(expected, session)
+    checks += _output_checks(expected, session.output)
+    checks += _file_checks(expected, inputs.finished)
+    if expected.output_json_schema is not None:
+        checks.append(_json_check(expected.output_json_schema, session.output))
+    checks += _tool_checks(expected, session, inputs)
+    if expected.command is not None:
+        done = run_command(inputs.finished, expected.command, inputs.sandbox.network, inputs.command_env)
+        checks.append(Check("command", done.passed, done.detail))
+    roots = inputs.sandbox.writable_paths
+    if roots is not None:
+        outside = [f.path for f in session.files if not _writable(f.path, roots)]
+        checks.append(Check("sandbox", not outside, _list("written outside writable-paths", outside)))
+    return checks
+
+
+def _seed_checks(expected: Expected, session: Session) -> list[Check]:
     checks: list[Check] = []
     if expected.contains:
         missing = [s for s in expected.contains if s not in session.output]
@@ -38,10 +77,89 @@ def run_checks(expected: Expected, session: Session, sandbox: Sandbox) -> list[C
             else "expected agent-blocked=false but a hook blocked the agent"
         )
         checks.append(Check("agent_blocked", ok, detail))
-    if sandbox.writable_paths is not None:
-        outside = [f.path for f in session.files if not _writable(f.path, sandbox.writable_paths)]
-        checks.append(Check("sandbox", not outside, _list("written outside writable-paths", outside)))
     return checks
+
+
+def _output_checks(expected: Expected, output: str) -> list[Check]:
+    checks: list[Check] = []
+    if expected.regex:
+        missing = [p for p in expected.regex if not re.search(p, output)]
+        checks.append(Check("regex", not missing, _list("output does not match", missing)))
+    if expected.not_regex:
+        found = [p for p in expected.not_regex if re.search(p, output)]
+        checks.append(Check("not_regex", not found, _list("output matches", found)))
+    return checks
+
+
+def _json_check(schema: dict[str, object], output: str) -> Check:
+    from aam_eval_action.json_schema import errors
+
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError as exc:
+        why = f"output is not JSON ({exc.msg} at {exc.lineno}:{exc.colno})"
+        return Check("output_json_schema", False, why)
+    problems = errors(value, schema)
+    return Check("output_json_schema", not problems, "; ".join(problems[:5]))
+
+
+def _file_checks(expected: Expected, finished: FinishedWorkspace) -> list[Check]:
+    checks: list[Check] = []
+    if expected.files_absent:
+        present = [p for p in expected.files_absent if p in finished.files]
+        checks.append(Check("files_absent", not present, _list("present", present)))
+    if expected.file_contains:
+        problems = [p for path, needles in expected.file_contains.items()
+                    for p in _file_problems(finished, path, needles)]
+        checks.append(Check("file_contains", not problems, "; ".join(problems)))
+    return checks
+
+
+def _file_problems(finished: FinishedWorkspace, path: str, needles: list[str]) -> list[str]:
+    if path not in finished.files:
+        return [f"{path}: no such file"]
+    text = finished.files[path]
+    if text is None:
+        return [f"{path}: {HASH_ONLY}, so its content cannot be checked"]
+    return [f"{path}: lacks {n!r}" for n in needles if not _found(n, text)]
+
+
+def _found(needle: str, text: str) -> bool:
+    if len(needle) >= 2 and needle.startswith("/") and needle.endswith("/"):
+        return re.search(needle[1:-1], text) is not None
+    return needle in text
+
+
+def _tool_checks(expected: Expected, session: Session, inputs: CheckInputs) -> list[Check]:
+    checks: list[Check] = []
+    sequence = neutral_sequence(session.tool_calls)
+    if expected.tool_called:
+        counts = Counter(sequence)
+        problems = [
+            f"{t.tool} called {counts[t.tool]}x, expected "
+            + (f"{t.min}-{t.max}" if t.max is not None else f"at least {t.min}")
+            for t in expected.tool_called
+            if counts[t.tool] < t.min or (t.max is not None and counts[t.tool] > t.max)
+        ]
+        checks.append(Check("tool_called", not problems, "; ".join(problems)))
+    if expected.tool_order:
+        ok = _in_order(expected.tool_order, sequence)
+        seen = " → ".join(sequence) or "no tool calls"
+        detail = "" if ok else f"expected {' → '.join(expected.tool_order)} in order; saw {seen}"
+        checks.append(Check("tool_order", ok, detail))
+    if expected.skill_triggered is not None and inputs.target_skill:
+        fired = skill_triggered(session.tool_calls, inputs.target_skill)
+        ok = fired == expected.skill_triggered
+        detail = "" if ok else (f"skill {inputs.target_skill} was {'loaded' if fired else 'not loaded'}, "
+                                f"expected skill-triggered: {str(expected.skill_triggered).lower()}")
+        checks.append(Check("skill_triggered", ok, detail))
+    return checks
+
+
+def _in_order(wanted: Sequence[str], sequence: Sequence[str]) -> bool:
+    """Whether `wanted` is a subsequence of `sequence`."""
+    it = iter(sequence)
+    return all(any(name == seen for seen in it) for name in wanted)
 
 
 def _writable(path: str, roots: list[str]) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aam_eval_action.loader import LoadedCase
-from aam_eval_action.pipeline.checks import Check, run_checks
+from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks
 from aam_eval_action.pipeline.context import CaseContext
+from aam_eval_action.pipeline.finished import FinishedWorkspace
 from aam_eval_action.pipeline.judge import (
     API_PATHS,
     JudgeAnswer,
@@ -16,19 +17,21 @@ from aam_eval_action.pipeline.judge import (
     build_prompt,
     request_params,
 )
-from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
 from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
 from aam_eval_action.report import (
     Attempt,
     CaseResult,
     JudgeVerdict,
+    JudgeVote,
     ReplayMiss,
     Verdict,
     not_asked,
     snippet,
 )
 from aam_eval_action.session import Session
+from aam_eval_action.tools import skill_triggered
 
 
 @dataclass(frozen=True)
@@ -43,19 +46,37 @@ class Graded:
 
 
 def grade_all(
-    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, sessions: list[Session]
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, sessions: list[Session], variant: str = ""
 ) -> list[Graded]:
-    """Each attempt graded; the case's judge cassette is opened once and saved once."""
+    """Each attempt graded; the case's judge cassette is opened once and saved once.
+
+    `variant` is `baseline` for the sessions run without the skill (their own judge cassette).
+    """
     jfp = judge_fingerprint(loaded.case, ctx.settings.judge_model, fp)
-    judge = JudgeCalls(ctx, loaded, jfp)
+    judge = JudgeCalls(ctx, loaded, jfp, variant)
     try:
         return [grade(ctx, loaded, session, judge) for session in sessions]
     finally:
         judge.close()
 
 
+def check_inputs(ctx: CaseContext, loaded: LoadedCase, session: Session) -> CheckInputs:
+    """What the checks read besides the session."""
+    s = ctx.settings
+    target = loaded.case.target or ""
+    hidden = set(KEY_VARS + BASE_URL_VARS)
+    env = {k: v for k, v in s.runner_env.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+    env |= {k: v for k, v in s.agent_env.items() if k not in hidden}
+    return CheckInputs(
+        finished=FinishedWorkspace(s.package.layout, loaded.case, session),
+        sandbox=s.config.sandbox,
+        target_skill=target.removeprefix("skill:") if target.startswith("skill:") else None,
+        command_env=env,
+    )
+
+
 def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
-    checks = run_checks(loaded.case.expected, session, ctx.settings.config.sandbox)
+    checks = run_checks(loaded.case.expected, session, check_inputs(ctx, loaded, session))
     if session.timed_out:
         return Graded("FAIL", checks, not_asked("the session timed out"), session.error or "timed out")
     if session.is_error:
@@ -66,7 +87,7 @@ def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCa
         return Graded("FAIL", checks, not_asked(", ".join(c.name for c in failed) + " failed"),
                       "; ".join(f"{c.name}: {c.detail}" for c in failed))
     try:
-        answer, replayed = judge.ask(session)
+        answers, replayed = judge.ask_votes(session, loaded.case.judge.votes)
     except Miss as miss:
         return Graded("ERROR", checks, not_asked("no recorded judge answer"), miss.message, miss=miss)
     except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
@@ -75,18 +96,30 @@ def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCa
         if not s.api_key(s.judge_provider):
             reason += f" (no {PROVIDERS[s.judge_provider].key_var} is set: live judge calls need it)"
         return Graded("ERROR", checks, JudgeVerdict(result="ERROR", reason=reason), reason)
-    jv = JudgeVerdict(result=answer.result, reason=answer.reason, model=answer.model, replayed=replayed)
-    error = None if answer.result == "PASS" else f"judge: {answer.reason}"
-    return Graded(answer.result, checks, jv, error)
+    jv = majority(answers, replayed)
+    error = None if jv.result == "PASS" else f"judge: {jv.reason}"
+    return Graded(jv.result, checks, jv, error)
+
+
+def majority(answers: list[JudgeAnswer], replayed: bool) -> JudgeVerdict:
+    """The verdict most votes gave (votes are odd), with the first reason given for it."""
+    passes = sum(a.result == "PASS" for a in answers)
+    result = "PASS" if passes * 2 > len(answers) else "FAIL"
+    first = next(a for a in answers if a.result == result)
+    jv = JudgeVerdict(result=result, reason=first.reason, model=first.model, replayed=replayed)
+    if len(answers) > 1:
+        jv.votes = [JudgeVote(result=a.result, reason=a.reason) for a in answers]
+    return jv
 
 
 class JudgeCalls:
     """The judge for one case: its own cassette and client, so parallel cases never mix calls."""
 
-    def __init__(self, ctx: CaseContext, loaded: LoadedCase, jfp: Fingerprint) -> None:
+    def __init__(self, ctx: CaseContext, loaded: LoadedCase, jfp: Fingerprint, variant: str = "") -> None:
         self.ctx = ctx
         self.loaded = loaded
         self.jfp = jfp
+        self.variant = variant
         self.replay: JudgeReplay | None = None
         self._opened = False
 
@@ -94,9 +127,14 @@ class JudgeCalls:
         """This case's judge cassette, opened on first use; None in live mode."""
         if not self._opened:
             self.replay = open_judge(self.ctx.settings, self.loaded.case.name, self.jfp,
-                                     self.ctx.redactor.text)
+                                     self.ctx.redactor.text, self.variant)
             self._opened = True
         return self.replay
+
+    def ask_votes(self, session: Session, votes: int) -> tuple[list[JudgeAnswer], bool]:
+        """The judge asked `votes` times with the same request; recorded votes play back in order."""
+        asked = [self.ask(session) for _ in range(votes)]
+        return [answer for answer, _ in asked], all(replayed for _, replayed in asked)
 
     def ask(self, session: Session) -> tuple[JudgeAnswer, bool]:
         """The judge's answer, and whether it came from the cassette."""
@@ -119,7 +157,7 @@ class JudgeCalls:
             )
         except JudgeReplayMiss:
             assert replay is not None  # only a cassette raises a replay miss
-            raise judge_miss(s, self.loaded.case.name, replay) from None
+            raise judge_miss(s, self.loaded.case.name, replay, self.variant) from None
         return answer, bool(jc and jc.played > played_before)
 
     def close(self) -> None:
@@ -143,6 +181,8 @@ def combine(
     else:
         verdict, shown = "FAIL", first_bad
     session = sessions[graded.index(shown)]
+    expected = loaded.case.expected
+    target = loaded.case.target or ""
     result = CaseResult(
         name=loaded.case.name, target=loaded.case.target, verdict=verdict,
         deterministic_checks={c.name: "PASS" if c.passed else "FAIL" for c in shown.checks},
@@ -153,7 +193,11 @@ def combine(
         cost_usd=_cost(sessions), run_cost_usd=0.0 if replayed else _cost(sessions),
         replay_miss=shown.miss.kind if shown.miss else None,
         miss=miss_record(shown.miss) if shown.miss else None,
+        check_details={c.name: c.detail for c in shown.checks if not c.passed and c.detail} or None,
     )
+    if expected.skill_triggered is not None and target.startswith("skill:"):
+        result.trigger_expected = expected.skill_triggered
+        result.skill_triggered = skill_triggered(session.tool_calls, target.removeprefix("skill:"))
     if len(graded) > 1:
         result.attempts = [
             Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
+from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline import workspace
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.providers import PROVIDERS
@@ -23,8 +24,11 @@ from aam_eval_action.replay.fingerprint import Fingerprint
 from aam_eval_action.session import Session
 
 
-def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
-    """Run the case's prompt through the engine's real CLI in a fresh workspace."""
+def live_session(ctx: CaseContext, loaded: LoadedCase, layout: PackageLayout | None = None) -> Session:
+    """Run the case's prompt through the engine's real CLI in a fresh workspace.
+
+    `layout` is the package as installed; the baseline passes one without the skill.
+    """
     from aam_eval_action.engines.base import AgentRun
     from aam_eval_action.engines.registry import get_engine
 
@@ -39,9 +43,11 @@ def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
             f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
             "or run with --replay to use the recorded cassettes)"
         )
-    ws = workspace.create(s.package.layout, loaded.case)
+    layout = layout or s.package.layout
+    ws = workspace.create(layout, loaded.case)
     try:
-        engine.install(s.package.layout, ws.root, loaded.case.target)
+        if layout.installs_anything(loaded.case.target):
+            engine.install(layout, ws.root, loaded.case.target)
         before = workspace.snapshot(ws.root)
         run = AgentRun(
             prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
@@ -83,7 +89,9 @@ def scrub(ctx: CaseContext, session: Session) -> Session:
     return Session.model_validate(ctx.redactor.deep(session.model_dump()))
 
 
-def save_sessions(ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session]) -> None:
+def save_sessions(
+    ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session], variant: str = ""
+) -> None:
     """Write the case's agent cassette (untouched when only volatile fields differ)."""
     s = ctx.settings
     recorded = AgentCassette(
@@ -92,4 +100,4 @@ def save_sessions(ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[S
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
         attempts=sessions,
     )
-    agent_cassette.save(agent_cassette.session_path(s.cassettes, name, s.engine), recorded)
+    agent_cassette.save(agent_cassette.session_path(s.cassettes, name, s.engine, variant), recorded)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from aam_eval_action.fsutil import display_path
 from aam_eval_action.loader import LoadedCase
+from aam_eval_action.package import PackageLayout
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.decision import Miss, decide
 from aam_eval_action.replay.fingerprint import agent_fingerprint
@@ -17,12 +20,9 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
         f"({s.judge_provider}), mode {s.mode}, cassettes {display_path(s.cassettes)}", None,
     )]
     for loaded in cases:
-        fp = agent_fingerprint(s.package.layout, loaded.case, s.config, s.engine, s.model)
-        try:
-            d = decide(s, loaded.case.name, fp)
-            plan = "replay" if d.replay else f"live ({d.reason})"
-        except Miss as miss:
-            plan = f"ERROR ({miss.message})"
+        plan = _plan(s, loaded, s.package.layout)
+        if s.baseline:
+            plan += " · baseline " + _plan(s, loaded, dataclasses.replace(s.package.layout, baseline=True))
         lines.append((f"{loaded.case.name}  target {loaded.case.target or '-'}  {plan}", None))
     lines += [(f"ERROR {err}", "yellow") for err in s.package.errors]
     names = {c.case.name for c in s.package.cases}
@@ -31,3 +31,13 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
             lines.append((f"orphan cassette: {display_path(s.cassettes / name)} ({', '.join(engines)}): "
                            "no case has this name any more; delete it", None))
     return lines
+
+
+def _plan(s: RunSettings, loaded: LoadedCase, layout: PackageLayout) -> str:
+    """`replay`, `live (why)` or `ERROR (miss)` for one session of a case."""
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
+    try:
+        d = decide(s, loaded.case.name, fp, "baseline" if layout.baseline else "")
+    except Miss as miss:
+        return f"ERROR ({miss.message})"
+    return "replay" if d.replay else f"live ({d.reason})"

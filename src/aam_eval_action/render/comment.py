@@ -141,6 +141,12 @@ def case_cell(c: CaseDiff) -> Markup:
     return Markup(f"{name}<br><sub>{md(where, 120)}</sub>") if where else name
 
 
+def judge_cell(c: CaseDiff, limit: int) -> Markup:
+    """The judge's reason, after the votes when several were asked."""
+    reason = md(c.judge_reason, limit)
+    return Markup(f"({md(c.judge_votes)}) {reason}") if c.judge_votes else reason
+
+
 def count(number: int, noun: str) -> Markup:
     """`1 case`, `2 cases`."""
     return Markup(f"{number} {noun}" if number == 1 else f"{number} {noun}s")
@@ -174,6 +180,10 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "not_graded_note": _plain(d.not_graded_note),
     "cost_line": _plain(d.cost_line),
     "verdicts": _plain(d.verdict_change),
+    "judge_cell": judge_cell,
+    "lift": _plain(d.lift_line),
+    "triggers": _plain(d.trigger_line),
+    "interval": _plain(d.interval_line),
     "thousands": _plain("{:,}".format),
 }
 
@@ -249,9 +259,9 @@ class _View:
     def full(cls, diff: ReportDiff) -> _View:
         sections: dict[str, list[CaseDiff]] = {section_key(c): [] for c in CATEGORIES}
         sections["flaky"] = []
+        sections["noise"] = []
         for c in diff.cases:
-            key = "flaky" if c.category == "regressed" and c.flaky else section_key(c.category)
-            sections[key].append(c)
+            sections[_section_of(c)].append(c)
         return cls(sections=sections, stale=list(diff.stale))
 
     def drop(self, keys: tuple[str, ...], note: str, *, stale: bool = False) -> _View:
@@ -282,6 +292,15 @@ class _View:
         }
 
 
+def _section_of(c: CaseDiff) -> str:
+    """Regressions within noise and flaky ones are listed apart from those blamed on the PR."""
+    if c.category == "regressed" and c.significant is False:
+        return "noise"
+    if c.category == "regressed" and c.significant is None and c.flaky:
+        return "flaky"
+    return section_key(c.category)
+
+
 def section_key(category: str) -> str:
     """The template's name for a category's list: `still-failing` → `still_failing`.
 
@@ -303,6 +322,7 @@ _TRIMS: tuple[Callable[[_View], _View], ...] = (
         omitted=(*v.omitted, f"judge reasons and errors past {SHORT_REASON_CHARS} characters"),
     ),
     lambda v: v.drop(("flaky",), "regressions that are flaky on base"),
+    lambda v: v.drop(("noise",), "regressions within noise"),
 )
 
 

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import TextIO
 
-from aam_eval_action.report import CaseResult, Report
+from aam_eval_action.report import CaseResult, Report, Summary
 
 STYLES = {"PASS": "green", "FAIL": "red", "ERROR": "yellow", "SKIP": "dim"}
 ANSI = {"green": "\033[32m", "red": "\033[31m", "yellow": "\033[33m", "dim": "\033[2m"}
@@ -58,6 +58,8 @@ class Console:
             f"{s.replayed} replayed, {report.duration_seconds:.1f}s{_cost(s.cost_usd, s.run_cost_usd)}"
             + ("  [interrupted: partial report]" if report.interrupted else "")
         )
+        for extra in measures(s):
+            self.line(extra)
 
     def _table(self, cases: list[CaseResult]) -> None:
         from rich.console import Console as RichConsole
@@ -100,3 +102,18 @@ def _width() -> int:
         return os.get_terminal_size().columns
     except OSError:
         return 100
+
+
+def measures(s: Summary) -> list[str]:
+    """The skill's lift and trigger accuracy, when the run measured them."""
+    lines = []
+    if s.lift_pp is not None and s.baseline_pass_rate is not None:
+        lines.append(f"skill lift {s.lift_pp:+.1f} pp (without the skill {s.baseline_pass_rate * 100:.1f}%), "
+                     f"{s.skill_not_needed or 0} case(s) pass as well without it")
+    if s.trigger_cases:
+        def pct(v: float | None) -> str:
+            return "n/a" if v is None else f"{v * 100:.1f}%"
+
+        lines.append(f"trigger precision {pct(s.trigger_precision)}, recall {pct(s.trigger_recall)} "
+                     f"over {s.trigger_cases} case(s)")
+    return lines

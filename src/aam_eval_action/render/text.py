@@ -77,10 +77,44 @@ def cost_line(recorded: float | None, spent: float | None) -> str:
 
 
 def verdict_change(c: CaseDiff) -> str:
-    """`PASS → FAIL`, or the one verdict there is."""
+    """`PASS → FAIL`, with the pass counts and p-value when both sides were repeated."""
     if c.base_verdict and c.head_verdict:
-        return f"{c.base_verdict} → {c.head_verdict}"
+        shown = f"{c.base_verdict} → {c.head_verdict}"
+        if c.p_value is not None and c.base_passes != c.head_passes:
+            shown += f" ({c.base_passes} → {c.head_passes}, p = {c.p_value:.3f})"
+        return shown
     return c.head_verdict or c.base_verdict or "?"
+
+
+def lift_line(d: ReportDiff) -> str:
+    """`skill lift +33.3 pp (was +50.0 pp) · without the skill 33.3% → 66.7%`; '' without a baseline run."""
+    h, b = d.head, d.base
+    if h.lift_pp is None:
+        return ""
+    line = f"skill lift {fmt_pp(h.lift_pp)}"
+    if b is not None and b.lift_pp is not None:
+        line += f" (was {fmt_pp(b.lift_pp)})"
+    line += f" · pass rate without the skill {fmt_pct(h.baseline_pass_rate)}"
+    if h.skill_not_needed:
+        line += f" · {h.skill_not_needed} skill not needed"
+    return line
+
+
+def trigger_line(d: ReportDiff) -> str:
+    """`trigger precision 100.0% · recall 50.0% (4 cases)`; '' without trigger cases."""
+    h = d.head
+    if not h.trigger_cases:
+        return ""
+    return (f"trigger precision {fmt_pct(h.trigger_precision)} · recall {fmt_pct(h.trigger_recall)} "
+            f"({h.trigger_cases} case{'s' if h.trigger_cases != 1 else ''})")
+
+
+def interval_line(d: ReportDiff) -> str:
+    """`95% interval of the change: -61.2 pp to +12.4 pp`; '' without a base."""
+    ci = d.pass_rate_delta_ci_pp
+    if not ci:
+        return ""
+    return f"95% interval of the change: {fmt_pp(ci[0])} to {fmt_pp(ci[1])}"
 
 
 def location(c: CaseDiff | StaleCase) -> str:
@@ -134,6 +168,11 @@ def _text_totals(d: ReportDiff) -> list[str]:
         "Cost (this run): " + fmt_cost(h.run_cost_usd),
         "Duration: " + _text_change(base_time, h.duration_seconds, d.duration_delta_seconds, fmt_duration),
     ]
+    lines += [line for line in (lift_line(d), trigger_line(d), interval_line(d)) if line]
+    if d.noise_regressions:
+        lines.append(f"{d.noise_regressions} regressed within noise (Fisher p >= 0.05), not counted")
+    elif d.regressions and not d.repeated:
+        lines.append("Significance needs `repeat`: one attempt per case cannot tell a change from noise.")
     if d.interrupted:
         lines.append("The head run was interrupted: its report is partial.")
     return lines
@@ -156,7 +195,9 @@ def _text_heading(cat: Category, group: list[CaseDiff]) -> str:
 
 def _text_case(c: CaseDiff) -> str:
     parts = [f"  {c.name}", c.target or "-", verdict_change(c)]
-    if c.flaky:
+    if c.significant is False:
+        parts.append("within noise")
+    elif c.flaky:
         parts.append("flaky")
     if c.failed_checks:
         parts.append("checks: " + ", ".join(c.failed_checks))

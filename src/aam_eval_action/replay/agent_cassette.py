@@ -52,12 +52,17 @@ class AgentCassette(BaseModel):
     """Reserved: the session's raw model traffic, for re-running the real CLI against it."""
 
 
-def session_path(cassettes: Path, case: str, engine: str) -> Path:
-    return cassettes / case / f"{engine}.session.yaml"
+def session_path(cassettes: Path, case: str, engine: str, variant: str = "") -> Path:
+    """`<case>/<engine>.session.yaml`; a variant (`baseline`) gets `<engine>.<variant>.session.yaml`."""
+    return cassettes / case / f"{_stem(engine, variant)}.session.yaml"
 
 
-def judge_path(cassettes: Path, case: str, engine: str) -> Path:
-    return cassettes / case / f"{engine}.judge.yaml"
+def judge_path(cassettes: Path, case: str, engine: str, variant: str = "") -> Path:
+    return cassettes / case / f"{_stem(engine, variant)}.judge.yaml"
+
+
+def _stem(engine: str, variant: str) -> str:
+    return f"{engine}.{variant}" if variant else engine
 
 
 def load(path: Path) -> AgentCassette | None:
@@ -118,5 +123,7 @@ def list_recorded(cassettes: Path) -> dict[str, list[str]]:
     if not cassettes.is_dir():
         return found
     for path in sorted(cassettes.glob("*/*.session.yaml")):
-        found.setdefault(path.parent.name, []).append(path.name.removesuffix(".session.yaml"))
+        engine = path.name.removesuffix(".session.yaml")
+        if "." not in engine:  # `<engine>.baseline` belongs to the same case and engine
+            found.setdefault(path.parent.name, []).append(engine)
     return found

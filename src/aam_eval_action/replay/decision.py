@@ -61,32 +61,37 @@ class Decision:
     recorded: AgentCassette | None = None
 
 
-def rerecord_command(settings: RunSettings, name: str) -> str:
-    return f"aam-eval run {name} --record --package {display_path(settings.package.layout.root)}"
+def rerecord_command(settings: RunSettings, name: str, variant: str = "") -> str:
+    extra = " --baseline" if variant == "baseline" else ""
+    return f"aam-eval run {name} --record{extra} --package {display_path(settings.package.layout.root)}"
 
 
-def decide(settings: RunSettings, name: str, fp: Fingerprint) -> Decision:
-    """Replay or live for a case's agent session under the run's mode (raises Miss in replay mode)."""
+def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "") -> Decision:
+    """Replay or live for a case's agent session under the run's mode (raises Miss in replay mode).
+
+    `variant` is `baseline` for the session run without the skill, which has its own cassette.
+    """
     s = settings
-    path = agent_cassette.session_path(s.cassettes, name, s.engine)
+    path = agent_cassette.session_path(s.cassettes, name, s.engine, variant)
+    rerecord = rerecord_command(s, name, variant)
     if s.mode in ("record", "live"):
         return Decision(False, f"mode {s.mode}")
     try:
         recorded = agent_cassette.load(path)
     except CassetteError as exc:
         if s.mode == "replay":
-            raise Miss("damaged", "agent", str(exc), rerecord_command(s, name)) from None
+            raise Miss("damaged", "agent", str(exc), rerecord) from None
         return Decision(False, f"cassette damaged: {exc}")
     if recorded is None:
         why = f"no cassette recorded for engine {s.engine} ({display_path(path)})"
         if s.mode == "replay":
-            raise Miss("no-cassette", "agent", why, rerecord_command(s, name))
+            raise Miss("no-cassette", "agent", why, rerecord)
         return Decision(False, why)
     changes = explain(recorded.fingerprint.inputs, fp.inputs)
     if changes:
         why = "; ".join(changes) + f" since recording ({recorded.recorded_at})"
         if s.mode == "replay":
-            raise Miss("stale", "agent", why, rerecord_command(s, name), tuple(changes))
+            raise Miss("stale", "agent", why, rerecord, tuple(changes))
         return Decision(False, why)
     if len(recorded.attempts) < s.repeat and s.mode == "auto":
         return Decision(False, f"{len(recorded.attempts)} attempt(s) recorded, {s.repeat} wanted")
@@ -104,7 +109,7 @@ class JudgeReplay:
 
 
 def open_judge(
-    settings: RunSettings, name: str, jfp: Fingerprint, redact: Callable[[str], str]
+    settings: RunSettings, name: str, jfp: Fingerprint, redact: Callable[[str], str], variant: str = ""
 ) -> JudgeReplay | None:
     """The case's judge cassette (None in live mode: nothing is read or written).
 
@@ -115,12 +120,12 @@ def open_judge(
         return None
     from aam_eval_action.replay.judge_cassette import JudgeCassette
 
-    path = agent_cassette.judge_path(s.cassettes, name, s.engine)
+    path = agent_cassette.judge_path(s.cassettes, name, s.engine, variant)
     try:
         jc = JudgeCassette(path, s.mode, s.judge_provider, redact)
     except Exception as exc:  # vcrpy raises yaml and value errors for a damaged file
         raise Miss("damaged", "judge", f"{path}: damaged judge cassette ({exc})",
-                   rerecord_command(s, name)) from None
+                   rerecord_command(s, name, variant)) from None
     recorded = jc.metadata.get("inputs")
     changes = tuple(explain(recorded, jfp.inputs)) if isinstance(recorded, dict) else ()
     if changes:
@@ -130,8 +135,8 @@ def open_judge(
     return JudgeReplay(jc, "stale", "the judge request changed", ())
 
 
-def judge_miss(settings: RunSettings, name: str, replay: JudgeReplay) -> Miss:
+def judge_miss(settings: RunSettings, name: str, replay: JudgeReplay, variant: str = "") -> Miss:
     """The miss raised when the judge cassette cannot answer a request in replay mode."""
     return Miss(replay.miss_kind, "judge", f"{replay.miss_reason} since recording",
-                rerecord_command(settings, name), replay.changes)
+                rerecord_command(settings, name, variant), replay.changes)
 

@@ -16,7 +16,7 @@ from aam_eval_action.spec import Case, EvalConfig
 
 HASH_CHARS = 16
 JUDGE_PROMPT_VERSION = "1"
-VALUE_INPUTS = ("engine", "model", "target", "judge-model", "judge-prompt")
+VALUE_INPUTS = ("engine", "model", "target", "judge-model", "judge-prompt", "judge-votes", "baseline")
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ def agent_fingerprint(
         inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
     for rel in layout.files_for(case.target):
         inputs[f"package:{rel}"] = _h((layout.root / rel).read_bytes())
+    if layout.baseline:  # only baseline sessions carry it, so existing fingerprints stay as they are
+        inputs["baseline"] = layout.baseline_label(case.target)
     secret = set(config.secret_env)
     for name, value in config.env.items():
         # A secret's value never enters a cassette, not even hashed: only its presence counts.
@@ -62,13 +64,17 @@ def agent_fingerprint(
 
 
 def judge_fingerprint(case: Case, judge_model: str, agent: Fingerprint) -> Fingerprint:
-    """What shapes the judge's verdict: criteria, judge model, prompt version, the session judged."""
-    return Fingerprint.of({
+    """What shapes the judge's verdict: criteria, judge model, prompt version, the session judged,
+    and the number of votes when more than one is asked."""
+    inputs = {
         "criteria": _h(case.judge.criteria.encode()),
         "judge-model": judge_model,
         "judge-prompt": JUDGE_PROMPT_VERSION,
         "agent-session": agent.digest[:HASH_CHARS],
-    })
+    }
+    if case.judge.votes != 1:
+        inputs["judge-votes"] = str(case.judge.votes)
+    return Fingerprint.of(inputs)
 
 
 def explain(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
@@ -104,5 +110,6 @@ def _label(key: str) -> str:
     names = {
         "prompt": "the prompt", "criteria": "judge criteria", "agent-session": "the agent session",
         "judge-model": "judge model", "judge-prompt": "judge prompt version",
+        "judge-votes": "judge votes", "baseline": "baseline install",
     }
     return names.get(key, key)

@@ -14,6 +14,14 @@ comes from scenarios, each chosen by a substring of the request:
       - error: {status: 500, message: "overloaded"}
     judge: {result: "PASS", reason: "why"}     # or {status: 529, times: 2, then: {...}}
                                                # or a list: successive calls, cycling
+    needs-skill: "pdf-tools"    # optional: when the request does not list this skill ...
+    without-skill:              # ... these steps answer instead of `agent` (a no-skill baseline)
+      - text: "I can't read PDFs."
+
+Whether a skill is listed is read from the request as each CLI sends it: Claude Code lists
+skills in a `<system-reminder>` user block ("The following skills are available for use with
+the Skill tool:" then `- name: description` lines); Codex lists them in its
+`<skills_instructions>` user block as `- name: description (file: .../name/SKILL.md)` lines.
 
 The turn index is stateless: it is the number of model turns already in the request
 (assistant messages for Anthropic, function calls for Responses), so retries of a turn
@@ -195,7 +203,7 @@ class Script:
         found = self.find(prompt_text(body))
         if found is None:
             return Reply(text="OK.")
-        return step_reply(agent_step(found[1], turn_index(body)), body)
+        return step_reply(agent_step(found[1], turn_index(body), listed_skills(body)), body)
 
     def judge_reply(self, body: dict[str, Any]) -> Reply:
         found = self.find(all_text(body))
@@ -227,9 +235,30 @@ class Script:
             return True
 
 
-def agent_step(scenario: dict[str, Any], turn: int) -> dict[str, Any]:
-    """The step for this turn; past the end, the last text step (or `Done.`)."""
-    steps = list(scenario.get("agent") or [])
+def listed_skills(body: dict[str, Any]) -> set[str]:
+    """Names of the skills the CLI lists to the model in this request (`- name: ...` lines of
+    Claude Code's skills reminder or Codex's skills instructions)."""
+    names: set[str] = set()
+    for text in _texts_of_messages(body):
+        if "skills are available" in text or "<skills_instructions>" in text:
+            names |= set(re.findall(r"^- ([A-Za-z0-9._:-]+): ", text, re.MULTILINE))
+    return names
+
+
+def _texts_of_messages(body: dict[str, Any]) -> list[str]:
+    return [t for m in _messages(body) for t in _texts(m.get("content"))]
+
+
+def agent_step(scenario: dict[str, Any], turn: int, skills: set[str] | None = None) -> dict[str, Any]:
+    """The step for this turn; past the end, the last text step (or `Done.`).
+
+    A scenario with `needs-skill` plays `without-skill` when the request does not list that skill.
+    """
+    key = "agent"
+    needed = scenario.get("needs-skill")
+    if needed and skills is not None and str(needed) not in skills:
+        key = "without-skill"
+    steps = list(scenario.get(key) or [])
     if turn < len(steps):
         return dict(steps[turn])
     texts = [s["text"] for s in steps if "text" in s]

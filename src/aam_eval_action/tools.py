@@ -1,0 +1,76 @@
+"""Engine-neutral tool names, mapped from each CLI's own tool names, and skill-trigger detection.
+
+| neutral | Claude Code                             | Codex                                           |
+| ------- | --------------------------------------- | ----------------------------------------------- |
+| read    | Read, NotebookRead                      | -                                               |
+| write   | Write                                   | file_change adding a file                       |
+| edit    | Edit, MultiEdit, NotebookEdit           | file_change updating or deleting a file         |
+| shell   | Bash, BashOutput                        | command_execution                               |
+| skill   | Skill, or a Read of a skill's SKILL.md  | a command_execution reading a skill's SKILL.md  |
+| search  | Glob, Grep                              | -                                               |
+| web     | WebFetch, WebSearch                     | web_search                                      |
+
+Codex has no read, search or skill tool: it reads, greps and loads skills through its shell.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from aam_eval_action.session import ToolCall
+
+NeutralTool = Literal["read", "write", "edit", "shell", "skill", "search", "web"]
+NEUTRAL_TOOLS: tuple[NeutralTool, ...] = ("read", "write", "edit", "shell", "skill", "search", "web")
+
+CLAUDE_TOOLS: dict[str, NeutralTool] = {
+    "Read": "read", "NotebookRead": "read",
+    "Write": "write",
+    "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit",
+    "Bash": "shell", "BashOutput": "shell",
+    "Skill": "skill",
+    "Glob": "search", "Grep": "search",
+    "WebFetch": "web", "WebSearch": "web",
+}
+CODEX_TOOLS: dict[str, NeutralTool] = {"command_execution": "shell", "web_search": "web"}
+_SKILL_FILE = re.compile(r"skills/([A-Za-z0-9._-]+)/SKILL\.md")
+
+
+def neutral_names(call: ToolCall) -> list[NeutralTool]:
+    """The engine-neutral names one recorded call counts as (none for unmapped tools, e.g. MCP)."""
+    names: list[NeutralTool] = []
+    mapped = CLAUDE_TOOLS.get(call.name) or CODEX_TOOLS.get(call.name)
+    if mapped:
+        names.append(mapped)
+    elif call.name == "file_change":
+        names.append(_file_change_kind(call))
+    if mapped != "skill" and skills_loaded(call):
+        names.append("skill")
+    return names
+
+
+def _file_change_kind(call: ToolCall) -> NeutralTool:
+    kinds = {str(c.get("kind")) for c in call.input.get("changes") or [] if isinstance(c, dict)}
+    return "write" if kinds <= {"add"} and kinds else "edit"
+
+
+def skills_loaded(call: ToolCall) -> list[str]:
+    """Names of the skills this call loaded: the Skill tool, or a Read or command of a SKILL.md."""
+    if call.name == "Skill":
+        name = str(call.input.get("skill") or call.input.get("command") or "")
+        return [name.rsplit(":", 1)[-1]] if name else []
+    if call.name == "Read":
+        return _SKILL_FILE.findall(str(call.input.get("file_path") or ""))
+    if call.name in ("Bash", "command_execution"):
+        return _SKILL_FILE.findall(str(call.input.get("command") or ""))
+    return []
+
+
+def skill_triggered(calls: list[ToolCall], skill: str) -> bool:
+    """Whether any call loaded the named skill."""
+    return any(skill in skills_loaded(c) for c in calls)
+
+
+def neutral_sequence(calls: list[ToolCall]) -> list[NeutralTool]:
+    """Every call's neutral names, in call order."""
+    return [name for call in calls for name in neutral_names(call)]
