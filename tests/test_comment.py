@@ -194,7 +194,9 @@ def test_untrusted_text_cannot_add_table_cells() -> None:
         ("[x](y) ![i](j)", "&#91;x&#93;(y) &#33;&#91;i&#93;(j)"),
         ("*a* _b_ ~c~", "&#42;a&#42; &#95;b&#95; &#126;c&#126;"),
         ("$x$", "&#36;x&#36;"),
-        ("see https://e.com", "see https:&#47;&#47;e.com"),
+        ("see https://e.com", "see https\u200b:&#47;&#47;e.com"),
+        ("fixes #123 and GH#4", "fixes #\u200b123 and GH#\u200b4"),
+        ("www.evil.example", "www\u200b.evil.example"),
         ("rtl\u202eevil", "rtl evil"),
     ],
 )

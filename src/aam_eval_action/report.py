@@ -212,6 +212,10 @@ class CaseResult(Part):
     """Why replay could not serve this case, when it could not (additive)."""
     miss: ReplayMiss | None = None
     """The replay miss in full: reason, changed inputs, re-record command (additive)."""
+    cassette_changed: bool | None = None
+    """The pull request added or changed this case's cassettes (set by the action; additive)."""
+    cassette_provenance: str | None = None
+    """Where the changed cassette says it was recorded: a CI run URL or `recorded locally` (additive)."""
 
 
 class Report(Part):

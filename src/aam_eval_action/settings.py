@@ -71,6 +71,20 @@ class RunSettings:
         name = PROVIDERS[provider].key_var
         return self.agent_env.get(name) or self.runner_env.get(name) or None
 
+    @property
+    def in_ci(self) -> bool:
+        """Running under GitHub Actions (`GITHUB_ACTIONS=true` in the runner's environment)."""
+        return self.runner_env.get("GITHUB_ACTIONS") == "true"
+
+    def provenance(self) -> str:
+        """Where a recording is made: the workflow run's URL in CI, else `recorded locally`."""
+        env = self.runner_env
+        server = env.get("GITHUB_SERVER_URL") or "https://github.com"
+        repo, run = env.get("GITHUB_REPOSITORY"), env.get("GITHUB_RUN_ID")
+        if self.in_ci and repo and run:
+            return f"{server.rstrip('/')}/{repo}/actions/runs/{run}"
+        return "recorded locally"
+
     def redactor(self) -> Redactor:
         """Every secret this run knows of: the runner's secret-looking variables and `secret_values`."""
         return Redactor.from_environment(self.secret_values, self.runner_env)

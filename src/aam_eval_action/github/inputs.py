@@ -83,9 +83,12 @@ class ActionInputs(BaseModel):
     @field_validator("min_pass_rate", mode="before")
     @classmethod
     def _percent(cls, value: object) -> object:
-        # "0.8" and "80" and "80%" all mean 80 %.
+        # "0.8", "80" and "80%" all mean 80 %: a bare number of at most 1 with a decimal
+        # point is a fraction; with `%` it is always percent ("0.5%" is half a percent).
         if isinstance(value, str):
-            text = value.strip().removesuffix("%")
+            text = value.strip()
+            if text.endswith("%"):
+                return float(text.removesuffix("%").strip())
             number = float(text)
             return number * 100 if number <= 1 and "." in text else number
         return value

@@ -60,8 +60,13 @@ def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
 
 def restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session) -> None:
     """--keep-workspaces on replay: the workspace as the recorded session left it."""
-    ws = workspace.create(ctx.settings.package.layout, loaded.case)
-    workspace.restore(ws.root, session.files)
+    s = ctx.settings
+    ws = workspace.create(s.package.layout, loaded.case)
+    try:
+        workspace.restore(ws.root, session.files)
+    except workspace.OutsideWorkspace as exc:
+        path = agent_cassette.session_path(s.cassettes, loaded.case.name, s.engine)
+        raise workspace.OutsideWorkspace(f"{path}: {exc}") from None
     announce_kept(loaded, ws.root)
 
 
@@ -90,6 +95,7 @@ def save_sessions(ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[S
         case=name, engine=s.engine,
         recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
-        attempts=sessions,
+        attempts=sessions, provenance=s.provenance(),
     )
-    agent_cassette.save(agent_cassette.session_path(s.cassettes, name, s.engine), recorded)
+    path = agent_cassette.session_path(s.cassettes, name, s.engine)
+    agent_cassette.save(path, recorded, s.cassettes)

@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
+from pydantic import BaseModel
 
 from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, StaleCase
 from aam_eval_action.errors import ConfigError
@@ -36,6 +38,9 @@ HARD_CUT_NOTE = "\n\n> [!WARNING]\n> This comment was cut to fit GitHub's size l
 _MARKER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 _WHITESPACE = re.compile(r"\s+")
+_REFERENCE = re.compile(r"#(?=\w)")
+_WWW = re.compile(r"\bwww(?=\.)", re.I)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _MARKDOWN_ESCAPES = str.maketrans(
     {
         "&": "&amp;",
@@ -85,7 +90,7 @@ def render_comment(
 
     def render(view: _View) -> str:
         context: dict[str, object] = {
-            "diff": diff,
+            "diff": View(diff),
             "marker": Markup(mark),
             "run_url": run_url,
             "max_chars": max_chars,
@@ -109,15 +114,99 @@ def md(value: object, limit: int | None = None) -> Markup:
 
     Newlines and control characters become spaces (a table row stays one row); `|`,
     backticks, brackets, `!`, emphasis characters and `$` become entities; `@` gets a
-    zero-width space so nobody is pinged; `limit` truncates with an ellipsis first.
+    zero-width space so nobody is pinged, `#` before a word too so no issue is referenced,
+    and `www.` and `scheme://` so nothing is autolinked; `limit` truncates with an ellipsis
+    first. Escaping what is already escaped (a view-model string) gives the same result.
     """
     if value is None:
         return Markup("")
-    text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", str(value)))
+    raw = value.raw if isinstance(value, Escaped) else value
+    text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", str(raw)))
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)].rstrip() + "…"
+    text = _REFERENCE.sub("#\u200b", _WWW.sub("\\g<0>\u200b", text))
+    text = _SCHEME.sub("\\g<1>\u200b://", text)
     escaped = text.translate(_MARKDOWN_ESCAPES).replace("://", ":&#47;&#47;")
     return Markup(escaped)
+
+
+class Escaped(Markup):
+    """An untrusted string of the view model: already escaped by `md`, the raw text kept in
+    `raw` for this module's filters only (templates cannot reach it: the sandbox hides it)."""
+
+    raw: str
+
+    def __new__(cls, raw: str) -> Escaped:
+        made = super().__new__(cls, md(raw))
+        made.raw = raw
+        return made
+
+    # Compared and hashed as the raw text, so `c.verdict == "PASS"` and `counts["no-baseline"]`
+    # mean in a template what they mean on the model.
+    def __eq__(self, other: object) -> bool:
+        return self.raw == (other.raw if isinstance(other, Escaped) else other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.raw)
+
+
+class View:
+    """A read-only view of a diff model for templates: every string comes out escaped.
+
+    Attribute access gives `Escaped` strings, views of nested models, and lists and dicts
+    of those; numbers and booleans as they are. Only the model's fields are reachable (no
+    methods such as `model_dump` that would hand back raw text), and the model itself is
+    behind an underscore, which the sandbox refuses. Printing a view prints it escaped.
+    """
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: BaseModel) -> None:
+        object.__setattr__(self, "_model", model)
+
+    def __getattr__(self, name: str) -> object:
+        model = object.__getattribute__(self, "_model")
+        if name not in type(model).model_fields:
+            raise AttributeError(name)
+        return escape_view(getattr(model, name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("read-only")
+
+    def __str__(self) -> str:
+        return str(md(repr(object.__getattribute__(self, "_model"))))
+
+    __repr__ = __str__
+
+    def __html__(self) -> str:
+        return str(self)
+
+
+def escape_view(value: object) -> object:
+    """The template's view of a value: untrusted strings escaped, at any depth."""
+    if value is None or isinstance(value, bool | int | float | Markup):
+        return value
+    if isinstance(value, str):
+        return Escaped(value)
+    if isinstance(value, BaseModel):
+        return View(value)
+    if isinstance(value, dict):
+        return {escape_view(k): escape_view(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [escape_view(v) for v in value]
+    return Escaped(str(value))
+
+
+def unwrap(value: object) -> Any:
+    """The model behind a view, for this module's formatters (templates cannot do this)."""
+    if isinstance(value, View):
+        return object.__getattribute__(value, "_model")
+    if isinstance(value, Escaped):
+        return value.raw
+    return value
 
 
 def md_join(values: Iterable[object], separator: str = ", ") -> Markup:
@@ -130,12 +219,13 @@ def shell_arg(value: object) -> Markup:
 
     Backticks and line breaks are dropped so the fence cannot be closed from inside.
     """
-    cleaned = _INVISIBLE.sub("", str(value)).replace("`", "")
+    cleaned = _INVISIBLE.sub("", str(unwrap(value))).replace("`", "")
     return Markup(shlex.quote(cleaned))
 
 
-def case_cell(c: CaseDiff) -> Markup:
+def case_cell(view: View | CaseDiff) -> Markup:
     """The case name, with its file and line underneath."""
+    c = unwrap(view)
     where = d.location(c)
     name = md(c.name, 100)
     return Markup(f"{name}<br><sub>{md(where, 120)}</sub>") if where else name
@@ -148,14 +238,15 @@ def count(number: int, noun: str) -> Markup:
 
 def safe_url(url: str | None) -> Markup:
     """An http(s) URL usable as a Markdown link target, or '' for anything else."""
-    if not url or not re.fullmatch(r"https?://[^\s<>()\[\]`\"']+", url):
+    url = unwrap(url)
+    if not url or not re.fullmatch(r"https?://[^\s<>()\[\]`\"'|]+", url):
         return Markup("")
     return Markup(url)
 
 
 def _plain(fn: Callable[..., str]) -> Callable[..., Markup]:
-    """A formatter of ours whose output needs no escaping."""
-    return lambda *args, **kwargs: Markup(fn(*args, **kwargs))
+    """A formatter of ours whose output needs no escaping (it reads the models behind views)."""
+    return lambda *args, **kwargs: Markup(fn(*(unwrap(a) for a in args), **kwargs))
 
 
 FILTERS: dict[str, Callable[..., Markup]] = {
@@ -177,12 +268,12 @@ FILTERS: dict[str, Callable[..., Markup]] = {
 
 
 def _finalize(value: object) -> object:
-    """Escape every printed string that no filter of ours produced."""
+    """Escape everything printed that is not already escaped (or a number)."""
     if value is None:
         return ""
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return md(value)
-    return value
+    if isinstance(value, Markup | bool | int | float):
+        return value
+    return md(str(value))
 
 
 # --- templates ---
@@ -271,9 +362,10 @@ class _View:
         )
 
     def context(self) -> dict[str, object]:
+        """What the template sees: every untrusted string already escaped (the view model)."""
         return {
-            "sections": self.sections,
-            "stale": self.stale,
+            "sections": escape_view(self.sections),
+            "stale": escape_view(self.stale),
             "reason_chars": self.reason_chars,
             "omitted": list(self.omitted),
             "regressions_cut": self.regressions_cut,
