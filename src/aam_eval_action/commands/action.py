@@ -51,14 +51,16 @@ def runner_environment(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str
 
 
 def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, str]) -> int:
-    console = Console()
+    check_live_allowed(inputs, gh)
+    console = Console(workflow_commands=True)
     package = (gh.workspace / inputs.package_path).resolve()
     report_path = _report_path(inputs, gh, package)
     if inputs.merge_reports:
         head: Report | None = _merged(inputs, gh, report_path)
     else:
         run_args = _run_args(inputs, package, inputs.mode, report_path)
-        head, code = execute(run_args, console, dict(environ))
+        with workflow.commands_stopped():
+            head, code = execute(run_args, console, dict(environ))
     if head is None:
         return code
     base, changed = _base_report(inputs, gh, console, environ)
@@ -71,6 +73,18 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
     comment_url = _comment(inputs, gh, body)
     workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url))
     return exit_code(inputs, head, diff.regressions, bool(head.interrupted), diff.counts["stale"])
+
+
+def check_live_allowed(inputs: ActionInputs, gh: GitHubContext) -> None:
+    """Live modes run the PR's hooks and scripts with the API keys: not for untrusted PRs."""
+    why = gh.untrusted_pr
+    if inputs.mode == "replay" or inputs.merge_reports or why is None or inputs.allow_live_on_pr:
+        return
+    raise UsageError(
+        f"mode {inputs.mode} is refused: {why}, and live modes give the pull request's hooks, "
+        "scripts and eval-config the API keys. Use mode: replay for pull requests (no keys "
+        "needed), or set allow-live-on-pr: true if you trust every such pull request"
+    )
 
 
 def exit_code(
@@ -152,7 +166,9 @@ def _base_report(
                 console.line(f"base: no package at {inputs.package_path}; everything is new")
                 return None, changed_cassettes(head_cassettes, None) if head_cassettes else None
             changed = changed_cassettes(head_cassettes, _cassettes_dir(package)) if head_cassettes else None
-            report, _ = execute(_run_args(inputs, package, "replay", None), console, dict(environ))
+            with workflow.commands_stopped():
+                report, _ = execute(_run_args(inputs, package, "replay", None), console,
+                                    dict(environ))
             return report, changed
     except AamEvalError as exc:
         workflow.warning(f"no base report to compare against: {exc}", gh.summary_file)

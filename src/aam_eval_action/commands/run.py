@@ -51,6 +51,8 @@ def execute(
     console = console or Console()
     package = load_package(args.package)
     settings = resolve(package, args.overrides, environ)
+    if settings.in_ci:  # untrusted text printed below must not form workflow commands
+        console.workflow_commands = True
     check_engine_name(settings.engine)  # reserved or unknown engines fail before any case runs
     durations = recorded_durations(settings) if args.shard else None
     selected = select(package.cases, args.cases, args.target, args.shard, durations)

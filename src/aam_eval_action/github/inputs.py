@@ -21,7 +21,7 @@ INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key",
+    "openai-api-key", "allow-live-on-pr",
 )
 
 
@@ -72,6 +72,9 @@ class ActionInputs(BaseModel):
     """Anthropic key; only live modes use it."""
     openai_api_key: str | None = Field(None, alias="openai-api-key", repr=False)
     """OpenAI key; only live modes use it."""
+    allow_live_on_pr: bool = Field(False, alias="allow-live-on-pr")
+    """Let live modes run on pull_request_target and on a fork's pull request (they run the
+    PR's hooks and scripts with the API keys); refused unless true."""
 
     @field_validator("cases", mode="before")
     @classmethod
@@ -156,7 +159,31 @@ class GitHubContext:
         return pr if isinstance(pr, dict) else None
 
     @property
+    def untrusted_pr(self) -> str | None:
+        """Why this run's pull request may not use live modes, or None.
+
+        `pull_request_target` runs with the base's secrets on the PR's code; a fork's PR is
+        written by someone outside the repository.
+        """
+        if self.event_name == "pull_request_target":
+            return "this is a pull_request_target run"
+        pr = self.pull_request
+        if pr is None:
+            return None
+        head, base = _repo_name(pr.get("head")), _repo_name(pr.get("base"))
+        if head and base and head != base:
+            return f"this pull request comes from a fork ({head})"
+        return None
+
+    @property
     def run_url(self) -> str | None:
         if not (self.repository and self.run_id):
             return None
         return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def _repo_name(side: object) -> str | None:
+    """`head.repo.full_name` / `base.repo.full_name` of a pull-request payload."""
+    repo = side.get("repo") if isinstance(side, dict) else None
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) else None
