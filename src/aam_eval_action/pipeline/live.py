@@ -26,7 +26,7 @@ from aam_eval_action.session import Session
 def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
     """Run the case's prompt through the engine's real CLI in a fresh workspace."""
     from aam_eval_action.engines.base import AgentRun
-    from aam_eval_action.engines.registry import get_engine
+    from aam_eval_action.engines.registry import ENGINES, get_engine
 
     s = ctx.settings
     engine = get_engine(s.engine)
@@ -38,6 +38,11 @@ def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
         raise AamEvalError(
             f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
             "or run with --replay to use the recorded cassettes)"
+        )
+    if not s.config.sandbox.network and not ENGINES[s.engine].enforces_no_network:
+        ctx.warn_once(
+            f"sandbox.network is false, but {s.engine} only denies its web tools: the agent's "
+            "shell commands keep network access (report: config.sandbox.network_enforced false)"
         )
     ws = workspace.create(s.package.layout, loaded.case)
     try:
