@@ -633,3 +633,20 @@ def test_network_off_is_enforced_or_reported(
     assert engine != "claude-code" or hits, "Claude Code's Bash is expected to keep the network here"
     assert engine != "codex" or not hits, "Codex's sandbox is expected to block it"
 
+
+
+def test_thousands_of_re_recorded_cases_still_fit_the_comment() -> None:
+    from aam_eval_action.diff import diff_reports
+    from aam_eval_action.github.comments import MAX_COMMENT_CHARS
+    from aam_eval_action.render.comment import RERECORDED_ROWS_KEPT, render_comment
+
+    from support.reports import case, report
+
+    cases = [case(f"case-{i:04d}") for i in range(3000)]
+    for c in cases:
+        c.cassette_changed, c.cassette_provenance = True, "recorded locally"
+    body = render_comment(diff_reports(report([case(f"case-{i:04d}") for i in range(3000)]), report(cases)))
+    assert len(body) <= MAX_COMMENT_CHARS
+    assert "### Re-recorded in this PR (3000)" in body
+    assert body.count("| recorded locally |") == RERECORDED_ROWS_KEPT
+    assert f"*{3000 - RERECORDED_ROWS_KEPT} more not listed here" in body

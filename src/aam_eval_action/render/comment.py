@@ -22,7 +22,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, StaleCase
+from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, RerecordedCase, StaleCase
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.github.comments import MAX_COMMENT_CHARS
 from aam_eval_action.render import text as d
@@ -33,6 +33,8 @@ BUILTIN_NAME = "comment.md.j2"
 USER_NAME = "user-template"
 REASON_CHARS = 300
 SHORT_REASON_CHARS = 100
+RERECORDED_ROWS_KEPT = 50
+"""Re-recorded cases still listed by name when the comment must be shortened."""
 HARD_CUT_NOTE = "\n\n> [!WARNING]\n> This comment was cut to fit GitHub's size limit.\n"
 
 _MARKER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -330,6 +332,7 @@ class _View:
 
     sections: dict[str, list[CaseDiff]]
     stale: list[StaleCase]
+    rerecorded: list[RerecordedCase] = dataclasses.field(default_factory=list)
     reason_chars: int = REASON_CHARS
     omitted: tuple[str, ...] = ()
     regressions_cut: int = 0
@@ -341,7 +344,7 @@ class _View:
         for c in diff.cases:
             key = "flaky" if c.category == "regressed" and c.flaky else section_key(c.category)
             sections[key].append(c)
-        return cls(sections=sections, stale=list(diff.stale))
+        return cls(sections=sections, stale=list(diff.stale), rerecorded=list(diff.rerecorded))
 
     def drop(self, keys: tuple[str, ...], note: str, *, stale: bool = False) -> _View:
         kept = {k: ([] if k in keys else v) for k, v in self.sections.items()}
@@ -366,6 +369,7 @@ class _View:
         return {
             "sections": escape_view(self.sections),
             "stale": escape_view(self.stale),
+            "rerecorded": escape_view(self.rerecorded),
             "reason_chars": self.reason_chars,
             "omitted": list(self.omitted),
             "regressions_cut": self.regressions_cut,
@@ -386,6 +390,12 @@ _TRIMS: tuple[Callable[[_View], _View], ...] = (
         ("fixed", "new", "removed", "no_baseline"),
         "fixed, new, removed, no-baseline and stale cases (counts kept)",
         stale=True,
+    ),
+    lambda v: dataclasses.replace(
+        v,
+        rerecorded=v.rerecorded[:RERECORDED_ROWS_KEPT],
+        omitted=(*v.omitted, f"re-recorded cases past the first {RERECORDED_ROWS_KEPT}")
+        if len(v.rerecorded) > RERECORDED_ROWS_KEPT else v.omitted,
     ),
     lambda v: dataclasses.replace(
         v,
