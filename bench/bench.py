@@ -43,7 +43,7 @@ def package(n: int) -> Path:
     scenarios = [{"match": f"task for case-{i:04d}.", "judge": {"result": "PASS", "reason": "fine"}}
                  for i in range(n)]
     with ModelServer(scenarios) as server:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url}
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key}
         subprocess.run([*CLI, "run", "--package", str(pkg), "--jobs", "8"], env=env,
                        stdout=subprocess.DEVNULL, check=False)
     (pkg / ".complete").touch()
@@ -125,7 +125,7 @@ def bench_live(rows: list[tuple[str, str]]) -> None:
                   "judge": {"result": "PASS", "reason": "ok"}} for n in names]
     results = {}
     with ModelServer(scenarios, latency=1.0) as server:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"}
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key}
         for jobs, mode in ((1, "record"), (8, "live")):
             out = BENCH_DIR / f"live{jobs}.json"
             wall, _ = timed([*CLI, "run", "--mode", mode, "--package", str(pkg), "--jobs", str(jobs),

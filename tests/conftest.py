@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,28 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 EXAMPLE = ROOT / "examples" / "csv-tools"
+
+from support.agent_clis import CliSetupError, ensure_pinned_clis  # noqa: E402
+from support.strict_skips import (  # noqa: E402
+    ALLOW_ENV,
+    pytest_collectreport,
+    pytest_runtest_makereport,
+    skips_allowed,
+)
+
+__all__ = ["pytest_collectreport", "pytest_runtest_makereport"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Before any end-to-end test runs, the pinned `claude` and `codex` go first on PATH."""
+    if not any(item.get_closest_marker("cli") for item in items):
+        return
+    try:
+        os.environ["PATH"] = ensure_pinned_clis()
+    except CliSetupError as exc:
+        if not skips_allowed():
+            raise pytest.UsageError(f"{exc}\n(set {ALLOW_ENV}=1 to skip the end-to-end tests instead)") from exc
+        print(f"the end-to-end tests will skip: {exc}", file=sys.stderr)
 
 
 @dataclass

@@ -32,8 +32,10 @@ def _judge_all(pkg: Path, monkeypatch: pytest.MonkeyPatch, names: list[str]) -> 
                  for n in names]
     with ModelServer(scenarios) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg))
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
 
 
 @pytest.fixture
@@ -99,11 +101,11 @@ def test_pull_request_run_creates_then_updates_one_sticky_comment(
         comments = [c for c in gh.comments(OWNER, REPO, PR) if MARKER in c["body"]]
         assert len(comments) == 1
         body = comments[0]["body"]
-        assert "**Pass rate 100.0% → 75.0% (-25.0 pp)**" in body
+        assert "**Pass rate 100.0% → 66.7% (-33.3 pp)** (over 3 cases graded on both sides)" in body
         assert "### Regressions (1)" in body and "case-01" in body
         assert "case-04" in body and "case-03" in body
         outputs = _outputs(tmp_path)
-        assert outputs["pass-rate"] == "75.0" and outputs["pass-rate-delta"] == "-25.0"
+        assert outputs["pass-rate"] == "75.0" and outputs["pass-rate-delta"] == "-33.3"
         assert outputs["regressions"] == "1" and outputs["total"] == "4"
         assert outputs["comment-url"] == comments[0]["html_url"]
         assert outputs["report-path"] == "head-report.json"
@@ -134,7 +136,7 @@ def test_shallow_clone_fetches_the_base_commit(pr_repo: tuple[Path, str], tmp_pa
         git(clone, "cat-file", "-e", base)
     env = _env(clone, tmp_path, "http://127.0.0.1:9", "rw-token", base, comment="false")
     assert action_main(env) == 1
-    assert _outputs(tmp_path)["pass-rate-delta"] == "-25.0"
+    assert _outputs(tmp_path)["pass-rate-delta"] == "-33.3"
 
 
 def test_push_event_has_no_comment_only_summary_and_outputs(pr_repo: tuple[Path, str], tmp_path: Path) -> None:
@@ -185,7 +187,7 @@ def test_matrix_shards_then_a_merge_job_comments_once(pr_repo: tuple[Path, str],
         assert action_main(env) == 1
         comments = [c for c in gh.comments(OWNER, REPO, PR) if MARKER in c["body"]]
     assert len(comments) == 1
-    assert "**Pass rate 100.0% → 75.0% (-25.0 pp)**" in comments[0]["body"]
+    assert "**Pass rate 100.0% → 66.7% (-33.3 pp)** (over 3 cases graded on both sides)" in comments[0]["body"]
     assert json.loads((repo / "merged.json").read_text())["summary"]["total"] == 4
 
 

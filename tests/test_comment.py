@@ -129,7 +129,7 @@ def table_rows(text: str) -> list[str]:
 
 def test_typical_comment() -> None:
     text = render_comment(typical(), run_url=RUN_URL)
-    assert "80.0% → 100.0% (+20.0 pp)" in text
+    assert "75.0% → 100.0% (+25.0 pp)** (over 4 cases graded on both sides)" in text
     assert_golden("comment_typical.md", text)
 
 
@@ -295,7 +295,7 @@ def test_marker_is_added_when_a_user_template_forgets_it(tmp_path: Path) -> None
     template = tmp_path / "bare.md.j2"
     template.write_text("Pass rate {{ diff | pass_rate }}\n", encoding="utf-8")
     text = render_comment(typical(), template=template, marker_id="nightly-2")
-    assert text == "<!-- aam-eval-action:comment id=nightly-2 -->\nPass rate 80.0% → 100.0% (+20.0 pp)\n"
+    assert text == "<!-- aam-eval-action:comment id=nightly-2 -->\nPass rate 75.0% → 100.0% (+25.0 pp)\n"
 
 
 def test_builtin_template_carries_the_marker_once() -> None:
@@ -342,3 +342,90 @@ def test_only_http_run_urls_are_linked() -> None:
     assert f"[workflow run]({RUN_URL})" in render_comment(typical(), run_url=RUN_URL)
     text = render_comment(typical(), run_url="javascript:alert(1)")
     assert "workflow run" not in text
+
+
+# -- hand-written expectations: what a reader must see, worked out from the reports above --
+
+
+def headings(text: str) -> list[str]:
+    return re.findall(r"^### (.+)$", text, flags=re.MULTILINE)
+
+
+def folded(text: str) -> list[str]:
+    return re.findall(r"^<summary>(.+)</summary>$", text, flags=re.MULTILINE)
+
+
+def rows_under(text: str, title: str) -> dict[str, list[str]]:
+    """The table rows of one section (a `###` heading or a `<summary>`), by case name."""
+    start = text.index(f"### {title}\n") if f"### {title}\n" in text else text.index(f"<summary>{title}</summary>")
+    body = re.split(r"^(?:### |<summary>)", text[start:].split("\n", 1)[1], maxsplit=1, flags=re.MULTILINE)[0]
+    rows = [line.strip("|").split(" | ") for line in table_rows(body)[2:]]
+    return {cells[0].split("<br>")[0].strip(): [c.strip() for c in cells[1:]] for cells in rows}
+
+
+def test_typical_comment_by_hand() -> None:
+    lines = render_comment(typical(), run_url=RUN_URL).splitlines()
+    text = "\n".join(lines)
+    assert lines[0] == "<!-- aam-eval-action:comment -->"
+    assert lines[1] == "## ✅ Agent evals: @\u200bmy-org/code-review"
+    # base: 4 of 5 pass (hook-blocks-protected-write fails); head: 5 of 5.
+    assert lines[3].startswith("**Pass rate 80.0% → 100.0% (+20.0 pp)** · 5 passed · 0 failed · 0 errored")
+    assert "| Pass rate | 80.0% | 100.0% | +20.0 pp |" in lines
+    assert "No regressions." in lines
+    assert headings(text) == ["Fixed (1)", "New (1)", "Removed (1)"]
+    assert folded(text) == ["Unchanged (3)"]
+    assert rows_under(text, "Fixed (1)") == {"hook-blocks-protected-write": ["hook:pre-tool-use", "FAIL → PASS"]}
+    assert list(rows_under(text, "New (1)")) == ["csv-export"]
+    assert rows_under(text, "Removed (1)") == {"legacy-format": ["skill:pdf-tools", "PASS"]}
+    assert sorted(rows_under(text, "Unchanged (3)")) == ["pdf-extraction-e2e", "rule-no-secrets", "summarize-readme"]
+
+
+@pytest.mark.parametrize(("base", "head", "headline"), [
+    (["PASS", "PASS"], ["PASS", "FAIL"], "100.0% → 50.0% (-50.0 pp)"),
+    (["PASS", "PASS", "FAIL"], ["PASS", "FAIL", "FAIL"], "66.7% → 33.3% (-33.3 pp)"),
+    (["FAIL", "FAIL", "FAIL"], ["PASS", "FAIL", "FAIL"], "0.0% → 33.3% (+33.3 pp)"),
+    (["PASS", "FAIL"], ["FAIL", "PASS"], "50.0% → 50.0% (+0.0 pp)"),
+])  # fmt: skip
+def test_headline_and_delta_by_hand(base: list[str], head: list[str], headline: str) -> None:
+    names = [f"case-{i}" for i in range(len(base))]
+    d = diff_reports(report([case(n, v) for n, v in zip(names, base, strict=True)]),
+                     report([case(n, v) for n, v in zip(names, head, strict=True)]))
+    text = render_comment(d)
+    assert f"**Pass rate {headline}**" in text
+    rate_row = next(line for line in text.splitlines() if line.startswith("| Pass rate |"))
+    assert rate_row == "| Pass rate | {} | {} | {} |".format(*re.fullmatch(r"(.+) → (.+) \((.+)\)", headline).groups())
+    regressed = sum(b == "PASS" and h == "FAIL" for b, h in zip(base, head, strict=True))
+    assert text.splitlines()[1].startswith("## ❌" if regressed else "## ✅")
+
+
+def test_regression_heavy_sections_by_hand() -> None:
+    text = render_comment(regression_heavy())
+    assert text.splitlines()[1].startswith("## ❌ Agent evals:")
+    assert "**3 regressions** in this pull request." in text
+    assert headings(text) == ["Regressions (3)", "Regressed, flaky on base (1)", "No baseline (1)",
+                              "Stale cassettes (1)"]
+    assert folded(text) == ["Still failing (1)", "Unchanged (1)"]
+    regressions = rows_under(text, "Regressions (3)")
+    assert sorted(regressions) == ["extract-images", "extract-tables", "hook-denies-rm"]
+    assert regressions["extract-images"][1] == "PASS → ERROR"
+    assert regressions["extract-images"][-1] == "agent exited 1: API error 529 overloaded"
+    assert regressions["extract-tables"][1:3] == ["PASS → FAIL", "contains"]
+    assert list(rows_under(text, "Regressed, flaky on base (1)")) == ["reviewer-finds-bug"]
+    assert "- summarize-long: skill file skills/summarize/SKILL.md changed since recording" in text
+    assert "```sh\naam-eval run summarize-long --record\n```" in text
+    assert list(rows_under(text, "Still failing (1)")) == ["rule-license-header"]
+
+
+def test_escaping_by_hand() -> None:
+    text = render_comment(escaping())
+    assert text.splitlines()[1] == "## ❌ Agent evals: @\u200boctocat/&lt;b&gt;pkg&lt;/b&gt;"
+    name, cells = next(iter(rows_under(text, "Regressions (1)").items()))
+    assert name.startswith("evil&#124;name &lt;script&gt;alert(1)&lt;/script&gt; &#96;&#96;&#96;sh rm -rf / "
+                           "&#96;&#96;&#96; @\u200boctocat &#91;x&#93;(http\u200b:&#47;&#47;e) ")
+    assert cells[2] == "a&#124;b"  # the failed check's name cannot split the cell
+    assert "&#42;&#42;bold &#95;it&#95;" in cells[3]  # the judge reason: no bold, no italics
+    prose = outside_code_blocks(text)
+    assert re.search(r"@(?!\u200b)octocat", prose) is None  # nobody is pinged
+    assert "<" not in prose.replace("<!-- aam-eval-action:comment -->", "").replace("<br>", "").replace(
+        "<sub>", "").replace("</sub>", "").replace("<details>", "").replace("</details>", "").replace(
+        "<summary>", "").replace("</summary>", "")

@@ -56,9 +56,9 @@ def agent_run(
 ) -> AgentRun:
     """A run against the scripted server, with its own workspace and HOME under tmp_path."""
     env = {
-        "ANTHROPIC_API_KEY": "sk-ant-test-key",
+        "ANTHROPIC_API_KEY": server.api_key,
         "ANTHROPIC_BASE_URL": server.url,
-        "OPENAI_API_KEY": "sk-openai-test-key",
+        "OPENAI_API_KEY": server.api_key,
         "OPENAI_BASE_URL": server.url + "/v1",
     }
     return AgentRun(

@@ -12,6 +12,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -292,3 +293,42 @@ def test_pygithub_reads_every_page_and_the_pull_request(server: GitHubServer) ->
     assert (pull.head.ref, pull.base.ref) == ("feature", "main")
     assert (fetched.id, fetched.body) == (created.id, "hello")
     assert fetched.user.login == created.user.login == "github-actions[bot]"
+
+
+# -- the rate limit -------------------------------------------------------------------
+
+
+def test_every_response_carries_the_rate_limit_and_pygithub_reads_it(server: GitHubServer) -> None:
+    status, headers, _ = fetch(f"{server.url}/repos/{OWNER}/{REPO}")
+    assert status == 200
+    assert {k: headers[k] for k in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Used",
+                                    "X-RateLimit-Resource")} == {
+        "X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999", "X-RateLimit-Used": "1",
+        "X-RateLimit-Resource": "core"}
+    assert int(headers["X-RateLimit-Reset"]) > time.time()
+    with github.Github(base_url=server.url, auth=github.Auth.Token(RW_TOKEN)) as client:
+        client.get_repo(f"{OWNER}/{REPO}")
+        assert client.rate_limiting == (4998, 5000)
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_an_exhausted_rate_limit_warns_to_rerun_later(server: GitHubServer, status: int) -> None:
+    server.exhaust_rate_limit(status)
+
+    result = post(server, report("too many requests"))
+
+    assert (result.url, result.created) == (None, False)
+    assert result.warning == (
+        f"could not post the PR comment on {OWNER}/{REPO}#{PR}: {status} API rate limit exceeded for "
+        "installation ID 1. If you reach out to GitHub Support for help, please include the request ID.; "
+        "the GitHub API rate limit is exhausted: re-run the job later")
+    assert [r.status for r in server.requests] == [status]
+    assert bodies(server) == []
+
+
+def test_an_exhausted_limit_answers_as_github_does(server: GitHubServer) -> None:
+    server.exhaust_rate_limit()
+    status, headers, payload = fetch(f"{server.url}/repos/{OWNER}/{REPO}")
+    assert status == 403
+    assert (headers["X-RateLimit-Remaining"], headers["X-RateLimit-Used"]) == ("0", "5000")
+    assert payload["message"].startswith("API rate limit exceeded")

@@ -42,8 +42,10 @@ def _record_judges(pkg: Path, names: list[str], monkeypatch: pytest.MonkeyPatch)
                  for n in names]
     with ModelServer(scenarios) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", *names, "--package", str(pkg), "--mode", "auto")
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
 
 
 def _package(root: Path, names: list[str], monkeypatch: pytest.MonkeyPatch,
@@ -619,8 +621,8 @@ def test_network_off_is_enforced_or_reported(
     with ModelServer(scenarios) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-scripted")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-scripted")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
         result = aam_eval("run", "--package", str(pkg), "--mode", "live", "-o", str(tmp_path / "r.json"))
     sandbox = json.loads((tmp_path / "r.json").read_text())["config"]["sandbox"]
     assert sandbox["network"] is False

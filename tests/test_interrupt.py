@@ -24,8 +24,10 @@ def test_interrupt_writes_the_partial_report(tmp_path: Path, sig: signal.Signals
     pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
     record_sessions(pkg, {n: f"Finished the task for {n}." for n in names})
     report = tmp_path / "report.json"
-    with ModelServer(latency=0.7) as server:  # every judge call takes 0.7 s
-        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "NO_COLOR": "1"}
+    judged = [{"match": "Finished the task for", "judge": {"result": "PASS", "reason": "finished"}}]
+    with ModelServer(judged, latency=0.7) as server:  # every judge call takes 0.7 s
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key,
+               "NO_COLOR": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg), "-o", str(report)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -56,9 +58,11 @@ def test_judge_server_errors_are_retried_then_the_case_errors(tmp_path: Path, mo
         {"match": "task for flaky-judge.", "judge": {"status": 529, "times": 2,
                                                    "then": {"result": "PASS", "reason": "ok after retries"}}},
         {"match": "task for dead-judge.", "judge": {"status": 500, "times": 99}},
+        {"match": "task for fine.", "judge": {"result": "PASS", "reason": "fine"}},
     ]
     with ModelServer(scenarios) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         start = time.monotonic()
         result = aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "r.json"), "--jobs", "3")
         elapsed = time.monotonic() - start
@@ -81,8 +85,10 @@ def test_model_server_dying_half_way_errors_only_the_affected_cases(
     names = [f"case-{i:02d}" for i in range(6)]
     pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
     record_sessions(pkg, {n: f"Finished the task for {n}." for n in names})
-    server = ModelServer(latency=0.3).start()
+    judged = [{"match": "Finished the task for", "judge": {"result": "PASS", "reason": "finished"}}]
+    server = ModelServer(judged, latency=0.3).start()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
 
     def kill_after_two() -> None:
         while len(server.requests) < 2:
@@ -115,7 +121,7 @@ def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
     before = live_claude()
     scenarios = [{"match": f"task for {n}.", "agent": [{"sleep": 60, "text": "late"}]} for n in names]
     with ModelServer(scenarios) as server:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "k", "NO_COLOR": "1"}
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key, "NO_COLOR": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg), "--mode", "live",
              "--jobs", "2", "-o", str(report)],

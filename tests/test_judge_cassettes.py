@@ -43,8 +43,10 @@ def _record_judges(pkg: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     """Run once in auto mode against the scripted server, so every judge call is recorded."""
     with ModelServer(_scenarios(n)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg))
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
 
 
 def _verdicts(report: Path) -> dict[str, tuple[str, str]]:
@@ -58,7 +60,7 @@ def test_sixteen_cases_at_jobs_8_each_judge_cassette_holds_only_its_own_call(
     pkg = _package(tmp_path)
     with ModelServer(_scenarios()) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         live = aam_eval("run", "--package", str(pkg), "--jobs", "8", "-o", str(tmp_path / "live.json"))
         judge_calls = [r for r in server.requests if r.path.startswith("/v1/messages")]
     assert live.code == 1, live.out + live.err  # every third case is judged FAIL
@@ -98,6 +100,7 @@ def test_vcrpy_itself_replays_our_judge_cassettes(tmp_path: Path, monkeypatch: p
     pkg = _package(tmp_path, n=1)
     with ModelServer(_scenarios(1)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg))
         url = server.url
     cassette = pkg / "evals/cassettes/case-00/claude-code.judge.yaml"
@@ -107,7 +110,7 @@ def test_vcrpy_itself_replays_our_judge_cassettes(tmp_path: Path, monkeypatch: p
     with vcr.use_cassette(str(cassette), record_mode="none", match_on=["method", "path", "body"]):
         from aam_eval_action.pipeline.judge import ask
 
-        verdict = ask(provider="anthropic", model="claude-sonnet-4-6", text=text, base_url=url, api_key="x")
+        verdict = ask(provider="anthropic", model="claude-sonnet-4-6", text=text, base_url=url, api_key=server.api_key)
     assert (verdict.result, verdict.reason) == ("FAIL", "reason number 0")
     assert anthropic.__version__
 
@@ -116,10 +119,12 @@ def test_criteria_change_invalidates_only_the_judge(tmp_path: Path, monkeypatch:
     pkg = _package(tmp_path, n=2)
     with ModelServer(_scenarios(2)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         assert aam_eval("run", "--package", str(pkg)).code == 1
         case_file = next((pkg / "evals/cases").glob("*case-01.yaml"))
         case_file.write_text(case_file.read_text().replace("completed the task", "finished the job"))
         monkeypatch.delenv("ANTHROPIC_BASE_URL")
+        monkeypatch.delenv("ANTHROPIC_API_KEY")
         aam_eval("run", "--package", str(pkg), "--replay", "-o", str(tmp_path / "r.json"))
         case = {c["name"]: c for c in json.loads((tmp_path / "r.json").read_text())["cases"]}["case-01"]
         assert case["verdict"] == "ERROR"
@@ -128,6 +133,7 @@ def test_criteria_change_invalidates_only_the_judge(tmp_path: Path, monkeypatch:
         assert case["replayed"] is True  # the agent session still replayed
         before = len(server.requests)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         auto = aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "a.json"))
         assert auto.code == 1
         assert len(server.requests) - before == 1  # only case-01's judge went live
@@ -154,8 +160,10 @@ def test_openai_judge_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     pkg = _package(tmp_path, n=2, config={"judge": "gpt-5.5"})
     with ModelServer(_scenarios(2)) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "live.json"))
     monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
     aam_eval("run", "--package", str(pkg), "--replay", "-o", str(tmp_path / "replay.json"))
     assert _verdicts(tmp_path / "live.json") == _verdicts(tmp_path / "replay.json") == {
         "case-00": ("FAIL", "reason number 0"), "case-01": ("PASS", "reason number 1"),
@@ -168,6 +176,7 @@ def test_rerecording_identical_interactions_is_byte_identical(tmp_path: Path, mo
     pkg = _package(tmp_path, n=3)
     with ModelServer(_scenarios(3)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg))
         first = {p: p.read_bytes() for p in (pkg / "evals/cassettes").rglob("*.yaml")}
         for judge in (pkg / "evals/cassettes").rglob("*.judge.yaml"):
@@ -209,7 +218,7 @@ def test_canary_secrets_never_written(tmp_path: Path, monkeypatch: pytest.Monkey
     pkg = _package(tmp_path, n=2, config=config)
     # An agent that echoed a secret: the output itself must be scrubbed before it is written.
     record_sessions(pkg, {"case-00": "the key is sk-ant-CANARY-1111111111 and pw-CANARY-4444"})
-    with ModelServer(_scenarios(2)) as server:
+    with ModelServer(_scenarios(2), api_key=canaries["ANTHROPIC_API_KEY"]) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         result = aam_eval("run", "--package", str(pkg), "--report", "-o", str(tmp_path / "r.json"))
         sent = [r.headers for r in server.requests]
@@ -271,13 +280,28 @@ def test_keep_workspaces_on_replay_restores_the_recorded_files(tmp_path: Path) -
     shutil.rmtree(kept.parent)
 
 
+@pytest.mark.cli
 def test_live_session_without_a_key_is_a_clear_error(tmp_path: Path) -> None:
     pkg = _package(tmp_path, n=1)
     result = aam_eval("run", "--package", str(pkg), "--mode", "live", "-o", str(tmp_path / "r.json"))
     case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
     assert result.code == 1 and case["verdict"] == "ERROR"
-    assert case["error"].startswith("ANTHROPIC_API_KEY is not set: a live claude-code session needs it") or (
-        "--replay" in case["error"] and "claude" in case["error"])  # when the CLI itself is absent
+    assert case["error"] == (
+        "ANTHROPIC_API_KEY is not set: a live claude-code session needs it (set it in the environment, "
+        "or run with --replay to use the recorded cassettes)")
+
+
+def test_live_session_without_the_cli_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = _package(tmp_path, n=1)
+    (tmp_path / "empty-bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-unused")
+    result = aam_eval("run", "--package", str(pkg), "--mode", "live", "-o", str(tmp_path / "r.json"))
+    case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
+    assert result.code == 1 and case["verdict"] == "ERROR"
+    assert case["error"] == (
+        "the `claude` CLI is not on PATH (npm install -g @anthropic-ai/claude-code); "
+        "or run with --replay to use the recorded cassettes")
 
 
 def test_huge_output_is_capped_for_the_judge_and_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -286,6 +310,7 @@ def test_huge_output_is_capped_for_the_judge_and_the_report(tmp_path: Path, monk
     record_sessions(pkg, {"case-00": huge})
     with ModelServer(_scenarios(1)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg), "-o", str(tmp_path / "r.json"))
         sent = server.requests[-1].body["messages"][0]["content"]
     assert len(sent) < 25_000 and "characters cut]" in sent

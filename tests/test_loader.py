@@ -58,7 +58,7 @@ judge:
         (CASE_OK + "name: again\n", "evals/cases/bad.yaml:6: name: duplicate key"),
         ("name: [unclosed\n", "evals/cases/bad.yaml:2: invalid YAML"),
         ("", "evals/cases/bad.yaml:1: empty case file"),
-        ("- just a string\n", "evals/cases/bad.yaml:1: [0]: a case must be a mapping"),
+        ("- just a string\n", "evals/cases/bad.yaml:1: [0]: this is a string 'just a string', but a case is a mapping"),
     ],
 )
 def test_bad_case_files_name_file_field_and_line(tmp_path: Path, text: str, expected: str) -> None:

@@ -15,7 +15,7 @@ import openai
 import pytest
 import yaml
 
-from aam_eval_action.testing.model_server import ModelServer
+from aam_eval_action.testing.model_server import DEFAULT_API_KEY, ModelServer
 
 VERDICT_SCHEMA = {
     "type": "object",
@@ -57,11 +57,11 @@ def server() -> Iterator[ModelServer]:
 
 
 def claude(server: ModelServer, retries: int = 0) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=server.url, api_key="sk-test", max_retries=retries)
+    return anthropic.Anthropic(base_url=server.url, api_key=server.api_key, max_retries=retries)
 
 
 def gpt(server: ModelServer, retries: int = 0) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="sk-test", max_retries=retries)
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=server.api_key, max_retries=retries)
 
 
 def judge_claude(client: anthropic.Anthropic, text: str) -> anthropic.types.Message:
@@ -93,7 +93,7 @@ def test_anthropic_judge_gets_a_record_verdict_call(server: ModelServer) -> None
     assert msg.stop_reason == "tool_use" and msg.usage.input_tokens > 0
     assert again.model_dump() == msg.model_dump()  # same request, same bytes
     assert server.requests[0].path == "/v1/messages"
-    assert "sk-test" in server.requests[0].headers["authorization"]  # this SDK sends Bearer
+    assert server.api_key in server.requests[0].headers["authorization"]  # this SDK sends Bearer
 
 
 def test_openai_judge_gets_a_json_verdict(server: ModelServer) -> None:
@@ -104,11 +104,71 @@ def test_openai_judge_gets_a_json_verdict(server: ModelServer) -> None:
     assert server.requests[0].path == "/v1/responses"
 
 
-def test_unmatched_judge_passes_with_a_reason_that_says_so(server: ModelServer) -> None:
-    with claude(server) as client:
-        msg = judge_claude(client, "something else entirely")
-    assert msg.content[0].type == "tool_use"
-    assert msg.content[0].input == {"result": "PASS", "reason": "no scenario matched"}
+def test_an_unmatched_judge_request_is_refused_not_passed(server: ModelServer) -> None:
+    with claude(server) as client, pytest.raises(anthropic.BadRequestError) as refused:
+        judge_claude(client, "something else entirely")
+    assert "no scenario matches this judge request: something else entirely" in str(refused.value)
+    with gpt(server) as client, pytest.raises(openai.BadRequestError) as refused_too:
+        client.responses.create(model="gpt-5.5", input="something else entirely",
+                                text={"format": {"type": "json_schema", "name": "verdict", "schema": VERDICT_SCHEMA}})
+    assert "no scenario matches" in str(refused_too.value)
+
+
+@pytest.mark.parametrize("key", [None, "sk-wrong"])
+def test_a_missing_or_wrong_key_is_a_401(server: ModelServer, key: str | None) -> None:
+    headers = {"anthropic-version": "2023-06-01", **({"x-api-key": key} if key else {})}
+    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "grade the csv task"}]}
+    status, answer = post(server, "/v1/messages", body, headers)
+    assert status == 401 and answer["error"]["type"] == "authentication_error"
+    status, answer = post(server, "/v1/responses", {"model": "m", "input": "hi"},
+                          {"authorization": f"Bearer {key}"} if key else {})
+    assert status == 401 and answer["error"]["code"] == "invalid_api_key"
+    with anthropic.Anthropic(base_url=server.url, api_key=key or "-", max_retries=0) as client, \
+            pytest.raises(anthropic.AuthenticationError):
+        judge_claude(client, "grade the csv task")
+
+
+def test_the_key_is_accepted_as_x_api_key_or_bearer(server: ModelServer) -> None:
+    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hello"}]}
+    for auth in ({"x-api-key": server.api_key}, {"authorization": f"Bearer {server.api_key}"}):
+        status, answer = post(server, "/v1/messages", body, {"anthropic-version": "2023-06-01", **auth})
+        assert status == 200 and answer["content"][0]["text"] == "OK.", answer
+
+
+@pytest.mark.parametrize(("path", "body", "headers", "field"), [
+    ("/v1/messages", {"max_tokens": 10, "messages": [{"role": "user", "content": "x"}]}, {}, "model"),
+    ("/v1/messages", {"model": "m", "messages": [{"role": "user", "content": "x"}]}, {}, "max_tokens"),
+    ("/v1/messages", {"model": "m", "max_tokens": 10, "messages": []}, {}, "messages"),
+    ("/v1/messages", {"model": "m", "max_tokens": 10, "messages": [{"role": "bot", "content": "x"}]}, {},
+     "messages.0.role"),
+    ("/v1/messages", {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]},
+     {"anthropic-version": ""}, "anthropic-version"),
+    ("/v1/responses", {"input": "x"}, {}, "'model'"),
+    ("/v1/responses", {"model": "m"}, {}, "'input'"),
+])  # fmt: skip
+def test_a_malformed_request_is_a_400_naming_the_field(
+    server: ModelServer, path: str, body: dict[str, Any], headers: dict[str, str], field: str
+) -> None:
+    auth = {"anthropic-version": "2023-06-01", "x-api-key": server.api_key, **headers}
+    status, answer = post(server, path, body, {k: v for k, v in auth.items() if v})
+    error = answer["error"]
+    assert status == 400 and error["type"] == "invalid_request_error"
+    assert field in error["message"]
+
+
+def post(server: ModelServer, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
+    """A raw request, for what no SDK would send."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(server.url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, json.loads(error.read())
 
 
 def test_transient_judge_errors_fail_the_first_calls_only(server: ModelServer) -> None:
@@ -196,7 +256,7 @@ def test_standalone_server_serves_a_yaml_script(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
-        with anthropic.Anthropic(base_url=url, api_key="sk-test", max_retries=0) as client:
+        with anthropic.Anthropic(base_url=url, api_key=DEFAULT_API_KEY, max_retries=0) as client:
             msg = judge_claude(client, "grade the csv task")
     finally:
         proc.terminate()
@@ -209,7 +269,7 @@ def test_standalone_server_serves_a_yaml_script(tmp_path: Path) -> None:
 
 
 def test_latency_delays_every_answer() -> None:
-    with ModelServer(latency=0.3) as slow, claude(slow) as client:
+    with ModelServer(SCENARIOS, latency=0.3) as slow, claude(slow) as client:
         started = time.monotonic()
-        judge_claude(client, "anything")
+        judge_claude(client, "grade the csv task")
         assert time.monotonic() - started >= 0.3

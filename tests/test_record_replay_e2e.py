@@ -7,7 +7,6 @@ the server is stopped, and replay runs with no API key, no CLI on PATH and the n
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 from pathlib import Path
 
@@ -50,9 +49,9 @@ def _record(pkg: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, scenarios: 
     out = pkg.parent / f"record-{len(list(pkg.parent.glob('record-*')))}.json"
     with ModelServer(scenarios) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-scripted")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-scripted")
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
         result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "3", "-o", str(out), *extra)
     for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name)
@@ -83,14 +82,14 @@ def test_record_then_replay_with_nothing(fresh_example: Path, monkeypatch: pytes
     recorded, log = _record(fresh_example, monkeypatch, scenarios=[*SCENARIOS, MISSING_FILE_SCENARIO])
     live = _verdicts(recorded)
     assert live == {
-        "average-revenue": ("FAIL", {"contains": "FAIL", "sandbox": "PASS"}, ""),
+        "average-revenue": ("FAIL", {"contains": "FAIL", "sandbox": "PASS"}, "SKIP"),
         "changelog-entry": ("PASS", {"files_created": "PASS", "sandbox": "PASS"}, "PASS"),
         "csv-summary-e2e": ("PASS", {"contains": "PASS", "not_contains": "PASS", "files_created": "PASS",
                                      "sandbox": "PASS"}, "PASS"),
         "hook-blocks-env-write": ("PASS", {"not_contains": "PASS", "agent_blocked": "PASS", "sandbox": "PASS"}, "PASS"),
         "no-invented-numbers": ("FAIL", {"sandbox": "PASS"}, "FAIL"),
-        "scratch-copy-sandbox": ("FAIL", {"sandbox": "FAIL"}, ""),
-        "report-not-written": ("FAIL", {"files_created": "FAIL", "sandbox": "PASS"}, ""),
+        "scratch-copy-sandbox": ("FAIL", {"sandbox": "FAIL"}, "SKIP"),
+        "report-not-written": ("FAIL", {"files_created": "FAIL", "sandbox": "PASS"}, "SKIP"),
     }, log
     session = yaml.safe_load((fresh_example / "evals/cassettes/csv-summary-e2e/claude-code.session.yaml").read_text())
     attempt = session["attempts"][0]
@@ -172,7 +171,7 @@ def test_canary_key_echoed_by_the_model_is_never_written(fresh_example: Path, mo
     canary = "sk-ant-CANARY-9f8e7d6c5b4a"
     leaky = [dict(s) for s in SCENARIOS]
     leaky[0] = {**leaky[0], "agent": [{"text": f"Rows: 3, 952.75 and by the way your key is {canary}"}]}
-    with ModelServer(leaky) as server:
+    with ModelServer(leaky, api_key=canary) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", canary)
         result = aam_eval("run", "csv-summary-e2e", "--package", str(fresh_example), "--record", "--report")
@@ -189,7 +188,7 @@ def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monke
     before = live_claude()
     with ModelServer(slow) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-scripted")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         out = fresh_example.parent / "t.json"
         aam_eval("run", "csv-summary-e2e", "--package", str(fresh_example), "--mode", "live", "--timeout", "4", "-o", str(out))
     case = json.loads(out.read_text())["cases"][0]
@@ -200,5 +199,13 @@ def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monke
 
 def test_copy_is_private(example: Path) -> None:
     # The fixture copies the example; the repository's own files are never touched by tests.
-    assert example != ROOT / "examples/csv-tools"
-    assert shutil.disk_usage(example)
+    original = ROOT / "examples/csv-tools"
+    assert example.resolve() != original.resolve()
+    def files(root: Path) -> list[str]:
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "reports" not in p.parts)
+
+    assert files(original) and files(example) == files(original)
+    config = "evals/eval-config.json"
+    before = (original / config).read_bytes()
+    (example / config).write_text("{}")
+    assert (original / config).read_bytes() == before

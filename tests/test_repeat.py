@@ -40,7 +40,7 @@ def test_repeat_records_attempts_and_flags_flaky(
     pkg = _package(tmp_path, **({"min-pass": min_pass} if min_pass else {}))
     with ModelServer(SCENARIOS) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-scripted")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         aam_eval("run", "--package", str(pkg), "--record", "--repeat", "3", "-o", str(tmp_path / "live.json"))
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
     monkeypatch.delenv("ANTHROPIC_API_KEY")

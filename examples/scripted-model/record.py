@@ -26,8 +26,8 @@ def main() -> int:
     with ModelServer(scenarios) as server:
         env = {
             **os.environ,
-            "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "scripted-server-key",
-            "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "scripted-server-key",
+            "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key,
+            "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": server.api_key,
         }
         base = [sys.executable, "-m", "aam_eval_action", "run", "--record", "--package", str(PACKAGE)]
         runs = [base + ["--jobs", "3"], base + [CODEX_CASE, "--engine", "codex", "--model", "gpt-5.5"]]

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from aam_eval_action.report import CaseResult, Report, Verdict
+from aam_eval_action.report import CaseResult, Report, Verdict, was_graded
 
 Category = Literal[
     "regressed", "stale", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
@@ -77,9 +77,15 @@ class RunTotals(BaseModel):
     skipped: int
     """Cases skipped."""
     pass_rate: float
-    """passed / (total - skipped), as in the report's summary."""
+    """passed / graded: cases that could not be replayed are not counted as failures."""
+    graded: int = 0
+    """Cases actually graded: not skipped, and not short of a recording."""
+    not_replayable: int = 0
+    """Cases replay could not serve (stale, missing or damaged cassette)."""
     cost_usd: float | None = None
-    """Recorded cost of the run's cases, when known."""
+    """What the run's sessions cost when they were recorded, when known."""
+    run_cost_usd: float | None = None
+    """What this run itself spent (0 for a replay), when known."""
     duration_seconds: float
     """Wall time of the run."""
     replayed: int = 0
@@ -129,8 +135,15 @@ class ReportDiff(BaseModel):
     """Base numbers; None when there is no base report."""
     head: RunTotals
     """Head numbers."""
+    compared: int = 0
+    """Cases graded on both sides: the compared pass rates and their delta are over these."""
+    base_compared_rate: float | None = None
+    """The base's pass rate over the compared cases; None without a base or with none compared."""
+    head_compared_rate: float | None = None
+    """The head's pass rate over the compared cases; None without a base or with none compared."""
     pass_rate_delta_pp: float | None = None
-    """(head - base) pass rate in percentage points; None without a base."""
+    """(head - base) pass rate over the compared cases, in percentage points; None when there
+    is no base or no case was graded on both sides."""
     cost_delta_usd: float | None = None
     """Head cost minus base cost, when both are known."""
     duration_delta_seconds: float | None = None
@@ -155,6 +168,8 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
     """Compare the head report against the base report (None: no baseline at all)."""
     cases = _case_diffs(base, head)
     regressed = [c for c in cases if c.category == "regressed"]
+    compared = _compared(base, head)
+    base_rate, head_rate = _rate([b for b, _ in compared]), _rate([h for _, h in compared])
     return ReportDiff(
         package=head.package.name,
         engine=head.config.engine,
@@ -164,7 +179,11 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
         interrupted=bool(head.interrupted),
         base=_totals(base) if base else None,
         head=_totals(head),
-        pass_rate_delta_pp=_delta_pp(base, head),
+        compared=len(compared),
+        base_compared_rate=base_rate,
+        head_compared_rate=head_rate,
+        pass_rate_delta_pp=None if base_rate is None or head_rate is None
+        else round_value((head_rate - base_rate) * 100),
         cost_delta_usd=_cost_delta(base, head),
         duration_delta_seconds=round_value(head.duration_seconds - base.duration_seconds) if base else None,
         counts={cat: sum(c.category == cat for c in cases) for cat in CATEGORIES},
@@ -238,7 +257,9 @@ def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
 
 
 def _judge_reason(case: CaseResult) -> str | None:
-    return (case.judge_verdict.reason or None) if case.judge_verdict else None
+    """What the judge said; nothing when it was not asked (a SKIP says why not, not what it thought)."""
+    jv = case.judge_verdict
+    return (jv.reason or None) if jv and jv.result != "SKIP" else None
 
 
 def _failed_checks(case: CaseResult | None) -> list[str]:
@@ -260,24 +281,36 @@ def _legacy_reason(case: CaseResult) -> str:
 
 
 def _totals(report: Report) -> RunTotals:
+    """One side's numbers, computed from its cases (reports of older versions lack some counts)."""
     s = report.summary
+    graded = [c for c in report.cases if was_graded(c)]
     return RunTotals(
         total=s.total,
         passed=s.passed,
         failed=s.failed,
         errored=s.errored,
         skipped=s.skipped,
-        pass_rate=s.pass_rate,
+        pass_rate=_rate(graded) or 0.0,
+        graded=len(graded),
+        not_replayable=sum(c.replay_miss is not None for c in report.cases),
         cost_usd=s.cost_usd,
+        run_cost_usd=s.run_cost_usd,
         duration_seconds=report.duration_seconds,
         replayed=s.replayed,
     )
 
 
-def _delta_pp(base: Report | None, head: Report) -> float | None:
+def _compared(base: Report | None, head: Report) -> list[tuple[CaseResult, CaseResult]]:
+    """(base, head) pairs of the cases both sides graded: the headline compares only these."""
     if base is None:
-        return None
-    return round_value((head.summary.pass_rate - base.summary.pass_rate) * 100)
+        return []
+    base_cases = {c.name: c for c in base.cases if was_graded(c)}
+    return [(base_cases[c.name], c) for c in head.cases if was_graded(c) and c.name in base_cases]
+
+
+def _rate(cases: list[CaseResult]) -> float | None:
+    """Share of passing cases, rounded as the report rounds; None for no case."""
+    return round(sum(c.verdict == "PASS" for c in cases) / len(cases), 4) if cases else None
 
 
 def _cost_delta(base: Report | None, head: Report) -> float | None:

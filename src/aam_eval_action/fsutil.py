@@ -12,17 +12,67 @@ import yaml
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write via a temp file in the same directory and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write via a temp file in the same directory and rename, so readers never see half a file.
+
+    The file gets the mode a plain `open()` would give it (0666 less the umask; a temp file
+    is 0600), and, when root writes into a workspace someone else owns (a docker action on
+    the runner's checkout), that owner: the job's later steps run as that user and must be
+    able to read, change and delete what was written.
+    """
+    owner = workspace_owner(path)
+    make_dirs(path.parent, owner)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
+            os.fchmod(f.fileno(), 0o666 & ~current_umask())
+            if owner is not None:
+                os.fchown(f.fileno(), *owner)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def make_dirs(directory: Path, owner: tuple[int, int] | None) -> None:
+    """`mkdir -p`, giving each directory it creates to `owner` (when not None)."""
+    missing = []
+    while not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for new in reversed(missing):
+        new.mkdir(exist_ok=True)
+        if owner is not None:
+            os.chown(new, *owner)
+
+
+def workspace_owner(path: Path) -> tuple[int, int] | None:
+    """The (uid, gid) to give files written under `GITHUB_WORKSPACE` when root writes them
+    into a workspace owned by another user; None otherwise (files keep the writer's ids)."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if not workspace or os.geteuid() != 0:
+        return None
+    try:
+        info = os.stat(workspace)
+    except OSError:
+        return None
+    root = Path(workspace).resolve()
+    inside = path.resolve().is_relative_to(root)
+    return (info.st_uid, info.st_gid) if inside and info.st_uid != 0 else None
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (os.umask would, racing other threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def sha256_bytes(data: bytes) -> str:

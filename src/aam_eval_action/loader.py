@@ -18,6 +18,7 @@ from aam_eval_action.spec import Case, EvalConfig, PackageManifest
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
 PACKAGE_JSON = ("hooks/hooks.json", "mcp/servers.json")
+CONFIG_PATH = "evals/eval-config.json"
 # libyaml's loader when present: it keeps node marks (lines) and parses several times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -57,6 +58,13 @@ class LoadedPackage:
     config: EvalConfig
     cases: list[LoadedCase] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    config_lines: dict[Loc, int] = field(default_factory=dict)
+    """Line of each eval-config field, by its path, for errors found after loading."""
+
+    def config_location(self, *loc: str | int) -> str:
+        """`evals/eval-config.json:LINE: field.path`, for an error about one eval-config field."""
+        line = _nearest_line(self.config_lines, loc)
+        return f"{CONFIG_PATH}:{line}: {_loc_str(loc)}" if line else f"{CONFIG_PATH}: {_loc_str(loc)}"
 
 
 def load_package(root: Path) -> LoadedPackage:
@@ -67,18 +75,18 @@ def load_package(root: Path) -> LoadedPackage:
             f"{root}: no package.agent.json here; pass --package DIR pointing at the package root"
         )
     manifest = _load_json_model(layout, "package.agent.json", PackageManifest)
-    config_path = "evals/eval-config.json"
-    if not (layout.root / config_path).is_file():
+    if not (layout.root / CONFIG_PATH).is_file():
         raise ConfigError(
-            f"{root / config_path}: missing; create it with at least "
+            f"{root / CONFIG_PATH}: missing; create it with at least "
             '{"version": 1, "engine": "claude-code"}'
         )
-    config = _load_json_model(layout, config_path, EvalConfig)
-    _check_cassettes_dir(layout, config, config_path)
+    config = _load_json_model(layout, CONFIG_PATH, EvalConfig)
+    _check_cassettes_dir(layout, config, CONFIG_PATH)
     for rel in PACKAGE_JSON:
         if (layout.root / rel).is_file():
             _check_json_object(layout, rel)
-    loaded = LoadedPackage(layout, manifest, config)
+    lines = _line_map((layout.root / CONFIG_PATH).read_text(encoding="utf-8"))
+    loaded = LoadedPackage(layout, manifest, config, config_lines=lines)
     _load_cases(loaded)
     return loaded
 
@@ -197,8 +205,12 @@ def _validate_case(
     name = data.get("name") if isinstance(data, dict) else None
     name = name if isinstance(name, str) else None
     if not isinstance(data, dict):
-        return FileError(rel, start, f"{_loc_str(prefix) or 'case'}: a case must be a mapping "
-                         "with name, input and judge", name)
+        kinds = {"str": "string", "list": "list", "int": "number", "float": "number", "bool": "boolean"}
+        kind = kinds.get(type(data).__name__, type(data).__name__)
+        what = f"{kind} {str(data)[:40]!r}" if data is not None else "empty entry"
+        return FileError(rel, start, f"{_loc_str(prefix) or 'case'}: this is a {what}, but a case is "
+                         "a mapping with name, input and judge; a file holds one case or a list "
+                         "of case mappings", name)
     try:
         case = Case.model_validate(data)
     except ValidationError as exc:

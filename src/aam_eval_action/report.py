@@ -142,6 +142,15 @@ class Summary(Part):
     """Agent + judge cost when reported (additive)."""
     replayed: int = 0
     """Cases whose agent session came from a cassette (additive)."""
+    not_replayable: int = 0
+    """Cases replay could not serve (stale, missing or damaged cassette): not graded (additive)."""
+    graded: int | None = None
+    """Cases actually graded: not skipped and not short of a recording (additive)."""
+    graded_pass_rate: float | None = None
+    """passed / graded: the pass rate over the cases that were actually graded (additive)."""
+    run_cost_usd: float | None = None
+    """What this run spent on live sessions; a replay costs nothing (`cost_usd` is the recorded
+    cost) (additive)."""
 
 
 class JudgeVerdict(Part):
@@ -197,7 +206,9 @@ class CaseResult(Part):
     deterministic_checks: dict[str, CheckResult] = Field(default_factory=dict)
     """Each deterministic check run, by name (`contains`, `files_created`...), and its result."""
     judge_verdict: JudgeVerdict | None = None
-    """The LLM judge's verdict, when the judge was asked."""
+    """The LLM judge's verdict; always written, `SKIP` with the reason when the judge was not
+    asked (a deterministic check failed, the session failed, replay missed). Reports of older
+    versions may lack it."""
     agent_output_snippet: str = ""
     """The first 500 characters of the agent's final output."""
     error: str | None = None
@@ -215,7 +226,9 @@ class CaseResult(Part):
     usage: dict[str, int] | None = None
     """Token usage of the agent session (additive)."""
     cost_usd: float | None = None
-    """Agent + judge cost in USD when reported (additive)."""
+    """Agent + judge cost in USD when reported; on replay, what the recording cost (additive)."""
+    run_cost_usd: float | None = None
+    """What this run spent on the case: the cost of its live sessions, 0 on replay (additive)."""
     attempts: list[Attempt] | None = None
     """Every attempt when the case was repeated (additive)."""
     flaky: bool | None = None
@@ -262,12 +275,22 @@ class Report(Part):
 # --- building a report ---
 
 
+def was_graded(case: CaseResult) -> bool:
+    """Whether the case was actually graded: not skipped, and replay did not miss its recording.
+
+    A case that could not be replayed says nothing about the agent: it must not count as failed.
+    """
+    return case.verdict != "SKIP" and case.replay_miss is None
+
+
 def summarize(cases: list[CaseResult]) -> Summary:
-    """Counts and pass rate over case results."""
+    """Counts and pass rates over case results."""
     passed = sum(c.verdict == "PASS" for c in cases)
     skipped = sum(c.verdict == "SKIP" for c in cases)
     ran = len(cases) - skipped
+    graded = sum(was_graded(c) for c in cases)
     costs = [c.cost_usd for c in cases if c.cost_usd is not None]
+    run_costs = [c.run_cost_usd for c in cases if c.run_cost_usd is not None]
     return Summary(
         total=len(cases),
         passed=passed,
@@ -278,6 +301,10 @@ def summarize(cases: list[CaseResult]) -> Summary:
         pass_rate=round(passed / ran, 4) if ran else 0.0,
         cost_usd=round(sum(costs), 6) if costs else None,
         replayed=sum(bool(c.replayed) for c in cases),
+        not_replayable=sum(c.replay_miss is not None for c in cases),
+        graded=graded,
+        graded_pass_rate=round(passed / graded, 4) if graded else 0.0,
+        run_cost_usd=round(sum(run_costs), 6) if run_costs else None,
     )
 
 
@@ -286,11 +313,16 @@ def snippet(text: str) -> str:
     return text[:SNIPPET_CHARS]
 
 
+def not_asked(why: str) -> JudgeVerdict:
+    """The judge verdict of a case the judge was not asked about, and why not."""
+    return JudgeVerdict(result="SKIP", reason=f"not asked: {why}")
+
+
 def file_error_results(errors: list[FileError]) -> list[CaseResult]:
     """Bad case files as ERROR results, so a run reports them and goes on."""
     return [
         CaseResult(name=err.case_name or Path(err.file).stem, verdict="ERROR", error=str(err),
-                   file=err.file, line=err.line)
+                   file=err.file, line=err.line, judge_verdict=not_asked("the case file is invalid"))
         for err in errors
     ]
 

@@ -1,13 +1,17 @@
-"""Build the action's image from its Dockerfile and run it as GitHub runs a docker action.
+"""Build the action's images and run them as GitHub runs a docker action.
 
     sudo bash tests/docker/run_container_test.sh [--live] [--keep]
 
 Starts a Docker engine of its own, makes the base image (cached), builds the project's
-Dockerfile unchanged, then runs the container twice on a real pull request: a git
+Dockerfiles unchanged and tags each image with the reference its action.yml names
+(`runs.image: docker://…`, as the release workflow publishes it), times a cold build
+against a `docker load` of the saved image (the stand-in for the runner's pull), checks
+the images' sizes, then runs the container twice on a real pull request: a git
 repository with a base branch and a PR branch, checked out as actions/checkout does,
 the workspace and file-command directories mounted where GitHub mounts them, INPUT_*
 from action.yml's defaults and GITHUB_* as the runner sets them, and the project's
-GitHub-compatible server as the API. It checks the one sticky comment and the outputs.
+GitHub-compatible server as the API. It checks the one sticky comment and the outputs,
+and that a later step running as the runner's user reads and changes what the action wrote.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,8 +44,13 @@ from aam_eval_action.testing.github_server import GitHubServer  # noqa: E402
 
 from support.gitrepo import commit_all, git, init  # noqa: E402
 
-LEAN_TAG = "aam-eval-action:test"
-LIVE_TAG = "aam-eval-action-live:test"
+# Each action and the Dockerfile its image is built from, as .github/workflows/release.yml does.
+LEAN_ACTION, LEAN_DOCKERFILE = ROOT / "action.yml", ROOT / "Dockerfile"
+LIVE_ACTION, LIVE_DOCKERFILE = ROOT / "live" / "action.yml", ROOT / "live" / "Dockerfile"
+# What the Dockerfile adds to the base image (git without Perl, the pinned dependencies).
+MAX_LEAN_LAYERS_MB = 130
+# Perl packages Debian's git pulls in, which the Dockerfile purges (perl-base stays: dpkg needs it).
+PURGED = re.compile(r"^(perl|perl-modules-.+|libperl[0-9.]+|liberror-perl|git-man)$")
 OWNER, REPO, PR = "octo-org", "agent-skills", 7
 TOKEN = "ghs_container_test_token"
 RUNNER_UID = 1001  # the runner's user on GitHub-hosted machines, not root
@@ -73,21 +83,18 @@ class Timings:
 # -- the images ---------------------------------------------------------------------
 
 
-def dockerfile_of(action_yml: Path) -> tuple[Path, Path]:
-    """The Dockerfile and build context GitHub uses for this action: `runs.image`, relative
-    to action.yml, names a file ending in Dockerfile, built with its own directory as context."""
-    image = yaml.safe_load(action_yml.read_text())["runs"]["image"]
-    _require(image.endswith("Dockerfile"), f"{action_yml}: runs.image {image!r} is not a Dockerfile")
-    dockerfile = (action_yml.parent / image).resolve()
-    _require(dockerfile.is_file(), f"{action_yml}: {dockerfile} does not exist")
-    return dockerfile, dockerfile.parent
+def image_of(action_yml: Path) -> str:
+    """The image the runner pulls for this action: `runs.image` without its `docker://`."""
+    image = str(yaml.safe_load(action_yml.read_text())["runs"]["image"])
+    _require(image.startswith("docker://"), f"{action_yml}: runs.image {image!r} is not a docker:// image")
+    return image.removeprefix("docker://")
 
 
-def build(engine: Dockerd, tag: str, action_yml: Path, base: str, log: Path) -> None:
-    dockerfile, context = dockerfile_of(action_yml)
+def build(engine: Dockerd, tag: str, dockerfile: Path, base: str, log: Path, cold: bool = False) -> None:
+    """As the release workflow builds it: the repository's root as the context."""
     proc = engine.docker(
-        "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}",
-        "--file", str(dockerfile), "--tag", tag, str(context), check=False,
+        "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}", *(["--no-cache"] if cold else []),
+        "--file", str(dockerfile), "--tag", tag, str(ROOT), check=False,
     )
     log.write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
@@ -98,6 +105,45 @@ def build(engine: Dockerd, tag: str, action_yml: Path, base: str, log: Path) -> 
 def image_mb(engine: Dockerd, tag: str) -> float:
     size = engine.docker("image", "inspect", "--format", "{{.Size}}", tag).stdout.strip()
     return int(size) / 1e6
+
+
+def pull_stand_in(engine: Dockerd, ref: str, work: Path, timings: Timings) -> None:
+    """`docker save`, remove, `docker load`: what a pull costs the runner, without a registry."""
+    image_id = engine.docker("image", "inspect", "--format", "{{.Id}}", ref).stdout.strip()
+    archive = work / "image.tar"
+    engine.docker("save", "--output", str(archive), ref)
+    timings.note("saved image archive", f"{archive.stat().st_size / 1e6:.0f} MB")
+    engine.docker("image", "rm", ref)
+    with timings.step(f"docker load ({ref}), the stand-in for the pull"):
+        engine.docker("load", "--input", str(archive))
+    archive.unlink()
+    loaded = engine.docker("image", "inspect", "--format", "{{.Id}}", ref).stdout.strip()
+    _require(loaded == image_id, f"the loaded image {loaded} is not the built one {image_id}")
+
+
+def check_lean_image(engine: Dockerd, ref: str, base: str) -> None:
+    """Git's Perl packages are gone (by whatever name this Debian gives them) and the
+    Dockerfile's layers stay small."""
+    installed = engine.docker("run", "--rm", "--network", "none", "--entrypoint", "dpkg-query", ref,
+                              "-W", "-f", "${Package}\n").stdout.split()
+    left = [p for p in installed if PURGED.match(p)]
+    _require(not left, f"the replay image still holds git's Perl packages: {left}")
+    added = image_mb(engine, ref) - image_mb(engine, base)
+    _require(added <= MAX_LEAN_LAYERS_MB,
+             f"the Dockerfile adds {added:.0f} MB to the base image, more than {MAX_LEAN_LAYERS_MB} MB")
+
+
+def later_step_reads(engine: Dockerd, image: str, workspace: Path, paths: list[str]) -> None:
+    """A later step of the job, as the runner's user: it reads and changes what the action wrote."""
+    _require(paths, "nothing to read")
+    proc = engine.docker(
+        "run", "--rm", "--network", "none", "--user", f"{RUNNER_UID}:{RUNNER_UID}",
+        "-v", f"{workspace}:/github/workspace", "--workdir", "/github/workspace", "--entrypoint", "sh",
+        image, "-c", 'set -e; for f in "$@"; do cat "$f" > /dev/null; echo >> "$f"; done', "sh", *paths,
+        check=False,
+    )
+    _require(proc.returncode == 0, f"uid {RUNNER_UID} cannot read or change what the action wrote: "
+             f"{(proc.stdout + proc.stderr).strip()}")
 
 
 # -- the pull request ---------------------------------------------------------------
@@ -166,7 +212,7 @@ def _synthetic_package(origin: Path) -> str:
     scenarios = [{"match": f"task for {n}.", "judge": {"result": "PASS", "reason": f"{n} is fine"}}
                  for n in names]
     with ModelServer(scenarios) as server:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "scripted"}
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key}
         subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(package)],
                        env=env, check=True, capture_output=True)
     shutil.rmtree(package / "evals" / "reports", ignore_errors=True)
@@ -388,6 +434,7 @@ def scenario(engine: Dockerd, work: Path, timings: Timings, images: list[str]) -
                 print("    outputs:", json.dumps(outputs))
                 summary = runner.file_command(env, "GITHUB_STEP_SUMMARY")
                 first = check_first_run(proc, outputs, summary, server, pr, MARKER)
+                later_step_reads(engine, image, pr.workspace, [outputs["report-path"]])
             else:
                 check_later_run(proc, server, MARKER, first, seeded, edits=number - 1)
     print("---- the sticky comment:")
@@ -407,16 +454,18 @@ def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
         timings.note("nightly record run", "skipped: the example has no cassettes yet")
         return
     scenarios = load_scenarios(ROOT / "examples" / "scripted-model" / "csv-tools.yaml")
-    with ModelServer(scenarios) as models, GitHubServer(tokens={TOKEN: "write"}) as server:
+    key = "sk-ant-nightly-test"
+    with ModelServer(scenarios, api_key=key) as models, GitHubServer(tokens={TOKEN: "write"}) as server:
         runner = Runner(work / "nightly" / "runner" / "work" / "_temp", pr, server.url)
         env = runner.step_env(uuid.uuid4().hex)
         env.update({
             "GITHUB_EVENT_NAME": "schedule", "INPUT_MODE": "record", "INPUT_FAIL-ON": "never",
-            "INPUT_ANTHROPIC-API-KEY": "sk-ant-nightly-test", "ANTHROPIC_BASE_URL": models.url,
+            "INPUT_ANTHROPIC-API-KEY": key, "ANTHROPIC_BASE_URL": models.url,
             "INPUT_REPORT-PATH": "nightly-report.json",
         })
-        with timings.step("container run: nightly record (aam-eval-action-live:test)"):
-            proc = runner.run(engine, LIVE_TAG, env)
+        live = image_of(LIVE_ACTION)
+        with timings.step(f"container run: nightly record ({live})"):
+            proc = runner.run(engine, live, env)
         _show("nightly record", proc, lines=12)
         # The CLI streams its turns; the judge's calls do not.
         agent_calls = [r for r in models.requests if r.body.get("stream") is True]
@@ -426,8 +475,11 @@ def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
     _require(all(c.get("replayed") is False for c in report["cases"]), "cases were not run live")
     _require(len(agent_calls) >= len(report["cases"]), "the agents never reached the model server")
     _require("::add-mask::sk-ant-nightly-test" in proc.stdout, "the API key was not masked")
-    recorded = "\n".join(p.read_text() for p in (pr.workspace / "cassettes").rglob("*.yaml"))
+    cassettes = sorted((pr.workspace / "cassettes").rglob("*.yaml"))
+    recorded = "\n".join(p.read_text() for p in cassettes)
     _require("sk-ant-nightly-test" not in recorded, "the API key reached a cassette")
+    later_step_reads(engine, live, pr.workspace,
+                     ["nightly-report.json", *(str(p.relative_to(pr.workspace)) for p in cassettes)])
     timings.note("nightly record run", f"{len(report['cases'])} cases live, "
                  f"{report['summary']['passed']} passed, {len(agent_calls)} agent model calls")
 
@@ -450,20 +502,24 @@ def main(argv: list[str] | None = None) -> int:
             tarball, made = base.ensure_tarball(cache, work)
             base.import_into(engine, tarball)
         timings.note("base image source", "debootstrap (now cached)" if made else f"cache {tarball}")
-        with timings.step("docker build (action.yml)"):
-            build(engine, LEAN_TAG, ROOT / "action.yml", base.tag, work / "build-lean.log")
-        lean, base_mb = image_mb(engine, LEAN_TAG), image_mb(engine, base.tag)
+        lean_ref, live_ref = image_of(LEAN_ACTION), image_of(LIVE_ACTION)
+        with timings.step(f"cold docker build (Dockerfile as {lean_ref})"):
+            build(engine, lean_ref, LEAN_DOCKERFILE, base.tag, work / "build-lean.log", cold=True)
+        lean, base_mb = image_mb(engine, lean_ref), image_mb(engine, base.tag)
         timings.note("image size", f"{lean:.0f} MB = stand-in base {base_mb:.0f} MB "
                      f"+ the Dockerfile's layers {lean - base_mb:.0f} MB")
+        check_lean_image(engine, lean_ref, base.tag)
+        pull_stand_in(engine, lean_ref, work, timings)
         if args.live:
-            with timings.step("docker build (live/action.yml)"):
-                build(engine, LIVE_TAG, ROOT / "live" / "action.yml", base.tag, work / "build-live.log")
-            live = image_mb(engine, LIVE_TAG)
+            with timings.step(f"docker build (live/Dockerfile as {live_ref})"):
+                build(engine, live_ref, LIVE_DOCKERFILE, base.tag, work / "build-live.log")
+            live = image_mb(engine, live_ref)
             timings.note("live image size", f"{live:.0f} MB (+{live - base_mb:.0f} MB over the base)")
-            versions = engine.docker("run", "--rm", "--network", "host", "--entrypoint", "sh", LIVE_TAG,
+            pull_stand_in(engine, live_ref, work, timings)
+            versions = engine.docker("run", "--rm", "--network", "host", "--entrypoint", "sh", live_ref,
                                      "-c", "node --version; claude --version; codex --version")
             timings.note("live image tools", " | ".join(versions.stdout.split("\n")).strip(" |"))
-        scenario(engine, work, timings, [LEAN_TAG, LEAN_TAG] + ([LIVE_TAG] if args.live else []))
+        scenario(engine, work, timings, [lean_ref, lean_ref] + ([live_ref] if args.live else []))
         if args.live:
             nightly_record(engine, work, timings)
     except (EngineError, AssertionError, subprocess.CalledProcessError) as exc:

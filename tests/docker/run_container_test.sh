@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The action's container for real: a Docker engine of its own, the base image made with
-# debootstrap, the Dockerfile built unchanged and run as GitHub runs a docker action.
-# Needs root (dockerd, debootstrap, chroot). Options: --live (also build live.Dockerfile),
+# debootstrap, the Dockerfiles built unchanged under the image references action.yml and
+# live/action.yml name, and run as GitHub runs a docker action.
+# Needs root (dockerd, debootstrap, chroot). Options: --live (also build live/Dockerfile),
 # --keep (leave the engine's directory for debugging). See tests/docker/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

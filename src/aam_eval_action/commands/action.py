@@ -72,7 +72,7 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
     _annotate(inputs, diff)
     comment_url = _comment(inputs, gh, body)
     workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url))
-    return exit_code(inputs, head, diff.regressions, bool(head.interrupted), diff.counts["stale"])
+    return exit_code(inputs, diff, bool(head.interrupted))
 
 
 def check_live_allowed(inputs: ActionInputs, gh: GitHubContext) -> None:
@@ -87,23 +87,23 @@ def check_live_allowed(inputs: ActionInputs, gh: GitHubContext) -> None:
     )
 
 
-def exit_code(
-    inputs: ActionInputs, head: Report, regressions: int, interrupted: bool, stale: int = 0
-) -> int:
+def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
     """fail-on and min-pass-rate decide the step's status.
 
-    Stale cassettes fail `regression` too: those cases were not evaluated at all.
+    Rates count only the cases that were graded. A case that could not be replayed fails
+    `regression` and `failure` all the same: it was not evaluated at all, so it cannot pass.
     """
     if interrupted:
         return EXIT_INTERRUPTED
+    head = diff.head
     failed = False
     if inputs.fail_on == "regression":
-        failed = regressions > 0 or stale > 0
+        failed = diff.regressions > 0 or head.not_replayable > 0
     elif inputs.fail_on == "failure":
-        failed = any(c.verdict in ("FAIL", "ERROR") for c in head.cases)
-    if inputs.min_pass_rate is not None and head.summary.pass_rate * 100 < inputs.min_pass_rate:
-        workflow.error(f"pass rate {head.summary.pass_rate * 100:.1f}% is below "
-                       f"min-pass-rate {inputs.min_pass_rate:g}%")
+        failed = head.passed + head.skipped < head.total
+    if inputs.min_pass_rate is not None and head.pass_rate * 100 < inputs.min_pass_rate:
+        workflow.error(f"pass rate {head.pass_rate * 100:.1f}% (of {head.graded} graded cases) is "
+                       f"below min-pass-rate {inputs.min_pass_rate:g}%")
         failed = True
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -270,7 +270,7 @@ def outputs(
     gh: GitHubContext, head: Report, diff: ReportDiff, report_path: Path, comment_url: str | None
 ) -> dict[str, str]:
     """The action's outputs, as action.yml declares them."""
-    s = head.summary
+    s = diff.head
     delta = diff.pass_rate_delta_pp
     try:
         shown = report_path.relative_to(gh.workspace.resolve()).as_posix()

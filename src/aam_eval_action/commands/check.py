@@ -12,7 +12,7 @@ from aam_eval_action.loader import load_package
 
 def check(package: Path) -> int:
     loaded = load_package(package)
-    check_engine_name(loaded.config.engine)
+    check_engine_name(loaded.config.engine, loaded.config_location("engine"))
     for err in loaded.errors:
         print(err, file=sys.stderr)
     for lc in loaded.cases:

@@ -53,7 +53,9 @@ def execute(
     settings = resolve(package, args.overrides, environ)
     if settings.in_ci:  # untrusted text printed below must not form workflow commands
         console.workflow_commands = True
-    check_engine_name(settings.engine)  # reserved or unknown engines fail before any case runs
+    # Reserved or unknown engines fail before any case runs, pointing at where the name was set.
+    check_engine_name(settings.engine, "--engine" if args.overrides.engine else
+                      package.config_location("engine"))
     durations = recorded_durations(settings) if args.shard else None
     selected = select(package.cases, args.cases, args.target, args.shard, durations)
     errors = [e for e in package.errors if not args.cases or e.case_name in args.cases]
@@ -62,7 +64,7 @@ def execute(
 
         for text, style in plan_lines(settings, selected):
             console.line(text, style)
-        return None, EXIT_OK
+        return None, EXIT_USAGE if errors else EXIT_OK
     ctx = CaseContext.for_run(settings, keep_workspaces=args.keep_workspaces)
     console.line(f"{len(selected)} case(s) · {settings.engine} · model {settings.model} · "
                  f"judge {settings.judge_model} · mode {settings.mode}")

@@ -52,14 +52,18 @@ RESERVED: dict[str, str] = {
 RESERVED_NAMES = tuple(RESERVED)
 
 
-def check_engine_name(name: str) -> None:
-    """Reserved names fail with the seed's unsupported-engine error; unknown ones are config errors."""
+def check_engine_name(name: str, where: str = "") -> None:
+    """Reserved names fail with the seed's unsupported-engine error; unknown ones are config errors.
+
+    `where` says where the name was written (`evals/eval-config.json:3: engine`, `--engine`).
+    """
+    prefix = f"{where}: " if where else ""
     if name in RESERVED:
         raise UnsupportedEngineError(
-            f"unsupported engine {name!r}: {RESERVED[name]} yet; use engine {_choices()}"
+            f"{prefix}unsupported engine {name!r}: {RESERVED[name]} yet; use engine {_choices()}"
         )
     if name not in ENGINES:
-        raise ConfigError(f"unknown engine {name!r}; use {_choices()}")
+        raise ConfigError(f"{prefix}unknown engine {name!r}; use {_choices()}")
 
 
 def engine_info(name: str) -> EngineInfo:

@@ -11,6 +11,7 @@ heavy, and ``aam-eval --help`` and offline replays must not pay for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -76,7 +77,7 @@ def post_comment(
     try:
         with _client(api_url, token) as client:
             issue = client.get_repo(repository).get_issue(pr_number)
-            return _upsert(issue, body, marker, _identity(client))
+            return _upsert(issue, body, marker, lambda: _identity(client))
     except github.GithubException as exc:
         return _failed(f"could not post the PR comment on {where}: {_explain(exc)}", token)
     except OSError as exc:  # requests' errors (connection, timeout) derive from OSError
@@ -114,11 +115,13 @@ def _identity(client: Github) -> str:
 
     try:
         return client.get_user().login
+    except github.RateLimitExceededException:
+        raise
     except github.GithubException:
         return ACTIONS_BOT
 
 
-def _upsert(issue: Issue, body: str, marker: str, author: str) -> PostResult:
+def _upsert(issue: Issue, body: str, marker: str, author: Callable[[], str]) -> PostResult:
     previous = _find_marked(issue, marker, author)
     if previous is None:
         created = issue.create_comment(body)
@@ -127,24 +130,35 @@ def _upsert(issue: Issue, body: str, marker: str, author: str) -> PostResult:
     return PostResult(url=previous.html_url, created=False, warning=None)
 
 
-def _find_marked(issue: Issue, marker: str, author: str) -> IssueComment | None:
-    """The oldest comment with the marker written by `author`; PaginatedList follows every
-    ``Link: next``. Anyone can paste the marker into a comment: only our own is adopted."""
-    return next(
-        (c for c in issue.get_comments() if marker in (c.body or "") and c.user.login == author),
-        None,
-    )
+def _find_marked(issue: Issue, marker: str, author: Callable[[], str]) -> IssueComment | None:
+    """The oldest comment with the marker written by `author()`; PaginatedList follows every
+    ``Link: next``. Anyone can paste the marker into a comment: only our own is adopted.
+    Who we are is asked only when a marked comment exists."""
+    login: str | None = None
+    for c in issue.get_comments():
+        if marker not in (c.body or ""):
+            continue
+        login = login or author()
+        if c.user.login == login:
+            return c
+    return None
 
 
 def _explain(exc: GithubException) -> str:
     """``<status> <GitHub's message>; <what to do>`` on one line."""
     import github
 
-    if isinstance(exc, github.RateLimitExceededException):
+    if isinstance(exc, github.RateLimitExceededException) or _rate_limited(exc):
         hint = _RATE_LIMIT_HINT
     else:
         hint = _HINTS.get(exc.status, _DEFAULT_HINT)
     return f"{exc.status} {_message(exc.data)}; {hint}"
+
+
+def _rate_limited(exc: GithubException) -> bool:
+    """PyGitHub only recognises a 403; GitHub also answers a spent limit with a 429."""
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    return exc.status == 429 or (exc.status == 403 and headers.get("x-ratelimit-remaining") == "0")
 
 
 def _message(data: object) -> str:

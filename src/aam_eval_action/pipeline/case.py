@@ -16,7 +16,7 @@ from aam_eval_action.pipeline.live import live_session, restore_for_debugging, s
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Miss, decide
 from aam_eval_action.replay.fingerprint import agent_fingerprint
-from aam_eval_action.report import CaseResult
+from aam_eval_action.report import CaseResult, not_asked
 from aam_eval_action.session import Session
 
 
@@ -71,6 +71,7 @@ def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> 
         name=loaded.case.name, target=loaded.case.target, verdict="ERROR", error=message,
         file=loaded.file, line=loaded.line, replay_miss=miss.kind if miss else None,
         miss=miss_record(miss) if miss else None,
+        judge_verdict=not_asked("no recorded session" if miss else "the case errored"),
     )
 
 

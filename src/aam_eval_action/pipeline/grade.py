@@ -19,7 +19,15 @@ from aam_eval_action.pipeline.judge import (
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
 from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
-from aam_eval_action.report import Attempt, CaseResult, JudgeVerdict, ReplayMiss, Verdict, snippet
+from aam_eval_action.report import (
+    Attempt,
+    CaseResult,
+    JudgeVerdict,
+    ReplayMiss,
+    Verdict,
+    not_asked,
+    snippet,
+)
 from aam_eval_action.session import Session
 
 
@@ -49,16 +57,18 @@ def grade_all(
 def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
     checks = run_checks(loaded.case.expected, session, ctx.settings.config.sandbox)
     if session.timed_out:
-        return Graded("FAIL", checks, None, session.error or "timed out")
+        return Graded("FAIL", checks, not_asked("the session timed out"), session.error or "timed out")
     if session.is_error:
-        return Graded("ERROR", checks, None, session.error or "the agent session failed")
+        return Graded("ERROR", checks, not_asked("the agent session failed"),
+                      session.error or "the agent session failed")
     failed = [c for c in checks if not c.passed]
     if failed:
-        return Graded("FAIL", checks, None, "; ".join(f"{c.name}: {c.detail}" for c in failed))
+        return Graded("FAIL", checks, not_asked(", ".join(c.name for c in failed) + " failed"),
+                      "; ".join(f"{c.name}: {c.detail}" for c in failed))
     try:
         answer, replayed = judge.ask(session)
     except Miss as miss:
-        return Graded("ERROR", checks, None, miss.message, miss=miss)
+        return Graded("ERROR", checks, not_asked("no recorded judge answer"), miss.message, miss=miss)
     except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
         reason = f"judge failed: {type(exc).__name__}: {exc}"
         s = ctx.settings
@@ -140,7 +150,8 @@ def combine(
         error=None if verdict == "PASS" else shown.error, file=loaded.file, line=loaded.line,
         replayed=replayed, fingerprint=fp.digest, session_id=session.session_id,
         usage=session.usage.model_dump() if session.usage else None,
-        cost_usd=_cost(sessions), replay_miss=shown.miss.kind if shown.miss else None,
+        cost_usd=_cost(sessions), run_cost_usd=0.0 if replayed else _cost(sessions),
+        replay_miss=shown.miss.kind if shown.miss else None,
         miss=miss_record(shown.miss) if shown.miss else None,
     )
     if len(graded) > 1:

@@ -105,37 +105,27 @@ def ask(
 ) -> JudgeAnswer:
     """Ask the judge model once (the SDK retries transient errors with backoff)."""
     params = request_params(provider, model, text)
+    with _client(provider, base_url, api_key, http_client, max_retries) as client:
+        if provider == "anthropic":
+            response = client.messages.create(**params)
+        else:
+            response = client.responses.create(**params)
+    return answer_from_body(provider, model, response.model_dump(mode="json"))
+
+
+def _client(
+    provider: str, base_url: str | None, api_key: str | None, http_client: Any, max_retries: int
+) -> Any:
+    """The provider's official SDK client (imported here: replay never needs it)."""
+    options = {"api_key": api_key or PLACEHOLDER_KEY, "base_url": base_url, "http_client": http_client,
+               "max_retries": max_retries, "timeout": REQUEST_TIMEOUT}
     if provider == "anthropic":
-        return _ask_anthropic(params, base_url, api_key, http_client, max_retries)
-    return _ask_openai(params, base_url, api_key, http_client, max_retries)
+        import anthropic
 
-
-def _ask_anthropic(
-    params: dict[str, Any], base_url: str | None, api_key: str | None, http_client: Any,
-    max_retries: int,
-) -> JudgeAnswer:
-    import anthropic
-
-    with anthropic.Anthropic(
-        api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
-        max_retries=max_retries, timeout=REQUEST_TIMEOUT,
-    ) as client:
-        msg = client.messages.create(**params)
-    return answer_from_body("anthropic", params["model"], msg.model_dump(mode="json"))
-
-
-def _ask_openai(
-    params: dict[str, Any], base_url: str | None, api_key: str | None, http_client: Any,
-    max_retries: int,
-) -> JudgeAnswer:
+        return anthropic.Anthropic(**options)
     import openai
 
-    with openai.OpenAI(
-        api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, http_client=http_client,
-        max_retries=max_retries, timeout=REQUEST_TIMEOUT,
-    ) as client:
-        resp = client.responses.create(**params)
-    return answer_from_body("openai", params["model"], resp.model_dump(mode="json"))
+    return openai.OpenAI(**options)
 
 
 def answer_from_body(provider: str, model: str, body: Any) -> JudgeAnswer:

@@ -264,6 +264,8 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "duration": _plain(d.fmt_duration),
     "signed": _plain(d.fmt_int_delta),
     "pass_rate": _plain(d.pass_rate_line),
+    "not_graded_note": _plain(d.not_graded_note),
+    "cost_line": _plain(d.cost_line),
     "verdicts": _plain(d.verdict_change),
     "thousands": _plain("{:,}".format),
 }

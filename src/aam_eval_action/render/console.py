@@ -56,10 +56,12 @@ class Console:
         if hidden:
             self.line(f"({hidden} more case(s) not listed: every passing case, see the report)")
         s = report.summary
-        cost = f", ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
+        graded = s.graded if s.graded is not None else s.total - s.skipped
+        rate = f"{s.passed / graded * 100:.1f}% of {graded} graded" if graded else "none graded"
+        missed = f", {s.not_replayable} not replayable" if s.not_replayable else ""
         self.line(
-            f"{s.passed}/{s.total} passed ({s.pass_rate * 100:.1f}%), {s.failed} failed, "
-            f"{s.errored} errored, {s.replayed} replayed, {report.duration_seconds:.1f}s{cost}"
+            f"{s.passed}/{s.total} passed ({rate}), {s.failed} failed, {s.errored} errored{missed}, "
+            f"{s.replayed} replayed, {report.duration_seconds:.1f}s{_cost(s.cost_usd, s.run_cost_usd)}"
             + ("  [interrupted: partial report]" if report.interrupted else "")
         )
 
@@ -102,6 +104,15 @@ def neutralize_commands(text: str) -> str:
     lines = text.splitlines() or [text]
     return "\n".join(ZWSP + line if line.lstrip().startswith(_COMMAND_START) else line
                      for line in lines)
+
+
+def _cost(recorded: float | None, spent: float | None) -> str:
+    """`, recorded $0.4224 · this run $0.0000`: a replay spends nothing of what the recording cost."""
+    if recorded is None and not spent:
+        return ""
+    if recorded == spent or recorded is None:
+        return f", ${spent or 0:.4f}"
+    return f", recorded ${recorded:.4f} · this run ${spent or 0:.4f}"
 
 
 def _wants_color(stream: TextIO) -> bool:

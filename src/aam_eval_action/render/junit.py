@@ -44,7 +44,7 @@ def _testcase(case: CaseResult) -> ET.Element:
 
 def _detail(case: CaseResult) -> str:
     lines = [f"{name}: {result}" for name, result in case.deterministic_checks.items()]
-    if case.judge_verdict:
+    if case.judge_verdict and case.judge_verdict.result != "SKIP":
         lines.append(f"judge: {case.judge_verdict.result}: {case.judge_verdict.reason}")
     if case.error:
         lines.append(f"error: {case.error}")

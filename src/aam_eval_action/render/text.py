@@ -45,11 +45,35 @@ def fmt_int_delta(value: int) -> str:
 
 
 def pass_rate_line(d: ReportDiff) -> str:
-    """`80.0% → 100.0% (+20.0 pp)`, or the head rate alone without a base."""
+    """`80.0% → 100.0% (+20.0 pp)` over the cases graded on both sides, or the head's rate alone
+    without a base; `no case graded` when nothing could be."""
+    if d.head.graded == 0:
+        return "n/a (no case graded)"
     if d.base is None:
         return f"{fmt_pct(d.head.pass_rate)} (no baseline)"
-    rates = f"{fmt_pct(d.base.pass_rate)} → {fmt_pct(d.head.pass_rate)}"
+    if d.compared == 0:
+        return f"{fmt_pct(d.head.pass_rate)} (no case graded on both sides)"
+    rates = f"{fmt_pct(d.base_compared_rate)} → {fmt_pct(d.head_compared_rate)}"
     return f"{rates} ({fmt_pp(d.pass_rate_delta_pp)})"
+
+
+def not_graded_note(d: ReportDiff) -> str:
+    """What the headline leaves out, e.g. `over 4 cases graded on both sides · 2 not replayable`."""
+    parts = []
+    if d.base is not None and d.compared and d.compared != d.head.total:
+        parts.append(f"over {d.compared} case{'s' if d.compared != 1 else ''} graded on both sides")
+    if d.head.not_replayable:
+        parts.append(f"{d.head.not_replayable} not replayable")
+    return " · ".join(parts)
+
+
+def cost_line(recorded: float | None, spent: float | None) -> str:
+    """`recorded $0.42 · this run $0.00`: on replay the recording's cost is not spent again."""
+    if recorded is None and spent is None:
+        return "n/a"
+    if spent is None:
+        return f"recorded {fmt_cost(recorded)}"
+    return f"recorded {fmt_cost(recorded)} · this run {fmt_cost(spent)}"
 
 
 def verdict_change(c: CaseDiff) -> str:
@@ -100,12 +124,14 @@ def _text_totals(d: ReportDiff) -> list[str]:
     counts = ", ".join(f"{d.counts[cat]} {cat}" for cat in CATEGORIES if d.counts[cat])
     base_cost = b.cost_usd if b else None
     base_time = b.duration_seconds if b else None
+    note = not_graded_note(d)
     lines = [
-        f"Pass rate: {pass_rate_line(d)}",
+        f"Pass rate: {pass_rate_line(d)}" + (f" ({note})" if note else ""),
         f"Head: {h.passed} passed, {h.failed} failed, {h.errored} errored, "
         f"{h.skipped} skipped, {h.total} total",
         f"Cases: {counts or 'none'}",
-        "Cost: " + _text_change(base_cost, h.cost_usd, d.cost_delta_usd, fmt_cost),
+        "Cost (recorded): " + _text_change(base_cost, h.cost_usd, d.cost_delta_usd, fmt_cost),
+        "Cost (this run): " + fmt_cost(h.run_cost_usd),
         "Duration: " + _text_change(base_time, h.duration_seconds, d.duration_delta_seconds, fmt_duration),
     ]
     if d.interrupted:

@@ -34,6 +34,10 @@ _TRANSFER = ("content-encoding", "content-length", "transfer-encoding")
 MATCH_ON = ("method", "path", "query", "body")
 
 
+NOT_RECORDED = "this judge request is not in the cassette"
+"""What the transport says on a miss; `replay.decision` turns it into a Miss that says why."""
+
+
 class JudgeReplayMiss(Exception):
     """A judge request the cassette cannot answer in replay mode."""
 
@@ -119,7 +123,6 @@ class JudgeCassette:
         self.used: list[tuple[Any, dict[str, Any]]] = []
         self.recorded = 0
         self.played = 0
-        self.miss_reason = "the judge request changed"
         if mode == "replay":
             self.player: Player | None = Player.load(path, inside)
             return
@@ -232,7 +235,7 @@ class _Transport(httpx2.BaseTransport):
                 owner.played += 1
                 return _to_response(played)
         if owner.mode == "replay":
-            raise miss_error(owner.provider, owner.miss_reason)
+            raise miss_error(owner.provider, NOT_RECORDED)
         response = self._real().handle_request(request)
         content = response.read()
         serialized = {
@@ -261,7 +264,7 @@ class _Transport(httpx2.BaseTransport):
         with owner._lock:
             played = owner.player.take(key)
             if played is None:
-                raise miss_error(owner.provider, owner.miss_reason)
+                raise miss_error(owner.provider, NOT_RECORDED)
             owner.played += 1
         return _to_response(played)
 

@@ -4,8 +4,11 @@ It serves only what posting a sticky pull-request comment needs, but enforces it
 way GitHub does, so that a test passing here means the code works against GitHub:
 a token in ``Authorization`` (``token X`` or ``Bearer X``), 403 "Resource not
 accessible by integration" when a read-only token writes, real ``page``/``per_page``
-pagination with a ``Link`` header, and the 65,536-character comment limit. Requests
-may carry a GitHub Enterprise ``/api/v3`` prefix; URLs in responses keep it.
+pagination with a ``Link`` header, the 65,536-character comment limit, and the primary
+rate limit: every response carries ``X-RateLimit-Limit/Remaining/Reset/Used/Resource``,
+each request spends one, and a spent limit (``exhaust_rate_limit``) answers 403 or 429
+"API rate limit exceeded" with ``X-RateLimit-Remaining: 0``. Requests may carry a GitHub
+Enterprise ``/api/v3`` prefix; URLs in responses keep it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +35,9 @@ MAX_PER_PAGE = 100
 ENTERPRISE_PREFIX = "/api/v3"
 BOT_LOGIN = "github-actions[bot]"
 DOCS = "https://docs.github.com/rest"
+RATE_LIMIT = 5000
+"""Requests per hour of a GitHub App installation token (the Actions token's limit is 1,000)."""
+RATE_LIMIT_DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
 
 Json = dict[str, Any]
 
@@ -58,7 +65,7 @@ class ApiError(Exception):
     def __init__(self, status: int, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
-        self.payload: Json = {"message": message, **extra, "documentation_url": DOCS}
+        self.payload: Json = {"message": message, "documentation_url": DOCS, **extra}
         self.payload["status"] = str(status)
 
 
@@ -119,10 +126,14 @@ def _now() -> str:
 class GitHubServer:
     """The fake GitHub: state, test helpers and the REST endpoints PyGitHub calls."""
 
-    def __init__(self, tokens: Mapping[str, str]) -> None:
+    def __init__(self, tokens: Mapping[str, str], rate_limit: int = RATE_LIMIT) -> None:
         """``tokens`` maps each accepted token to ``"write"`` or ``"read"``."""
         self._tokens = dict(tokens)
         self._lock = threading.Lock()
+        self.rate_limit = rate_limit
+        self._used = 0
+        self._limited_status = 403
+        self._reset = int(time.time()) + 3600
         self._repos: list[tuple[str, str]] = []
         self._issues: dict[tuple[str, str, int], _Issue] = {}
         self._comments: dict[int, _Comment] = {}
@@ -199,6 +210,14 @@ class GitHubServer:
             texts = [body or f"Comment {i + 1} by {author}" for i in range(count)]
             return [self._add_comment(owner, repo, number, text, author).id for text in texts]
 
+    def exhaust_rate_limit(self, status: int = 403) -> None:
+        """Spend the rest of the hour's requests: every later request gets ``status`` (GitHub
+        answers a spent primary limit with 403, sometimes 429) and ``X-RateLimit-Remaining: 0``."""
+        if status not in (403, 429):
+            raise ValueError("GitHub answers a spent rate limit with 403 or 429")
+        with self._lock:
+            self._used, self._limited_status = self.rate_limit, status
+
     def comments(self, owner: str, repo: str, number: int) -> list[Json]:
         """The PR's comments in API shape, oldest first."""
         root = self.url
@@ -214,12 +233,36 @@ class GitHubServer:
         path, query = _split(target)
         token = _token(authorization)
         try:
+            self._spend_rate_limit()
             response = self._dispatch(method, path, query, token, body)
         except ApiError as error:
             response = _Response(error.status, error.payload)
+        response.headers.update(self._rate_limit_headers())
         with self._lock:
             self.requests.append(RecordedRequest(method, path, query, token, response.status))
         return response
+
+    def _spend_rate_limit(self) -> None:
+        with self._lock:
+            if self._used >= self.rate_limit:
+                raise ApiError(
+                    self._limited_status,
+                    "API rate limit exceeded for installation ID 1. If you reach out to GitHub "
+                    "Support for help, please include the request ID.",
+                    documentation_url=RATE_LIMIT_DOCS,
+                )
+            self._used += 1
+
+    def _rate_limit_headers(self) -> dict[str, str]:
+        with self._lock:
+            used = self._used
+        return {
+            "X-RateLimit-Limit": str(self.rate_limit),
+            "X-RateLimit-Remaining": str(max(self.rate_limit - used, 0)),
+            "X-RateLimit-Reset": str(self._reset),
+            "X-RateLimit-Used": str(used),
+            "X-RateLimit-Resource": "core",
+        }
 
     def _dispatch(
         self, method: str, path: str, query: dict[str, str], token: str | None, body: bytes

@@ -18,11 +18,18 @@ comes from scenarios, each chosen by a substring of the request:
 The turn index is stateless: it is the number of model turns already in the request
 (assistant messages for Anthropic, function calls for Responses), so retries of a turn
 get the same answer. After the last step the last `text` answers again (or `Done.`).
-A request that matches no scenario gets `OK.` (agent) or a PASS verdict "no scenario
-matched" (judge); side requests without tools (titles, quota probes) get `OK.` and never
-use the script. Judge requests are those offering the `record_verdict` tool (Anthropic) or
-asking for the `verdict` JSON format (OpenAI). Answers are deterministic: ids derive from
-the request content, so identical requests get byte-identical answers.
+An agent request that matches no scenario gets `OK.`; side requests without tools
+(titles, quota probes) get `OK.` and never use the script. Judge requests are those
+offering the `record_verdict` tool (Anthropic) or asking for the `verdict` JSON format
+(OpenAI); one that matches no scenario gets a 400 `invalid_request_error`, so a judge
+prompt that lost the text a scenario looks for fails loudly instead of passing. Answers
+are deterministic: ids derive from the request content, so identical requests get
+byte-identical answers.
+
+Like the real APIs, it checks the API key first (`x-api-key` or `Authorization: Bearer`;
+401 `authentication_error` unless it is the server's `api_key`), then the request's shape
+(Messages: `anthropic-version` header, `model`, `max_tokens`, `messages`; Responses:
+`model`, `input`; 400 `invalid_request_error` naming the field otherwise).
 
 Run standalone with `python -m aam_eval_action.testing.model_server --scenarios FILE`.
 """
@@ -44,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+DEFAULT_API_KEY = "sk-scripted-model-server"
+"""The key the server accepts unless it is given another one."""
 JUDGE_TOOL = "record_verdict"
 JUDGE_FORMAT = "verdict"
 CREATED_AT = 1_700_000_000
@@ -191,7 +200,9 @@ class Script:
     def judge_reply(self, body: dict[str, Any]) -> Reply:
         found = self.find(all_text(body))
         if found is None:
-            return verdict_reply({"result": "PASS", "reason": "no scenario matched"})
+            excerpt = " ".join(prompt_text(body).split())[:200]
+            return Reply(text=f"scripted model server: no scenario matches this judge request: {excerpt}",
+                         status=400)
         index, scenario = found
         judge = scenario.get("judge") or {"result": "PASS", "reason": "scripted"}
         if isinstance(judge, list):  # successive calls get successive verdicts (a flaky judge)
@@ -439,18 +450,75 @@ def response_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any]]
 
 
 def openai_error(reply: Reply) -> dict[str, Any]:
+    code = "invalid_api_key" if reply.status == 401 else str(reply.status)
     return {
         "error": {
             "message": reply.text,
             "type": "server_error" if reply.status >= 500 else "invalid_request_error",
             "param": None,
-            "code": str(reply.status),
+            "code": code,
         }
     }
 
 
 def sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
     return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+
+
+# --- what the real APIs refuse ----------------------------------------------------------
+
+
+def presented_key(headers: dict[str, str]) -> str | None:
+    """The API key of a request: `x-api-key` (Anthropic) or `Authorization: Bearer` (both)."""
+    if headers.get("x-api-key"):
+        return headers["x-api-key"]
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return (value.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def auth_error(headers: dict[str, str], api_key: str) -> Reply | None:
+    """A 401 unless the request carries the server's key."""
+    key = presented_key(headers)
+    if key == api_key:
+        return None
+    why = "no API key was given" if key is None else "invalid x-api-key"
+    return Reply(text=why, status=401)
+
+
+def shape_error(route: str, headers: dict[str, str], body: Any) -> Reply | None:
+    """A 400 for a request the real API would refuse: what a client must always send."""
+    problem = _messages_problem(headers, body) if route == "/v1/messages" else _responses_problem(body)
+    return Reply(text=problem, status=400) if problem else None
+
+
+def _messages_problem(headers: dict[str, str], body: Any) -> str | None:
+    if not headers.get("anthropic-version"):
+        return "anthropic-version: header is required"
+    if not isinstance(body, dict):
+        return "the request body must be a JSON object"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "model: Field required"
+    if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
+        return "max_tokens: Field required (a positive integer)"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: Field required (a non-empty list)"
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+        if not isinstance(message.get("content"), str | list):
+            return f"messages.{i}.content: Field required"
+    return None
+
+
+def _responses_problem(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "the request body must be a JSON object"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "Missing required parameter: 'model'."
+    if not isinstance(body.get("input"), str | list):
+        return "Missing required parameter: 'input'."
+    return None
 
 
 # --- HTTP -------------------------------------------------------------------------------
@@ -483,15 +551,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(self.rfile.read(length) or b"null")
         except json.JSONDecodeError:
-            body = {}
+            body = None
         route = self.path.split("?", 1)[0]
         owner = self.server.owner
         headers = {k.lower(): v for k, v in self.headers.items()}
-        owner.record(RecordedRequest(self.path, headers, body))
+        owner.record(RecordedRequest(self.path, headers, body if isinstance(body, dict) else {}))
         if route not in ("/v1/messages", "/v1/responses"):
             self._send(404, "application/json", b'{"error": "not found"}')
+            return
+        refused = auth_error(headers, owner.api_key) or shape_error(route, headers, body)
+        if refused is not None:
+            self._answer(route, {}, refused)
             return
         reply = owner.script.judge_reply(body) if is_judge(body) else owner.agent_reply(body)
         if owner.wait(owner.latency + reply.delay):
@@ -532,10 +604,16 @@ class ModelServer:
     """A scripted Anthropic + OpenAI Responses server on a free port of 127.0.0.1."""
 
     def __init__(
-        self, scenarios: list[dict[str, Any]] | None = None, latency: float = 0.0, port: int = 0
+        self,
+        scenarios: list[dict[str, Any]] | None = None,
+        latency: float = 0.0,
+        port: int = 0,
+        api_key: str = DEFAULT_API_KEY,
     ) -> None:
         self.script = Script(scenarios or [])
         self.latency = latency
+        self.api_key = api_key
+        """The one key accepted; any other gets a 401, as from the real APIs."""
         self.requests: list[RecordedRequest] = []
         self.connections: set[socket.socket] = set()
         self._port = port
@@ -606,9 +684,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", type=Path, help="JSON or YAML file of scenarios")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--api-key", default=DEFAULT_API_KEY,
+                        help=f"the API key clients must send (default: {DEFAULT_API_KEY})")
     args = parser.parse_args(argv)
     scenarios = load_scenarios(args.scenarios) if args.scenarios else []
-    server = ModelServer(scenarios, latency=args.latency, port=args.port).start()
+    server = ModelServer(scenarios, latency=args.latency, port=args.port, api_key=args.api_key).start()
     print(server.url, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

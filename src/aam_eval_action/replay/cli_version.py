@@ -1,0 +1,59 @@
+"""The agent CLI version on PATH against the one a traffic recording was made with.
+
+Request shapes change between CLI versions, so a recording replays only under the version
+that made it: a mismatch is a clear error, never a false divergence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+from aam_eval_action.errors import AamEvalError
+from aam_eval_action.replay.traffic import ModelTraffic
+
+VERSION = re.compile(r"\d+\.\d+\.\d+\S*")
+PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+
+
+class CliVersionError(AamEvalError):
+    """The CLI on PATH cannot re-execute a recording (missing, or another version)."""
+
+
+def installed_version(cli: str) -> str | None:
+    """`<cli> --version` as a bare version number; None when the CLI is not on PATH."""
+    path = shutil.which(cli)
+    if path is None:
+        return None
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")},
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = VERSION.search(out)
+    return found.group(0) if found else None
+
+
+def check_version(cli: str, recorded: str | None, installed: str | None) -> None:
+    """Raise CliVersionError unless the installed CLI is the recorded version."""
+    package = PACKAGES.get(cli, cli)
+    if installed is None:
+        raise CliVersionError(
+            f"cannot re-execute: `{cli}` is not on PATH; install the recorded version "
+            f"(npm install -g {package}@{recorded}) or use snapshot replay (--no-rerun)"
+        )
+    if recorded is not None and recorded != installed:
+        raise CliVersionError(
+            f"cannot re-execute: the traffic was recorded with {cli} {recorded} but {cli} {installed} "
+            f"is on PATH; install {package}@{recorded}, re-record the case with {cli} {installed}, "
+            "or use snapshot replay (--no-rerun)"
+        )
+
+
+def check_installed(traffic: ModelTraffic) -> None:
+    """Raise CliVersionError unless the CLI on PATH is the one the traffic was recorded with."""
+    check_version(traffic.cli, traffic.cli_version, installed_version(traffic.cli))

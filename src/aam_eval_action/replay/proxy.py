@@ -1,0 +1,438 @@
+"""Local model proxies on 127.0.0.1 that record or replay an agent CLI's model traffic.
+
+Point the CLI at `proxy.url` (Claude Code: `ANTHROPIC_BASE_URL=proxy.url`; Codex: its custom
+provider's `base_url`, i.e. `OPENAI_BASE_URL=proxy.url + "/v1"` in the run's env).
+
+- `RecordingProxy(upstream, normaliser)` forwards every request to the real upstream (the
+  gateway or provider base URL the CLI would have used), streams SSE back chunk by chunk as
+  it arrives, and keeps each exchange. Auth headers go upstream but are never stored.
+- `ReplayProxy(traffic, normaliser)` has no upstream. The n-th live request of a stream is
+  compared, normalised, with the n-th recorded one; when equal, the recorded answer is sent
+  back as SSE with the paths of the new run; when not, the first difference is kept as
+  `divergence` and the CLI gets HTTP 400 `invalid_request_error`, which stops it at once
+  (429 and 5xx would be retried). With `continue_upstream` (and the runner's real key), the
+  diverging request and everything after it go to the upstream instead and are recorded, so
+  `traffic()` is the full new session and `live_requests` / `usage` say what it cost.
+
+Both count the connections and requests they served, so a test can prove that nothing went
+anywhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import http.server
+import json
+import re
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aam_eval_action.replay.traffic import (
+    Divergence,
+    Exchange,
+    ModelTraffic,
+    Normaliser,
+    RecordedResponse,
+    Stream,
+    build,
+    classify,
+    first_difference,
+    full_requests,
+    missing,
+    parse_sse,
+    provider_of,
+    served_body,
+    served_events,
+    sse_bytes,
+    turn_of,
+    usage,
+)
+
+HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+    "upgrade", "host", "content-length", "accept-encoding",
+}  # fmt: skip
+AUTH_HEADERS = ("x-api-key", "authorization")
+PASSED_BACK = {"retry-after", "retry-after-ms", "x-should-retry", "request-id", "x-request-id"}
+RETRY_NOW = (("retry-after", "0"), ("x-should-retry", "true"))
+Headers = Sequence[tuple[str, str]]
+CLI_AGENT = re.compile(r"^(claude-cli|codex_\w+)/(\S+)")
+UPSTREAM_TIMEOUT = 600.0
+PREFIX = "aam-eval replay"
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A request the CLI sent to the proxy."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Header names in lower case."""
+    raw: bytes
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where live requests go: a base URL as the CLI would take it, and the key to send."""
+
+    base_url: str
+    """Anthropic: like ANTHROPIC_BASE_URL (`https://api.anthropic.com`); OpenAI: like
+    OPENAI_BASE_URL, ending in `/v1`."""
+    key: str | None = None
+    """Replaces the CLI's own key when set (continue-live: the CLI ran with a dummy key)."""
+
+    def url(self, path: str) -> str:
+        """The upstream URL for a proxied path (a `/v1` base and a `/v1/...` path share it)."""
+        base = self.base_url.rstrip("/")
+        if base.endswith("/v1") and path.startswith("/v1/"):
+            path = path[3:]
+        return base + path
+
+
+DEFAULT_UPSTREAMS = {"claude-code": "https://api.anthropic.com", "codex": "https://api.openai.com/v1"}
+BASE_URL_VARS = {"claude-code": "ANTHROPIC_BASE_URL", "codex": "OPENAI_BASE_URL"}
+
+
+def upstream_for(engine: str, env: Mapping[str, str], key: str | None = None) -> Upstream:
+    """Where the engine's CLI would have sent its requests: its `*_BASE_URL` in env, else the API."""
+    return Upstream(env.get(BASE_URL_VARS[engine]) or DEFAULT_UPSTREAMS[engine], key)
+
+
+def proxy_env(engine: str, proxy_url: str) -> dict[str, str]:
+    """The run env that points the engine's CLI at a proxy (Codex's provider base URL ends in /v1)."""
+    return {BASE_URL_VARS[engine]: proxy_url + ("/v1" if engine == "codex" else "")}
+
+
+class _Reply:
+    """The handler's way back to the CLI: a whole answer or a chunked stream."""
+
+    def __init__(self, handler: _Handler) -> None:
+        self._h = handler
+        self.started = False
+
+    def whole(self, status: int, content_type: str, data: bytes, headers: Headers = ()) -> None:
+        self._h.send_response(status)
+        self._h.send_header("content-type", content_type)
+        self._h.send_header("content-length", str(len(data)))
+        for name, value in headers:
+            self._h.send_header(name, value)
+        self._h.end_headers()
+        self._h.wfile.write(data)
+        self.started = True
+
+    def json(self, status: int, body: Any, headers: Headers = ()) -> None:
+        self.whole(status, "application/json", json.dumps(body).encode(), headers)
+
+    def open_stream(self, status: int, content_type: str, headers: Headers = ()) -> None:
+        self._h.send_response(status)
+        self._h.send_header("content-type", content_type)
+        self._h.send_header("cache-control", "no-cache")
+        self._h.send_header("transfer-encoding", "chunked")
+        for name, value in headers:
+            self._h.send_header(name, value)
+        self._h.end_headers()
+        self.started = True
+
+    def chunk(self, data: bytes) -> None:
+        if data:
+            self._h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self._h.wfile.flush()
+
+    def close_stream(self) -> None:
+        self._h.wfile.write(b"0\r\n\r\n")
+        self._h.wfile.flush()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 64
+    owner: _Proxy
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: what happened is kept as data on the proxy."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner.count_connection()
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {}
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        incoming = Incoming("POST", self.path, headers, raw, body if isinstance(body, dict) else {})
+        reply = _Reply(self)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            try:
+                self.server.owner.serve(incoming, reply)
+            except Exception as exc:  # a bug must stop the CLI, not make it retry a dead socket
+                self.server.owner.failures.append(f"{type(exc).__name__}: {exc}")
+                if not reply.started:
+                    _refuse(reply, self.path, 400, f"{PREFIX}: internal error: {exc}")
+
+    def do_GET(self) -> None:
+        self.server.owner.count_request()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            _Reply(self).json(404, {"error": {"type": "not_found_error", "message": "not proxied"}})
+
+
+class _Proxy:
+    """The HTTP server part both roles share."""
+
+    def __init__(self, normaliser: Normaliser) -> None:
+        self.normaliser = normaliser
+        self.connections = 0
+        """Connections the CLI opened to this proxy."""
+        self.requests = 0
+        """Requests this proxy received."""
+        self.failures: list[str] = []
+        """Errors inside the proxy itself (each answered with a 400 so the CLI stops)."""
+        self.cli: str | None = None
+        self.cli_version: str | None = None
+        self._exchanges: list[tuple[str, dict[str, Any], RecordedResponse, bool]] = []
+        self._lock = threading.Lock()
+        self._http: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    def count_connection(self) -> None:
+        with self._lock:
+            self.connections += 1
+
+    def count_request(self) -> None:
+        with self._lock:
+            self.requests += 1
+
+    def serve(self, incoming: Incoming, reply: _Reply) -> None:
+        raise NotImplementedError
+
+    def start(self) -> _Proxy:
+        self._http = _Server(("127.0.0.1", 0), _Handler)
+        self._http.owner = self
+        self.url = f"http://127.0.0.1:{self._http.server_address[1]}"
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def keep(self, incoming: Incoming, response: RecordedResponse, live: bool) -> None:
+        """Store one exchange, normalised and redacted (headers are never stored)."""
+        self._note_cli(incoming.headers.get("user-agent", ""))
+        request = self.normaliser.request(incoming.body)
+        with self._lock:
+            self._exchanges.append((incoming.path, request, self.normaliser.response(response), live))
+
+    def _note_cli(self, agent: str) -> None:
+        found = CLI_AGENT.match(agent)
+        if found and self.cli is None:
+            self.cli = "claude" if found.group(1) == "claude-cli" else "codex"
+            self.cli_version = found.group(2)
+
+    def traffic(self) -> ModelTraffic:
+        """Every kept exchange in order, in the stored format."""
+        with self._lock:
+            kept = list(self._exchanges)
+        return build(self.cli or "unknown", self.cli_version, kept)
+
+    def forward(self, incoming: Incoming, upstream: Upstream, reply: _Reply) -> RecordedResponse:
+        """Send a request upstream and relay the answer as it arrives; the answer as recorded."""
+        url = urllib.parse.urlsplit(upstream.url(incoming.path))
+        conn_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        conn = conn_type(url.netloc, timeout=UPSTREAM_TIMEOUT)
+        try:
+            target = url.path + (f"?{url.query}" if url.query else "")
+            headers = _upstream_headers(incoming, upstream)
+            conn.request(incoming.method, target, body=incoming.raw, headers=headers)
+            return _relay(conn.getresponse(), reply)
+        finally:
+            conn.close()
+
+    def __enter__(self) -> _Proxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _upstream_headers(incoming: Incoming, upstream: Upstream) -> dict[str, str]:
+    headers = {k: v for k, v in incoming.headers.items() if k not in HOP_BY_HOP}
+    headers["accept-encoding"] = "identity"  # the proxy reads the SSE it relays
+    if upstream.key:
+        for name in AUTH_HEADERS:
+            if name in headers:
+                headers[name] = f"Bearer {upstream.key}" if name == "authorization" else upstream.key
+    return headers
+
+
+def _relay(resp: http.client.HTTPResponse, reply: _Reply) -> RecordedResponse:
+    content_type = resp.getheader("content-type", "application/json")
+    # Retry hints and request ids reach the CLI as they came (not stored: they vary per call).
+    headers = [(k, v) for k, v in resp.getheaders() if k.lower() in PASSED_BACK]
+    if "text/event-stream" not in content_type:
+        data = resp.read()
+        reply.whole(resp.status, content_type, data, headers)
+        try:
+            return RecordedResponse(status=resp.status, body=json.loads(data or b"null"))
+        except json.JSONDecodeError:
+            return RecordedResponse(status=resp.status, body=data.decode("utf-8", "replace"))
+    reply.open_stream(resp.status, content_type, headers)
+    received = bytearray()
+    while chunk := resp.read1(65536):
+        reply.chunk(chunk)  # passed on at once: the CLI sees tokens as the model produces them
+        received += chunk
+    reply.close_stream()
+    return RecordedResponse(status=resp.status, events=parse_sse(bytes(received)))
+
+
+class RecordingProxy(_Proxy):
+    """Forwards to the upstream and keeps every exchange."""
+
+    def __init__(self, upstream: Upstream, normaliser: Normaliser) -> None:
+        super().__init__(normaliser)
+        self.upstream = upstream
+
+    def serve(self, incoming: Incoming, reply: _Reply) -> None:
+        self.count_request()
+        try:
+            response = self.forward(incoming, self.upstream, reply)
+        except OSError as exc:
+            if not reply.started:
+                _refuse(reply, incoming.path, 502, f"upstream unreachable: {exc}")
+            return
+        self.keep(incoming, response, live=False)
+
+    def __enter__(self) -> RecordingProxy:
+        self.start()
+        return self
+
+
+class ReplayProxy(_Proxy):
+    """Answers from recorded traffic; on the first difference refuses, or goes live."""
+
+    def __init__(
+        self,
+        traffic: ModelTraffic,
+        normaliser: Normaliser,
+        ignore: Sequence[re.Pattern[str]] = (),
+        continue_upstream: Upstream | None = None,
+    ) -> None:
+        super().__init__(normaliser)
+        self.recorded = traffic
+        self.ignore = list(ignore)
+        self.continue_upstream = continue_upstream
+        self.cli, self.cli_version = traffic.cli, traffic.cli_version
+        self.divergence: Divergence | None = None
+        """The first live request that differed from the recording."""
+        self.live_requests = 0
+        """Requests forwarded to the upstream after the divergence."""
+        self.refused = 0
+        """Requests answered with the divergence error (Claude Code re-sends a refused turn in
+        a few fallback shapes before it gives up; all are refused)."""
+        self._by_stream: dict[Stream, list[tuple[Exchange, dict[str, Any]]]] = {}
+        for exchange, full in zip(traffic.exchanges, full_requests(traffic), strict=True):
+            self._by_stream.setdefault(exchange.stream, []).append((exchange, full))
+        self._served: dict[Stream, int] = {}
+
+    @property
+    def served(self) -> dict[Stream, int]:
+        """Recorded answers served per stream."""
+        return dict(self._served)
+
+    @property
+    def unserved(self) -> dict[Stream, int]:
+        """Recorded exchanges per stream that no live request asked for (the run ended early)."""
+        left = {stream: len(items) - self._served.get(stream, 0) for stream, items in self._by_stream.items()}
+        return {stream: n for stream, n in left.items() if n}
+
+    @property
+    def live_usage(self) -> dict[str, int]:
+        """Token counts of the exchanges that went live."""
+        return usage(e for e in self.traffic().exchanges if e.live)
+
+    def serve(self, incoming: Incoming, reply: _Reply) -> None:
+        self.count_request()
+        recorded, divergence = self._match(incoming)
+        if recorded is not None:
+            self._answer(recorded, reply)
+            self.keep(incoming, recorded.response, live=False)
+            return
+        assert divergence is not None
+        if self.continue_upstream is None:
+            with self._lock:
+                self.refused += 1
+            _refuse(reply, incoming.path, 400, f"{PREFIX}: diverged from the recording: {divergence.message}")
+            return
+        with self._lock:
+            self.live_requests += 1
+        try:
+            response = self.forward(incoming, self.continue_upstream, reply)
+        except OSError as exc:
+            if not reply.started:
+                _refuse(reply, incoming.path, 502, f"{PREFIX}: upstream unreachable: {exc}")
+            return
+        self.keep(incoming, response, live=True)
+
+    def _match(self, incoming: Incoming) -> tuple[Exchange | None, Divergence | None]:
+        """The recorded exchange answering this request, or the divergence it causes."""
+        stream = classify(incoming.path, incoming.body)
+        live = self.normaliser.request(incoming.body)
+        with self._lock:
+            if self.divergence is not None:  # after a divergence, nothing is replayed any more
+                return None, self.divergence
+            n = self._served.get(stream, 0)
+            candidates = self._by_stream.get(stream, [])
+            if n >= len(candidates):
+                found: Divergence | None = missing(turn_of(live), stream)
+            else:
+                found = first_difference(candidates[n][1], live, stream, self.ignore)
+            if found is None:
+                self._served[stream] = n + 1
+                return candidates[n][0], None
+            self.divergence = found
+            return None, found
+
+    def _answer(self, exchange: Exchange, reply: _Reply) -> None:
+        """A recorded answer re-emitted with this run's paths."""
+        response = exchange.response
+        paths = self.normaliser.paths
+        if response.events is None:
+            # A recorded overload or rate limit is retried by the CLI: at once, as it was then.
+            retry = RETRY_NOW if response.status == 429 or response.status >= 500 else ()
+            reply.json(response.status, served_body(response.body, paths), retry)
+            return
+        data = sse_bytes(served_events(response.events, paths))
+        reply.whole(response.status, "text/event-stream", data)
+
+    def __enter__(self) -> ReplayProxy:
+        self.start()
+        return self
+
+
+def _refuse(reply: _Reply, path: str, status: int, message: str) -> None:
+    """An error in the wire format of the API the CLI called."""
+    if provider_of(path) == "openai-responses":
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        reply.json(status, {"error": {"message": message, "type": kind, "param": None, "code": "replay"}})
+        return
+    kind = "invalid_request_error" if status == 400 else "api_error"
+    reply.json(status, {"type": "error", "error": {"type": kind, "message": message}})

@@ -1,0 +1,839 @@
+"""Model traffic: the requests an agent CLI sent to its model and the answers it got.
+
+Re-execute replay runs the real CLI again and answers its model calls from this recording.
+This module is the pure part: the stored format, normalisation and the divergence finder.
+The HTTP side (recording and replaying proxies) is `aam_eval_action.replay.proxy`.
+
+**Streams.** A CLI sends several kinds of requests, and their number and order can differ
+between runs independently of each other. Each request is put in a stream: `agent` (a turn of
+the agent loop: it offers tools), `side` (titles, summaries, quota probes: no tools),
+`count_tokens`, and `other`. The n-th live request of a stream is answered with the n-th
+recorded response of that stream.
+
+**Normalisation.** Before two requests are compared, both are normalised the same way: the
+workspace, HOME and temp base paths (and their realpaths) become `$WORKSPACE`, `$HOME` and
+`$TMP`, Claude Code's project directory name (the workspace path with `-` for `/`) becomes
+`$PROJECT`; per-run ids (`metadata.user_id`, Codex's `client_metadata`, `prompt_cache_key` and
+input item ids), `cache_control` markers (they move to the newest message each turn), the
+date line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time` are
+replaced or dropped; secrets are redacted. Ids the API issues (messages, tool calls, items) are
+renamed in order of first sight (`toolu_aam001`), in answers and where requests echo them, so
+recording the same session twice gives the same bytes. A user's `rerun-ignore` regexes are applied to
+both sides at comparison time only, so changing them never needs a re-recording.
+
+**Storage.** Requests are stored normalised. Every tool schema and every long (>= 1 KiB) text
+block of the system prompt, instructions or messages (the CLI's own prompt and reminders) go
+once into a `shared` table keyed by name and a short content hash; requests refer to them as
+`{$shared: KEY}`. Those entries are the same in every case run by one CLI version, so
+`detach_shared` / `attach_shared` let a cassette directory keep them in one common store. A
+request's message history is stored as `$history` (the number of messages carried over from
+the previous request of its stream) plus the new messages only. Streamed answers are kept as
+parsed SSE events, with consecutive text and JSON deltas merged into one event (readable, and a
+path split across `input_json_delta` fragments is whole again, so it can be rewritten for a new
+workspace and served as one fragment).
+
+**Divergence.** `first_difference` walks a recorded and a live request in parallel and
+reports the first differing JSON path with both values shortened. When the difference lies in
+a tool result (Anthropic `tool_result`, Responses `function_call_output`), it names the tool
+call it answers, found in the history by its id.
+
+**Continue-live.** After a divergence the proxy may forward the rest of the session to a real
+upstream; those exchanges are marked `live`, and `usage` sums their token counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from aam_eval_action.redact import Redactor
+
+TRAFFIC_VERSION = 1
+Provider = Literal["anthropic-messages", "openai-responses"]
+Stream = Literal["agent", "side", "count_tokens", "other"]
+SHARED = "$shared"
+HISTORY = "$history"
+VALUE_WIDTH = 160
+CALL_WIDTH = 160
+SHARE_MIN = 1024
+"""Text blocks at least this long are stored once in the shared table."""
+# Keys that only identify a run (user, session, device, cache key); dropped from requests.
+RUN_ID_KEYS = ("metadata", "client_metadata", "prompt_cache_key")
+# Stable within one run only: the moving cache marker and the ids of Responses input items.
+VOLATILE_KEYS = ("cache_control",)
+VOLATILE_TEXT = (
+    (re.compile(r"(Today's date is )\d{4}-\d{2}-\d{2}"), r"\1$DATE"),
+    (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1$DATE\2"),
+    (re.compile(r"^(Chunk ID: )\w+$", re.M), r"\1$ID"),
+    (re.compile(r"^(Wall time: )[\d.]+( seconds)$", re.M), r"\1$SECONDS\2"),
+)
+GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
+SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
+TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
+ID_KEYS = ("id", "call_id", "item_id", "tool_use_id")
+ID_SHAPE = re.compile(r"^([A-Za-z]+)_[\w-]{6,}$")
+STABLE_ID = re.compile(r"^([A-Za-z]+)_aam(\d+)$")
+
+
+# --- the stored format ---------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class SseEvent(_Model):
+    """One server-sent event of a streamed answer."""
+
+    event: str | None = None
+    """The SSE `event:` name; None when it is the same as `data.type` (or there was none)."""
+    data: Any = None
+    """The `data:` payload, parsed from JSON (kept as text when it is not JSON)."""
+
+
+class RecordedResponse(_Model):
+    """What the model API answered to one request."""
+
+    status: int
+    """HTTP status."""
+    events: list[SseEvent] | None = None
+    """The SSE events of a streamed answer, deltas merged; None for a plain JSON answer."""
+    body: Any = None
+    """The JSON body of a non-streamed answer (or an error)."""
+
+
+class Exchange(_Model):
+    """One request and its answer, in the order the CLI sent them."""
+
+    stream: Stream
+    """Which stream the request belongs to (see the module docstring)."""
+    path: str
+    """The request path, e.g. `/v1/messages?beta=true` or `/v1/responses`."""
+    request: dict[str, Any]
+    """The normalised request body; `$shared` refs point into the shared table, `$history`
+    counts the messages carried over from the previous request of the same stream."""
+    response: RecordedResponse
+    """The normalised answer."""
+    live: bool = False
+    """True when this exchange went to the upstream after a divergence (continue-live)."""
+
+
+class ModelTraffic(_Model):
+    """The model traffic of one agent session, stored in the agent cassette."""
+
+    version: int = TRAFFIC_VERSION
+    """Traffic format version."""
+    cli: str
+    """The CLI that sent it: `claude` or `codex`."""
+    cli_version: str | None = None
+    """The CLI's version; a different one on PATH cannot re-execute this recording."""
+    provider: Provider
+    """The wire API: Anthropic Messages or OpenAI Responses."""
+    shared: dict[str, Any]
+    """Tool schemas and long prompt blocks, stored once, keyed by name and a short hash
+    (empty when they live in a common store: see `detach_shared`)."""
+    exchanges: list[Exchange]
+    """Every request and answer, in order."""
+
+
+class TrafficError(ValueError):
+    """Stored traffic that cannot be used; the message says why."""
+
+
+def parse_traffic(data: Any) -> ModelTraffic:
+    """Traffic from its stored (YAML-loaded) form; TrafficError when damaged or too new."""
+    version = data.get("version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version > TRAFFIC_VERSION:
+        raise TrafficError(
+            f"model traffic format version {version} is newer than this aam-eval supports "
+            f"({TRAFFIC_VERSION}); upgrade aam-eval-action"
+        )
+    try:
+        traffic = ModelTraffic.model_validate(data)
+        full_requests(traffic)  # every `$shared` reference resolves
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise TrafficError(f"damaged model traffic: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    except KeyError as exc:
+        raise TrafficError(f"damaged model traffic: unknown shared entry {exc}") from None
+    return traffic
+
+
+def stored(traffic: ModelTraffic) -> dict[str, Any]:
+    """Traffic as plain data for the cassette (dump it with `fsutil.dump_yaml`)."""
+    return traffic.model_dump(mode="json", exclude_none=True)
+
+
+# --- paths ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The per-run directories that appear in requests and answers."""
+
+    workspace: Path
+    """The session's workspace (the CLI's cwd)."""
+    home: Path
+    """The session's HOME."""
+    tmp: Path | None = None
+    """The temp directory holding both (the runner's `Workspace.base`), if any."""
+
+    def placeholders(self) -> list[tuple[str, str]]:
+        """(path, placeholder) pairs, longest path first so nested paths win, realpaths too."""
+        pairs = []
+        for path, name in ((self.workspace, "$WORKSPACE"), (self.home, "$HOME"), (self.tmp, "$TMP")):
+            if path is not None:
+                pairs += [(variant, name) for variant in {str(path), os.path.realpath(path)}]
+        # Claude Code names its per-project directory after the workspace path.
+        pairs += [(project_slug(str(self.workspace)), "$PROJECT")]
+        pairs += [(project_slug(os.path.realpath(self.workspace)), "$PROJECT")]
+        return sorted(set(pairs), key=lambda p: (-len(p[0]), p[0]))
+
+    def to_placeholders(self, text: str) -> str:
+        """This run's paths replaced by `$WORKSPACE`, `$HOME`, `$TMP`, `$PROJECT`."""
+        for path, name in self.placeholders():
+            text = text.replace(path, name)
+        return text
+
+    def from_placeholders(self, text: str, in_json: bool = False) -> str:
+        """Placeholders back to this run's paths (JSON-escaped inside a JSON document)."""
+        live_paths = (
+            ("$WORKSPACE", str(self.workspace)), ("$HOME", str(self.home)),
+            ("$TMP", str(self.tmp) if self.tmp else None), ("$PROJECT", project_slug(str(self.workspace))),
+        )
+        for name, live in live_paths:
+            if live is not None and name in text:
+                text = text.replace(name, json.dumps(live)[1:-1] if in_json else live)
+        return text
+
+
+def project_slug(path: str) -> str:
+    """How Claude Code turns a workspace path into a directory name under ~/.claude/projects."""
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+# --- normalisation -------------------------------------------------------------------------
+
+
+class Ids:
+    """Ids the model API issues (messages, tool calls, items), renamed in order of first sight.
+
+    The API makes new ones on every call, so without this two recordings of the same session
+    would differ; the CLI only needs them to be consistent, and it echoes the renamed ones back.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def issue(self, value: str) -> str:
+        """The stable name of an id seen in an answer (registered on first sight)."""
+        with self._lock:
+            if value in self._names:
+                return self._names[value]
+            stable, shaped = STABLE_ID.match(value), ID_SHAPE.match(value)
+            if stable:  # already renamed: a recorded answer served again
+                self._count = max(self._count, int(stable.group(2)))
+                name = value
+            elif shaped:
+                self._count += 1
+                name = f"{shaped.group(1)}_aam{self._count:03d}"
+            else:
+                return value
+            self._names[value] = name
+            return name
+
+    def known(self, value: str) -> str:
+        """An id echoed in a request, by its stable name when an answer issued it."""
+        with self._lock:
+            return self._names.get(value, value)
+
+
+def _rename_ids(value: Any, rename: Callable[[str], str]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: rename(v) if k in ID_KEYS and isinstance(v, str) else _rename_ids(v, rename)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_rename_ids(v, rename) for v in value]
+    return value
+
+
+class Normaliser:
+    """Turns a run's raw requests and answers into their run-independent form.
+
+    One per session: it remembers the ids the answers issued, to rename them in later requests.
+    """
+
+    def __init__(self, paths: Paths, redactor: Redactor) -> None:
+        self.paths = paths
+        self.redactor = redactor
+        self.ids = Ids()
+
+    def text(self, value: str) -> str:
+        """One string: paths to placeholders, secrets redacted, volatile parts replaced."""
+        value = self.redactor.text(self.paths.to_placeholders(value))
+        for pattern, repl in VOLATILE_TEXT:
+            value = pattern.sub(repl, value)
+        if "gitStatus:" in value:
+            value = GIT_STATUS.sub(lambda m: SHA.sub("$SHA", m.group(0)), value)
+        return value
+
+    def request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A request body without run ids, cache markers, paths, dates or secrets."""
+        body = {k: v for k, v in body.items() if k not in RUN_ID_KEYS}
+        if isinstance(body.get("input"), list):  # Responses input items carry random ids
+            body["input"] = [_without(item, "id") for item in body["input"]]
+        return dict(_rename_ids(self._deep(_strip_keys(body, VOLATILE_KEYS)), self.ids.known))
+
+    def response(self, response: RecordedResponse) -> RecordedResponse:
+        """An answer with paths as placeholders and secrets redacted, deltas merged."""
+        events = None if response.events is None else merge_deltas(response.events)
+        if events is not None:  # an event name that only repeats `data.type` is left out
+            events = [SseEvent(event=None if e.event == _type(e.data) else e.event, data=self._answer(e.data))
+                      for e in events]
+        return RecordedResponse(status=response.status, events=events, body=self._answer(response.body))
+
+    def _answer(self, data: Any) -> Any:
+        return _rename_ids(self._deep(data), self.ids.issue)
+
+    def _deep(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self._deep(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._deep(v) for v in value]
+        return value
+
+
+def _without(item: Any, key: str) -> Any:
+    return {k: v for k, v in item.items() if k != key} if isinstance(item, dict) else item
+
+
+def _strip_keys(value: Any, keys: Sequence[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_keys(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_strip_keys(v, keys) for v in value]
+    return value
+
+
+def apply_ignore(value: Any, ignore: Sequence[re.Pattern[str]]) -> Any:
+    """`rerun-ignore` patterns replaced by `$IGNORED` in every string (both sides)."""
+    if not ignore:
+        return value
+    if isinstance(value, str):
+        for pattern in ignore:
+            value = pattern.sub("$IGNORED", value)
+        return value
+    if isinstance(value, dict):
+        return {k: apply_ignore(v, ignore) for k, v in value.items()}
+    if isinstance(value, list):
+        return [apply_ignore(v, ignore) for v in value]
+    return value
+
+
+# --- streams -------------------------------------------------------------------------------
+
+
+def provider_of(path: str) -> Provider | None:
+    route = path.split("?", 1)[0]
+    if route.startswith("/v1/messages"):
+        return "anthropic-messages"
+    if route.endswith("/responses"):
+        return "openai-responses"
+    return None
+
+
+def classify(path: str, body: dict[str, Any]) -> Stream:
+    """The stream of a request: agent turns offer tools; side calls do not."""
+    route = path.split("?", 1)[0]
+    if route.endswith("/count_tokens"):
+        return "count_tokens"
+    if provider_of(path) is None:
+        return "other"
+    # Quota probes offer tools too but ask for a token or two.
+    if body.get("tools") and int(body.get("max_tokens") or 4096) > 64:
+        return "agent"
+    return "side"
+
+
+def history_key(body: dict[str, Any]) -> str:
+    """Where the conversation is: Anthropic `messages`, Responses `input`."""
+    return "messages" if "messages" in body else "input"
+
+
+def turn_of(body: dict[str, Any]) -> int:
+    """The 1-based model turn a request asks for: one more than the model turns it carries."""
+    items = body.get(history_key(body))
+    if not isinstance(items, list):
+        return 1
+    if "messages" in body:
+        return 1 + sum(1 for m in items if isinstance(m, dict) and m.get("role") == "assistant")
+    return 1 + sum(1 for m in items if isinstance(m, dict) and m.get("type") in TOOL_CALL_TYPES)
+
+
+# --- compact storage -----------------------------------------------------------------------
+
+
+def short_hash(value: Any) -> str:
+    raw = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+def _share(value: Any, shared: dict[str, Any], label: str) -> dict[str, str]:
+    """Put a value in the shared table under a readable, content-derived key; a reference to it."""
+    name = value.get("name") if isinstance(value, dict) else None
+    key = f"{name or label}-{short_hash(value)}"
+    shared[key] = value
+    return {SHARED: key}
+
+
+def compact(full: dict[str, Any], previous: dict[str, Any] | None, shared: dict[str, Any]) -> dict[str, Any]:
+    """A normalised request as stored: big parts shared, history carried over from `previous`."""
+    stored = dict(full)
+    for key in ("system", "instructions"):
+        if isinstance(stored.get(key), list):  # blocks one by one: a short one varies by prompt
+            stored[key] = [_share_big(block, shared, key) for block in stored[key]]
+        elif stored.get(key):
+            stored[key] = _share(stored[key], shared, key)
+    if isinstance(stored.get("tools"), list):
+        stored["tools"] = [_share(tool, shared, "tool") for tool in stored["tools"]]
+    key = history_key(full)
+    items, before = full.get(key), (previous or {}).get(key)
+    if isinstance(items, list) and isinstance(before, list) and before and items[: len(before)] == before:
+        items = items[len(before):]
+        stored[HISTORY] = len(before)
+    if isinstance(items, list):
+        stored[key] = [_share_injected(item, shared) for item in items]
+    return stored
+
+
+def _share_big(block: Any, shared: dict[str, Any], label: str) -> Any:
+    """A text block of at least SHARE_MIN characters as a shared reference, else itself."""
+    text = block.get("text") if isinstance(block, dict) else None
+    if isinstance(text, str) and len(text) >= SHARE_MIN:
+        return _share(block, shared, label)
+    return block
+
+
+def _share_injected(item: Any, shared: dict[str, Any]) -> Any:
+    """Long text blocks of a message (the CLI's own reminders and listings) shared.
+
+    They are the same in every case run by one CLI version, so a store common to all cases can
+    hold them once; tool results stay inline, they are what a reviewer reads.
+    """
+    content = item.get("content") if isinstance(item, dict) else None
+    if not isinstance(content, list):
+        return item
+    return dict(item, content=[_share_big(block, shared, "text") for block in content])
+
+
+def expand(stored: dict[str, Any], previous: dict[str, Any] | None, shared: dict[str, Any]) -> dict[str, Any]:
+    """The full normalised request back from its stored form."""
+    full = dict(_unshare({k: v for k, v in stored.items() if k != HISTORY}, shared))
+    carried = int(stored.get(HISTORY, 0))
+    if carried:
+        key = history_key(full)
+        full[key] = list((previous or {}).get(key, [])[:carried]) + list(full.get(key) or [])
+    return full
+
+
+def _unshare(value: Any, shared: dict[str, Any]) -> Any:
+    """Every `$shared` reference replaced by its entry."""
+    if isinstance(value, dict):
+        if set(value) == {SHARED}:
+            return shared[value[SHARED]]
+        return {k: _unshare(v, shared) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshare(v, shared) for v in value]
+    return value
+
+
+def detach_shared(traffic: ModelTraffic) -> tuple[ModelTraffic, dict[str, Any]]:
+    """The traffic without its shared table, and the table: for a store common to all cases."""
+    return traffic.model_copy(update={"shared": {}}), dict(traffic.shared)
+
+
+def attach_shared(traffic: ModelTraffic, store: dict[str, Any]) -> ModelTraffic:
+    """The traffic with the shared entries it refers to taken from a common store."""
+    wanted = _references(traffic.model_dump(mode="json")["exchanges"])
+    absent = sorted(wanted - set(traffic.shared) - set(store))
+    if absent:
+        raise KeyError(f"shared entries missing from the store: {', '.join(absent[:3])}")
+    found = {key: traffic.shared.get(key, store.get(key)) for key in sorted(wanted)}
+    return traffic.model_copy(update={"shared": found})
+
+
+def _references(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        if set(value) == {SHARED}:
+            return {str(value[SHARED])}
+        return set().union(*(_references(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_references(v) for v in value)) if value else set()
+    return set()
+
+
+def build(
+    cli: str, cli_version: str | None, raw: Iterable[tuple[str, dict[str, Any], RecordedResponse, bool]]
+) -> ModelTraffic:
+    """Traffic from normalised (path, request, response, live) exchanges in order."""
+    shared: dict[str, Any] = {}
+    previous: dict[str, dict[str, Any]] = {}
+    exchanges = []
+    provider: Provider = "anthropic-messages"
+    for path, request, response, live in raw:
+        provider = provider_of(path) or provider
+        stream = classify(path, request)
+        stored = compact(request, previous.get(stream), shared)
+        previous[stream] = request
+        exchanges.append(Exchange(stream=stream, path=path, request=stored, response=response, live=live))
+    return ModelTraffic(
+        cli=cli, cli_version=cli_version, provider=provider, shared=shared, exchanges=exchanges
+    )
+
+
+def full_requests(traffic: ModelTraffic) -> list[dict[str, Any]]:
+    """Every exchange's full normalised request, in order."""
+    previous: dict[str, dict[str, Any]] = {}
+    out = []
+    for exchange in traffic.exchanges:
+        full = expand(exchange.request, previous.get(exchange.stream), traffic.shared)
+        previous[exchange.stream] = full
+        out.append(full)
+    return out
+
+
+# --- SSE events ----------------------------------------------------------------------------
+
+# Anthropic delta type -> the field that accumulates.
+ANTHROPIC_DELTAS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
+RESPONSES_DELTAS = (
+    "response.output_text.delta",
+    "response.function_call_arguments.delta",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+)
+
+
+def merge_deltas(events: Sequence[SseEvent]) -> list[SseEvent]:
+    """Consecutive deltas of one content block joined into one event; pings dropped."""
+    merged: list[SseEvent] = []
+    for event in events:
+        data = event.data
+        if isinstance(data, dict) and data.get("type") == "ping":
+            continue
+        if merged and _joinable(merged[-1].data, data):
+            merged[-1] = SseEvent(event=event.event, data=_join(merged[-1].data, data))
+        else:
+            merged.append(event)
+    return merged
+
+
+def _delta_field(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    if data.get("type") == "content_block_delta":
+        return ANTHROPIC_DELTAS.get(str((data.get("delta") or {}).get("type")))
+    return "delta" if data.get("type") in RESPONSES_DELTAS else None
+
+
+def _joinable(a: Any, b: Any) -> bool:
+    field = _delta_field(a)
+    if field is None or field != _delta_field(b):
+        return False
+    same = ("type", "index", "item_id", "output_index", "content_index", "summary_index")
+    return all(a.get(k) == b.get(k) for k in same)
+
+
+def _join(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    field = _delta_field(a)
+    assert field is not None
+    if a.get("type") == "content_block_delta":
+        delta = dict(a["delta"])
+        delta[field] = str(delta.get(field, "")) + str(b["delta"].get(field, ""))
+        return dict(a, delta=delta)
+    return dict(a, delta=str(a.get("delta", "")) + str(b.get("delta", "")))
+
+
+def served_events(events: Sequence[SseEvent], paths: Paths) -> list[SseEvent]:
+    """Recorded events for a new run: placeholders become its paths, sequence renumbered."""
+    out = []
+    for number, event in enumerate(events):
+        data = _live_paths(event.data, paths, None)
+        if isinstance(data, dict) and "sequence_number" in data:
+            data = dict(data, sequence_number=number)
+        out.append(SseEvent(event=event.event, data=data))
+    return out
+
+
+# Strings holding a JSON document: a path placed in them must be JSON-escaped.
+JSON_TEXT_KEYS = ("partial_json", "arguments")
+
+
+def _live_paths(value: Any, paths: Paths, key: str | None) -> Any:
+    if isinstance(value, str):
+        return paths.from_placeholders(value, in_json=key in JSON_TEXT_KEYS)
+    if isinstance(value, dict):
+        return {k: _live_paths(v, paths, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_live_paths(v, paths, key) for v in value]
+    return value
+
+
+def served_body(body: Any, paths: Paths) -> Any:
+    """A recorded JSON answer with this run's paths."""
+    return _live_paths(body, paths, None)
+
+
+def sse_bytes(events: Sequence[SseEvent]) -> bytes:
+    """Events in the SSE wire format."""
+    parts = []
+    for event in events:
+        data = event.data if isinstance(event.data, str) else json.dumps(event.data, ensure_ascii=False)
+        name = event.event or _type(event.data)
+        head = f"event: {name}\n" if name else ""
+        parts.append(f"{head}data: {data}\n\n")
+    return "".join(parts).encode()
+
+
+def _type(data: Any) -> str | None:
+    kind = data.get("type") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def parse_sse(raw: bytes) -> list[SseEvent]:
+    """SSE wire bytes as events (data parsed as JSON when it is)."""
+    events = []
+    for block in re.split(r"\r?\n\r?\n", raw.decode("utf-8", "replace")):
+        name, data = None, []
+        for line in block.splitlines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+        if name is None and not data:
+            continue
+        text = "\n".join(data)
+        try:
+            parsed: Any = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = text
+        events.append(SseEvent(event=name, data=parsed))
+    return events
+
+
+# --- divergence ----------------------------------------------------------------------------
+
+
+class Divergence(_Model):
+    """The first live request that differs from the recording."""
+
+    turn: int
+    """The 1-based model turn the request asks for."""
+    stream: Stream
+    """The stream of the request."""
+    path: str
+    """The first differing JSON path in the normalised request (empty: no recorded request)."""
+    recorded: str | None
+    """The recorded value there, shortened (None when it was absent)."""
+    live: str | None
+    """The live value there, shortened (None when it is absent)."""
+    tool_name: str | None = None
+    """When the difference is in a tool result: the tool whose call it answers."""
+    tool_use_id: str | None = None
+    """The id of that tool call."""
+    tool_input: str | None = None
+    """That call's input, shortened (the command of a shell call)."""
+
+    @property
+    def message(self) -> str:
+        """One line for a report: where, what, and both values."""
+        where = f"turn {self.turn}"
+        if self.stream != "agent":
+            where += f" ({self.stream} request)"
+        if not self.path:
+            return f"{where}: the CLI sent a request the recording does not have"
+        if self.tool_name:
+            call = f" ({self.tool_input})" if self.tool_input else ""
+            what = f"the {self.tool_name} tool result{call} changed"
+        else:
+            what = f"the request changed at {self.path}"
+        return f"{where}: {what}: recorded `{self.recorded}` → now `{self.live}`"
+
+
+def missing(turn: int, stream: Stream) -> Divergence:
+    """A live request beyond the end of the recorded stream."""
+    return Divergence(turn=turn, stream=stream, path="", recorded=None, live=None)
+
+
+def first_difference(
+    recorded: dict[str, Any],
+    live: dict[str, Any],
+    stream: Stream = "agent",
+    ignore: Sequence[re.Pattern[str]] = (),
+) -> Divergence | None:
+    """The first difference between two normalised requests, or None when they match."""
+    recorded, live = apply_ignore(recorded, ignore), apply_ignore(live, ignore)
+    found = _first(recorded, live, ())
+    if found is None:
+        return None
+    where, old, new = found
+    divergence = Divergence(
+        turn=turn_of(live), stream=stream, path=_path_text(where),
+        recorded=_shorten(old, new), live=_shorten(new, old),
+    )
+    return _with_tool(divergence, live, where)
+
+
+Path_ = tuple[str | int, ...]
+_ABSENT = object()
+
+
+def _first(a: Any, b: Any, where: Path_) -> tuple[Path_, Any, Any] | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            found = _first(a.get(key, _ABSENT), b.get(key, _ABSENT), (*where, key))
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            found = _first(a[i] if i < len(a) else _ABSENT, b[i] if i < len(b) else _ABSENT, (*where, i))
+            if found:
+                return found
+        return None
+    return None if a == b else (where, a, b)
+
+
+def _path_text(where: Path_) -> str:
+    text = ""
+    for part in where:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _shorten(value: Any, other: Any, width: int = VALUE_WIDTH) -> str | None:
+    """A value as one short line, starting a little before where it differs from `other`."""
+    if value is _ABSENT:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    other_text = other if isinstance(other, str) else ""
+    start = max(0, _common_prefix(text, other_text) - 40)
+    cut = text[start: start + width]
+    cut = ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
+    return " ".join(cut.split())
+
+
+def _with_tool(divergence: Divergence, live: dict[str, Any], where: Path_) -> Divergence:
+    """Name the tool call answered by the tool result the difference lies in, if it does."""
+    key = history_key(live)
+    items = live.get(key)
+    if not where or where[0] != key or not isinstance(items, list):
+        return divergence
+    result = _enclosing_result(live, where)
+    if result is None:
+        return divergence
+    call_id = result.get("tool_use_id") or result.get("call_id")
+    call = _find_call(items, str(call_id))
+    if call is None:
+        return divergence
+    return divergence.model_copy(
+        update={"tool_name": call[0], "tool_use_id": str(call_id), "tool_input": _call_summary(call[1])}
+    )
+
+
+def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
+    """The innermost `tool_result` / `function_call_output` on the path, if any."""
+    found = None
+    for part in where:
+        if isinstance(value, dict) and value.get("type") in ("tool_result", "function_call_output"):
+            found = value
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            break
+    if isinstance(value, dict) and value.get("type") in ("tool_result", "function_call_output"):
+        found = value
+    return found
+
+
+def _find_call(items: list[Any], call_id: str) -> tuple[str, Any] | None:
+    """(tool name, input) of the call with this id, in an assistant message or a call item."""
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") in TOOL_CALL_TYPES and item.get("call_id") == call_id:
+            return str(item.get("name")), item.get("arguments")
+        content = item.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == call_id:
+                return str(block.get("name")), block.get("input")
+    return None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _call_summary(args: Any) -> str | None:
+    """The telling part of a call's input: its command or path, else the input itself."""
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return _shorten(args, "", CALL_WIDTH)
+    if isinstance(args, dict):
+        for key in ("command", "cmd", "file_path", "path", "skill"):
+            if key in args:
+                value = args[key]
+                return _shorten(" ".join(value) if isinstance(value, list) else value, "", CALL_WIDTH)
+    return _shorten(args, "", CALL_WIDTH) if args else None
+
+
+# --- usage ---------------------------------------------------------------------------------
+
+
+def usage(exchanges: Iterable[Exchange]) -> dict[str, int]:
+    """Token counts summed over exchanges (Anthropic message events, Responses `completed`)."""
+    total: dict[str, int] = {}
+    for exchange in exchanges:
+        for counts in _usages(exchange.response):
+            for key, value in counts.items():
+                if isinstance(value, int):
+                    total[key] = total.get(key, 0) + value
+    return total
+
+
+def _usages(response: RecordedResponse) -> list[dict[str, Any]]:
+    if response.events is None:
+        body = response.body if isinstance(response.body, dict) else {}
+        return [body["usage"]] if isinstance(body.get("usage"), dict) else []
+    found: dict[str, Any] = {}
+    for event in response.events:
+        data = event.data if isinstance(event.data, dict) else {}
+        kind = data.get("type")
+        if kind == "message_start":
+            found.update((data.get("message") or {}).get("usage") or {})
+        elif kind == "message_delta":
+            found.update(data.get("usage") or {})  # final output_tokens replace the opening count
+        elif kind == "response.completed":
+            counts = (data.get("response") or {}).get("usage") or {}
+            found.update({k: v for k, v in counts.items() if isinstance(v, int)})
+    return [found] if found else []
