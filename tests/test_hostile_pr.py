@@ -311,13 +311,17 @@ def test_no_template_filter_brings_raw_text_back(tmp_path: Path) -> None:
         "{{ c.judge_reason|lower|safe }}\n{% endfor %}"
         "{% for c in sections.regressed %}{{ c.judge_reason|safe }}{{ c|safe }}{% endfor %}\n"
         "{{ diff }}{{ diff.cases|safe }}{{ diff.cases[0]|tojson if false }}\n"
+        "{% for c in sections.regressed %}{{ c.judge_reason|replace('\u200b', '')|safe }}"
+        "{{ c.judge_reason|replace('&lt;', '<')|e }}{{ c.judge_reason|replace('\u200b', '')|tojson }}"
+        "{{ c.judge_reason|replace('\u200b', '')|forceescape }}{{ c.judge_reason|urlize }}{% endfor %}\n"
     )
     body = render_comment(_evil_diff(), template=template)
     for raw in ("@octocat", "<img", "](https", "#123", "www.evil", "https://"):
         assert raw not in body, raw
     assert "@\u200boctocat" in body and "#\u200b123" in body
     # The models' own methods, which would hand back raw text, are not reachable.
-    for call in ("diff.model_dump()", "diff.cases[0].model_dump_json()", "diff._model|safe"):
+    for call in ("diff.model_dump()", "diff.cases[0].model_dump_json()", "diff._model|safe",
+                 "diff.cases[0].judge_reason._raw|safe", "diff.cases[0].judge_reason.unescape()|safe"):
         template.write_text(f"{{{{ {call} }}}}")
         try:
             out = render_comment(_evil_diff(), template=template)

@@ -9,6 +9,7 @@ marker so the action edits its own comment in place, and never exceeds `max_char
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 from collections.abc import Callable, Iterable
@@ -122,7 +123,7 @@ def md(value: object, limit: int | None = None) -> Markup:
     """
     if value is None:
         return Markup("")
-    raw = value.raw if isinstance(value, Escaped) else value
+    raw = value._raw if isinstance(value, Escaped) else value
     text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", str(raw)))
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)].rstrip() + "…"
@@ -134,25 +135,26 @@ def md(value: object, limit: int | None = None) -> Markup:
 
 class Escaped(Markup):
     """An untrusted string of the view model: already escaped by `md`, the raw text kept in
-    `raw` for this module's filters only (templates cannot reach it: the sandbox hides it)."""
+    `_raw` for this module's filters only (templates cannot reach it: the sandbox refuses
+    underscore attributes)."""
 
-    raw: str
+    _raw: str
 
     def __new__(cls, raw: str) -> Escaped:
         made = super().__new__(cls, md(raw))
-        made.raw = raw
+        made._raw = raw
         return made
 
     # Compared and hashed as the raw text, so `c.verdict == "PASS"` and `counts["no-baseline"]`
     # mean in a template what they mean on the model.
     def __eq__(self, other: object) -> bool:
-        return self.raw == (other.raw if isinstance(other, Escaped) else other)
+        return self._raw == (other._raw if isinstance(other, Escaped) else other)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash(self.raw)
+        return hash(self._raw)
 
 
 class View:
@@ -207,7 +209,7 @@ def unwrap(value: object) -> Any:
     if isinstance(value, View):
         return object.__getattribute__(value, "_model")
     if isinstance(value, Escaped):
-        return value.raw
+        return value._raw
     return value
 
 
@@ -271,6 +273,38 @@ FILTERS: dict[str, Callable[..., Markup]] = {
 }
 
 
+def _inert(value: object) -> Markup:
+    """What `|safe`, `|e` and their kin give a template: Markup stays, anything else is escaped.
+
+    Jinja's own versions would mark a plain string (say, one a filter rebuilt from escaped
+    text) as safe, or only HTML-escape it, letting mentions and links through.
+    """
+    return value if isinstance(value, Markup) else md(value)
+
+
+def _tojson(value: object, indent: int | None = None) -> Markup:
+    """JSON of a value, escaped like any other text (views print as their escaped text)."""
+    return md(json.dumps(value, indent=indent, ensure_ascii=False, default=str))
+
+
+REPLACED_FILTERS: dict[str, Callable[..., Markup]] = {
+    "safe": _inert, "e": _inert, "escape": _inert, "forceescape": _inert,
+    "tojson": _tojson, "urlize": _inert, "xmlattr": lambda value, *a: md(value),
+}
+"""Jinja built-ins that would return unescaped untrusted text as Markup."""
+UNSAFE_ATTRIBUTES = frozenset({"unescape", "striptags"})
+"""Markup methods that turn escaped text back into raw text."""
+
+
+class _Sandbox(SandboxedEnvironment):
+    """The sandbox, also refusing the Markup methods that undo escaping."""
+
+    def is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
+        if isinstance(obj, Markup) and attr in UNSAFE_ATTRIBUTES:
+            return False
+        return super().is_safe_attribute(obj, attr, value)
+
+
 def _finalize(value: object) -> object:
     """Escape everything printed that is not already escaped (or a number)."""
     if value is None:
@@ -287,13 +321,14 @@ def _template(path: Path | None) -> jinja2.Template:
     sources = {BUILTIN_NAME: _builtin_source()}
     if path is not None:
         sources[USER_NAME] = _read_user_template(path)
-    env = SandboxedEnvironment(
+    env = _Sandbox(
         loader=jinja2.DictLoader(sources),
         finalize=_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters.update(REPLACED_FILTERS)
     env.filters.update(FILTERS)
     try:
         return env.get_template(USER_NAME if path else BUILTIN_NAME)
