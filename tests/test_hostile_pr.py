@@ -656,3 +656,21 @@ def test_thousands_of_re_recorded_cases_still_fit_the_comment() -> None:
     assert "### Re-recorded in this PR (3000)" in body
     assert body.count("| recorded locally |") == RERECORDED_ROWS_KEPT
     assert f"*{3000 - RERECORDED_ROWS_KEPT} more not listed here" in body
+
+
+@pytest.mark.parametrize(("event", "pr", "why"), [
+    ("pull_request", {"base": {"repo": {"full_name": "a/b"}}, "head": {"repo": {"full_name": "a/b"}}}, None),
+    ("pull_request", {"base": {"repo": {"full_name": "a/b"}}, "head": {"repo": {"full_name": "m/b"}}}, "fork (m/b)"),
+    ("pull_request", {"base": {"repo": {"full_name": "a/b"}}, "head": {"repo": None}}, "deleted fork"),
+    ("pull_request_target", {"base": {"repo": {"full_name": "a/b"}}, "head": {"repo": {"full_name": "a/b"}}}, "pull_request_target"),
+    ("push", None, None),
+])
+def test_which_events_count_as_untrusted_pull_requests(
+    tmp_path: Path, event: str, pr: dict[str, Any] | None, why: str | None
+) -> None:
+    from aam_eval_action.github.inputs import GitHubContext
+
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps({"pull_request": pr} if pr else {}))
+    gh = GitHubContext.from_env({"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(path)})
+    assert (gh.untrusted_pr is None) if why is None else (why in (gh.untrusted_pr or ""))

@@ -171,6 +171,8 @@ class GitHubContext:
         if pr is None:
             return None
         head, base = _repo_name(pr.get("head")), _repo_name(pr.get("base"))
+        if base and head is None:
+            return "this pull request's head repository is unknown (a deleted fork?)"
         if head and base and head != base:
             return f"this pull request comes from a fork ({head})"
         return None
