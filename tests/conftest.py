@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -63,6 +64,8 @@ def example(tmp_path: Path) -> Path:
     shutil.copytree(EXAMPLE, dest / "examples" / "csv-tools")
     if (ROOT / "cassettes").is_dir():
         shutil.copytree(ROOT / "cassettes", dest / "cassettes")
+    # A repository, as a checkout is: its `cassettes` folder may only point inside it.
+    subprocess.run(["git", "init", "-q", str(dest)], check=True)
     return dest / "examples" / "csv-tools"
 
 

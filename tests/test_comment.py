@@ -196,7 +196,9 @@ def test_untrusted_text_cannot_add_table_cells() -> None:
         ("[x](y) ![i](j)", "&#91;x&#93;(y) &#33;&#91;i&#93;(j)"),
         ("*a* _b_ ~c~", "&#42;a&#42; &#95;b&#95; &#126;c&#126;"),
         ("$x$", "&#36;x&#36;"),
-        ("see https://e.com", "see https:&#47;&#47;e.com"),
+        ("see https://e.com", "see https\u200b:&#47;&#47;e.com"),
+        ("fixes #123 and GH#4", "fixes #\u200b123 and GH#\u200b4"),
+        ("www.evil.example", "www\u200b.evil.example"),
         ("rtl\u202eevil", "rtl evil"),
     ],
 )
@@ -423,7 +425,7 @@ def test_escaping_by_hand() -> None:
     assert text.splitlines()[1] == "## ❌ Agent evals: @\u200boctocat/&lt;b&gt;pkg&lt;/b&gt;"
     name, cells = next(iter(rows_under(text, "Regressions (1)").items()))
     assert name.startswith("evil&#124;name &lt;script&gt;alert(1)&lt;/script&gt; &#96;&#96;&#96;sh rm -rf / "
-                           "&#96;&#96;&#96; @\u200boctocat &#91;x&#93;(http:&#47;&#47;e) ")
+                           "&#96;&#96;&#96; @\u200boctocat &#91;x&#93;(http\u200b:&#47;&#47;e) ")
     assert cells[2] == "a&#124;b"  # the failed check's name cannot split the cell
     assert "&#42;&#42;bold &#95;it&#95;" in cells[3]  # the judge reason: no bold, no italics
     prose = outside_code_blocks(text)

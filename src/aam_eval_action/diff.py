@@ -132,6 +132,17 @@ class StaleCase(BaseModel):
     """Line of the case in its file."""
 
 
+class RerecordedCase(BaseModel):
+    """A head case whose cassettes the pull request added or changed: its verdict comes from them."""
+
+    name: str
+    """Case name."""
+    provenance: str
+    """Where the cassette says it was recorded: a CI run URL, or `recorded locally`."""
+    head_verdict: Verdict | None = None
+    """The case's verdict on the head."""
+
+
 class ReportDiff(BaseModel):
     """Everything the PR comment, `aam-eval diff` and the action outputs show."""
 
@@ -182,6 +193,8 @@ class ReportDiff(BaseModel):
     """Some case was repeated on both sides, so changes could be tested for significance."""
     pass_rate_delta_ci_pp: list[float] | None = None
     """95% interval of the pass-rate change in percentage points (Newcombe, from Wilson intervals)."""
+    rerecorded: list[RerecordedCase] = Field(default_factory=list)
+    """Head cases whose cassettes the pull request changed ("re-recorded in this PR")."""
 
 
 def diff_reports(base: Report | None, head: Report) -> ReportDiff:
@@ -217,7 +230,16 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
         cases=cases,
         stale=[_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
         package_path=head.config.package_path,
+        rerecorded=_rerecorded(head),
     )
+
+
+def _rerecorded(head: Report) -> list[RerecordedCase]:
+    return [
+        RerecordedCase(name=c.name, provenance=c.cassette_provenance or "unknown",
+                       head_verdict=c.verdict)
+        for c in head.cases if c.cassette_changed
+    ]
 
 
 def _case_diffs(base: Report | None, head: Report) -> list[CaseDiff]:

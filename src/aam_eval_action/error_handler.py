@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from aam_eval_action.errors import EXIT_BUG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, AamEvalError
+from aam_eval_action.redact import Redactor
 
 
 @dataclass
@@ -34,5 +35,6 @@ def error_handler() -> Iterator[Status]:
         status.code = EXIT_INTERRUPTED
     except Exception:
         print("aam-eval: internal error (a bug, please report it):", file=sys.stderr)
-        traceback.print_exc()
+        # Redacted with what this process knows: secret-looking variables and key patterns.
+        print(Redactor.from_environment().text(traceback.format_exc()), end="", file=sys.stderr)
         status.code = EXIT_BUG

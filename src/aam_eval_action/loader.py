@@ -81,6 +81,7 @@ def load_package(root: Path) -> LoadedPackage:
             '{"version": 1, "engine": "claude-code"}'
         )
     config = _load_json_model(layout, CONFIG_PATH, EvalConfig)
+    _check_cassettes_dir(layout, config, CONFIG_PATH)
     for rel in PACKAGE_JSON:
         if (layout.root / rel).is_file():
             _check_json_object(layout, rel)
@@ -102,6 +103,32 @@ def _load_json_model(layout: PackageLayout, rel: str, model: type[M]) -> M:
         lines = _line_map(text)
         errors = [_format_error(rel, lines, err) for err in exc.errors()]
         raise ConfigError("\n".join(str(e) for e in errors)) from None
+
+
+def repository_root(package_root: Path) -> Path:
+    """The enclosing git work tree (a folder holding `.git`), else the package itself."""
+    for folder in (package_root, *package_root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return package_root
+
+
+def _check_cassettes_dir(layout: PackageLayout, config: EvalConfig, rel: str) -> None:
+    """eval-config `cassettes` is read from a pull request: it must stay inside the repository.
+
+    `../../../cassettes` (a folder at the repository's top, as the shipped example keeps
+    them) is fine; an absolute path, or one resolving outside the repository, is not.
+    """
+    value = config.cassettes
+    line = line_of((layout.root / rel).read_text(encoding="utf-8"), ("cassettes",))
+    where = f"{rel}:{line}" if line else rel
+    if Path(value).is_absolute() or value.startswith("~"):
+        raise ConfigError(f"{where}: cassettes: {value!r} is absolute; use a path relative to "
+                          "evals/ inside the repository")
+    repo = repository_root(layout.root)
+    if not _inside(layout.evals_dir / value, repo.resolve()):
+        raise ConfigError(f"{where}: cassettes: {value!r} resolves outside the repository "
+                          f"({repo}); keep the cassettes inside it")
 
 
 def _check_json_object(layout: PackageLayout, rel: str) -> None:
@@ -294,6 +321,11 @@ def _nearest_line(lines: dict[Loc, int], loc: Loc) -> int | None:
         if loc[:n] in lines:
             return lines[loc[:n]]
     return None
+
+
+def line_of(text: str, loc: Loc) -> int | None:
+    """The line of the field at `loc` in a YAML or JSON text (or its nearest parent's)."""
+    return _nearest_line(_line_map(text), loc)
 
 
 def _line_map(text: str) -> dict[Loc, int]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from aam_eval_action.errors import ConfigError
 
 # Top-level entries installed into every workspace (skills are filtered by target).
 INSTALLED_DIRS = ("hooks", "rules", "commands", "agents", "mcp", "scripts")
@@ -47,7 +50,10 @@ class PackageLayout:
             found += _walk(self.root, self.root / "skills" / name)
         for d in INSTALLED_DIRS:
             found += _walk(self.root, self.root / d)
-        found += [f for f in INSTALLED_FILES if (self.root / f).is_file()]
+        for f in INSTALLED_FILES:
+            _refuse_escaping_link(self.root, self.root / f)
+            if (self.root / f).is_file():
+                found.append(f)
         return sorted(found)
 
     def installs_anything(self, target: str | None) -> bool:
@@ -59,11 +65,34 @@ class PackageLayout:
         return f"without {target}" if target and target.startswith("skill:") else "without the package"
 
 
+class PackageLinkError(ConfigError):
+    """A package file is a symlink pointing outside the package."""
+
+
 def _walk(root: Path, base: Path) -> list[str]:
+    """Files under `base`, relative to `root`; a symlink that leaves the package is an error."""
+    _refuse_escaping_link(root, base)
     if not base.is_dir():
         return []
-    return [
-        p.relative_to(root).as_posix()
-        for p in sorted(base.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    ]
+    found = []
+    for p in sorted(base.rglob("*")):
+        if "__pycache__" in p.parts:
+            continue
+        _refuse_escaping_link(root, p)
+        if p.is_file():
+            found.append(p.relative_to(root).as_posix())
+    return found
+
+
+def _refuse_escaping_link(root: Path, path: Path) -> None:
+    """The package comes from the pull request: a link to `/etc/…` or `~/.ssh` is never followed."""
+    if not path.is_symlink():
+        return
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
+    except ValueError:
+        rel = path.relative_to(root).as_posix()
+        raise PackageLinkError(
+            f"{rel}: is a symlink to {os.readlink(path)!r}, outside the package; it is not "
+            "followed: copy the file into the package instead"
+        ) from None

@@ -9,28 +9,55 @@ from typing import Any
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE)", re.I)
 MIN_SECRET_LEN = 6
+"""Values at least this long are replaced wherever they occur. Shorter secrets named
+explicitly (API keys, `secret-env`, `${VAR}` values, the GitHub token) are replaced where
+they stand as a whole word (`PIN is 42` → `PIN is [REDACTED:PIN]`), so a 2-letter secret
+does not garble every word containing those letters; shorter values only *guessed* secret
+from their variable's name (`AUTH_MODE=on`) are not redacted."""
+KEY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("ANTHROPIC_KEY", re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}")),
+    ("OPENAI_KEY", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("GITHUB_TOKEN", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("AWS_KEY_ID", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+)
+"""Well-known key formats, redacted in everything written whatever machine writes or replays:
+they do not depend on which secrets the machine's environment happens to hold."""
 
 
 class Redactor:
-    """Replaces every known secret value with a `[REDACTED:NAME]` placeholder."""
+    """Replaces every known secret value, and anything shaped like a known key, with `[REDACTED:NAME]`."""
 
-    def __init__(self, secrets: Mapping[str, str]) -> None:
-        pairs = [(v, n) for n, v in secrets.items() if v and len(v) >= MIN_SECRET_LEN]
+    def __init__(self, secrets: Mapping[str, str], guessed: Mapping[str, str] = {}) -> None:
+        pairs = [(v, n) for n, v in secrets.items() if len(v) >= MIN_SECRET_LEN]
+        pairs += [(v, n) for n, v in guessed.items() if v and len(v) >= MIN_SECRET_LEN]
         # Longest first, so a secret that contains another is replaced whole.
         self._pairs = sorted(set(pairs), key=lambda p: -len(p[0]))
+        short = sorted({(v, n) for n, v in secrets.items() if 0 < len(v) < MIN_SECRET_LEN},
+                       key=lambda p: -len(p[0]))
+        self._words = [(re.compile(rf"(?<![\w-]){re.escape(v)}(?![\w-])"), n) for v, n in short]
 
     @classmethod
     def from_environment(
         cls, extra: Mapping[str, str] = {}, environ: Mapping[str, str] | None = None
     ) -> Redactor:
+        """`extra` are explicit secrets; the environment's variables named like secrets are guessed."""
         env = os.environ if environ is None else environ
-        found = {k: v for k, v in env.items() if SECRET_NAME.search(k)}
-        return cls({**found, **extra})
+        found = {k: v for k, v in env.items() if SECRET_NAME.search(k) and k not in extra}
+        return cls(extra, found)
 
     def text(self, value: str) -> str:
         for secret, name in self._pairs:
             if secret in value:
                 value = value.replace(secret, f"[REDACTED:{name}]")
+        for word, name in self._words:
+            value = word.sub(f"[REDACTED:{name}]", value)
+        for name, pattern in KEY_PATTERNS:
+            value = pattern.sub(f"[REDACTED:{name}]", value)
+        return value
+
+    def _key(self, value: str) -> str:
+        for secret, name in self._pairs:
+            value = value.replace(secret, f"[REDACTED:{name}]")
         return value
 
     def deep(self, value: Any) -> Any:
@@ -38,7 +65,8 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(k) if isinstance(k, str) else k: self.deep(v) for k, v in value.items()}
+            # Keys are field names: only values long enough to be unambiguous are replaced there.
+            return {self._key(k) if isinstance(k, str) else k: self.deep(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.deep(v) for v in value]
         return value

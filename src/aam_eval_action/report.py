@@ -42,6 +42,16 @@ class Part(BaseModel):
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
 
+class SandboxInfo(Part):
+    """The sandbox the cases asked for, and what the engine could enforce (additive)."""
+
+    network: bool
+    """eval-config `sandbox.network`: whether the agent may use the network."""
+    network_enforced: bool | None = None
+    """With `network: false`: true when the engine cuts the agent's commands off the
+    network, false when only its web tools are denied (Bash keeps the network)."""
+
+
 class RunConfig(Part):
     """How the run was configured (seed: `config`)."""
 
@@ -59,6 +69,8 @@ class RunConfig(Part):
     """Cassette mode of the run: replay, auto, record or live (additive)."""
     package_path: str | None = None
     """The package directory as given to --package, relative when it can be (additive)."""
+    sandbox: SandboxInfo | None = None
+    """The sandbox asked for and whether its network rule was enforced (additive)."""
 
 
 class AgentInfo(Part):
@@ -262,6 +274,10 @@ class CaseResult(Part):
     """Every attempt of the baseline run when the case was repeated (additive)."""
     skill_not_needed: bool | None = None
     """The case passes as well without the skill as with it (additive; with --baseline)."""
+    cassette_changed: bool | None = None
+    """The pull request added or changed this case's cassettes (set by the action; additive)."""
+    cassette_provenance: str | None = None
+    """Where the changed cassette says it was recorded: a CI run URL or `recorded locally` (additive)."""
 
 
 class Report(Part):
@@ -396,6 +412,7 @@ def build_report(
             engine=s.engine, engine_version=first.runtime_version if first else None,
             judge=s.judge_model, timeout=s.timeout, model=s.model, mode=s.mode,
             package_path=display_path(s.package.layout.root),
+            sandbox=sandbox_info(s),
         ),
         agent=AgentInfo(
             runtime=s.engine, runtime_version=first.runtime_version if first else None,
@@ -412,6 +429,16 @@ def build_report(
     if interrupted:
         report.interrupted = True
     return report
+
+
+def sandbox_info(s: RunSettings) -> SandboxInfo:
+    """`network_enforced` is reported whenever the network is to be off: never silently."""
+    from aam_eval_action.engines.registry import ENGINES
+
+    network = s.config.sandbox.network
+    info = ENGINES.get(s.engine)
+    enforced = None if network else bool(info and info.enforces_no_network)
+    return SandboxInfo(network=network, network_enforced=enforced)
 
 
 def environment() -> Environment:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 STDERR_CAP = 8 * 1024
 TOOL_RESULT_CAP = 4 * 1024
@@ -42,6 +42,12 @@ class FileChange(Model):
     """Final size in bytes."""
     text: str | None = None
     """Final content when it is UTF-8 text of at most 64 KiB; otherwise only hash and size."""
+
+    @field_validator("path")
+    @classmethod
+    def _inside_workspace(cls, value: str) -> str:
+        # Cassettes come from pull requests: a path must not reach outside the workspace.
+        return workspace_path(value)
 
 
 class Usage(Model):
@@ -94,6 +100,17 @@ class Session(Model):
     """Wall time of the CLI process."""
     error: str | None = None
     """Why the session failed, in one line, when it did."""
+
+
+def workspace_path(value: str) -> str:
+    """A workspace-relative POSIX path, refused when absolute, with `..`, or not a plain path."""
+    if not value or "\x00" in value:
+        raise ValueError(f"{value!r} is not a workspace-relative POSIX path")
+    if value.startswith("/"):
+        raise ValueError(f"{value!r} is absolute; a recorded file must be inside the workspace")
+    if ".." in value.split("/"):
+        raise ValueError(f"{value!r} escapes the workspace with '..'")
+    return value
 
 
 def cap(text: str, limit: int) -> str:

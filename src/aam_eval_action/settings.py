@@ -21,6 +21,21 @@ from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+EVAL_CONFIG = "evals/eval-config.json"
+_REDIRECTS = re.compile(r"(_BASE_URL|_API_BASE|_ENDPOINT)$|PROXY", re.I)
+_TRUST_VARS = frozenset({
+    "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE", "NODE_TLS_REJECT_UNAUTHORIZED", "NODE_OPTIONS",
+    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+})
+_RUNNER_TOKENS = re.compile(r"^(GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN"
+                            r"|ACTIONS_\w+|INPUT_\w+)$")
+
+
+def redirects_traffic(name: str) -> bool:
+    """A variable that can send the model traffic (and its API key) elsewhere, or intercept it:
+    base URLs, endpoints, proxies, CA bundles and TLS switches, NODE_OPTIONS."""
+    return bool(_REDIRECTS.search(name)) or name.upper() in _TRUST_VARS
 
 
 @dataclass(frozen=True)
@@ -74,6 +89,20 @@ class RunSettings:
         name = PROVIDERS[provider].key_var
         return self.agent_env.get(name) or self.runner_env.get(name) or None
 
+    @property
+    def in_ci(self) -> bool:
+        """Running under GitHub Actions (`GITHUB_ACTIONS=true` in the runner's environment)."""
+        return self.runner_env.get("GITHUB_ACTIONS") == "true"
+
+    def provenance(self) -> str:
+        """Where a recording is made: the workflow run's URL in CI, else `recorded locally`."""
+        env = self.runner_env
+        server = env.get("GITHUB_SERVER_URL") or "https://github.com"
+        repo, run = env.get("GITHUB_REPOSITORY"), env.get("GITHUB_RUN_ID")
+        if self.in_ci and repo and run:
+            return f"{server.rstrip('/')}/{repo}/actions/runs/{run}"
+        return "recorded locally"
+
     def redactor(self) -> Redactor:
         """Every secret this run knows of: the runner's secret-looking variables and `secret_values`."""
         return Redactor.from_environment(self.secret_values, self.runner_env)
@@ -91,6 +120,9 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
     model = o.model or cfg.model or (info.default_model if info else "")
     provider = info.provider if info else "anthropic"
     judge_model = o.judge or cfg.judge or model or PROVIDERS[provider].default_model
+    mode = o.mode or cfg.mode
+    if runner_env.get("GITHUB_ACTIONS") == "true":
+        check_ci_env(package, mode)
     env, secrets = agent_environment(cfg, runner_env)
     repeat = o.repeat or cfg.repeat
     return RunSettings(
@@ -99,7 +131,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         model=model,
         judge_model=judge_model,
         judge_provider=provider_for_model(judge_model, provider),
-        mode=o.mode or cfg.mode,
+        mode=mode,
         jobs=o.jobs or cfg.jobs,
         repeat=repeat,
         min_pass=min(cfg.min_pass or repeat, repeat),
@@ -110,6 +142,36 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         runner_env=runner_env,
         baseline=cfg.baseline if o.baseline is None else o.baseline,
     )
+
+
+def check_ci_env(package: LoadedPackage, mode: Mode) -> None:
+    """In CI, eval-config `env` is the pull request's: it may not choose where the API key goes.
+
+    Live modes refuse a base URL, proxy or CA setting there (those come only from the
+    action's inputs or the runner's environment); every mode refuses `${VAR}` references
+    to the runner's tokens (GITHUB_TOKEN, ACTIONS_*, INPUT_*), which no agent may see.
+    """
+    from aam_eval_action.errors import ConfigError
+    from aam_eval_action.loader import line_of
+
+    cfg = package.config
+    path = package.layout.root / EVAL_CONFIG
+    for name, raw in cfg.env.items():
+        problem = None
+        if mode != "replay" and redirects_traffic(name):
+            problem = (
+                f"sets {name}, which decides where the agent's and judge's traffic (and API "
+                "key) go; in CI that comes only from the action's inputs or the runner's "
+                f"environment: remove it from eval-config and set {name} in the workflow's env"
+            )
+        tokens = [m.group(1) for m in _VAR.finditer(raw) if _RUNNER_TOKENS.match(m.group(1))]
+        if tokens:
+            problem = (f"takes ${{{tokens[0]}}} from the runner: the runner's tokens are never "
+                       "given to the agent, its hooks or scripts; remove it")
+        if problem:
+            line = line_of(path.read_text(encoding="utf-8"), ("env", name))
+            where = f"{EVAL_CONFIG}:{line}" if line else EVAL_CONFIG
+            raise ConfigError(f"{where}: env.{name}: {problem}")
 
 
 def agent_environment(

@@ -51,17 +51,21 @@ def runner_environment(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str
 
 
 def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, str]) -> int:
-    console = Console()
+    check_live_allowed(inputs, gh)
+    console = Console(workflow_commands=True)
     package = (gh.workspace / inputs.package_path).resolve()
     report_path = _report_path(inputs, gh, package)
     if inputs.merge_reports:
         head: Report | None = _merged(inputs, gh, report_path)
     else:
         run_args = _run_args(inputs, package, inputs.mode, report_path)
-        head, code = execute(run_args, console, dict(environ))
+        with workflow.commands_stopped():
+            head, code = execute(run_args, console, dict(environ))
     if head is None:
         return code
-    base = _base_report(inputs, gh, console, environ)
+    base, changed = _base_report(inputs, gh, console, environ)
+    if changed is not None and not inputs.merge_reports:
+        mark_rerecorded(head, changed, package, report_path)
     diff = diff_reports(base, head)
     body = _render(inputs, gh, diff)
     workflow.append(gh.summary_file, body)
@@ -69,6 +73,18 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
     comment_url = _comment(inputs, gh, body)
     workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url))
     return exit_code(inputs, diff, bool(head.interrupted))
+
+
+def check_live_allowed(inputs: ActionInputs, gh: GitHubContext) -> None:
+    """Live modes run the PR's hooks and scripts with the API keys: not for untrusted PRs."""
+    why = gh.untrusted_pr
+    if inputs.mode == "replay" or inputs.merge_reports or why is None or inputs.allow_live_on_pr:
+        return
+    raise UsageError(
+        f"mode {inputs.mode} is refused: {why}, and live modes give the pull request's hooks, "
+        "scripts and eval-config the API keys. Use mode: replay for pull requests (no keys "
+        "needed), or set allow-live-on-pr: true if you trust every such pull request"
+    )
 
 
 def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
@@ -124,17 +140,23 @@ def _report_path(inputs: ActionInputs, gh: GitHubContext, package: Path) -> Path
     return default_report_path(package / "evals", datetime.now(UTC))
 
 
+Changed = dict[str, list[str]]
+"""Case name → its cassette files the pull request added or changed."""
+
+
 def _base_report(
     inputs: ActionInputs, gh: GitHubContext, console: Console, environ: Mapping[str, str]
-) -> Report | None:
-    """The report to compare against: base-report, or the base commit replayed; None if neither."""
+) -> tuple[Report | None, Changed | None]:
+    """The report to compare against (base-report, or the base commit replayed; None if
+    neither), and the cassettes the head changed (None when no base commit was checked out)."""
     if inputs.base_report:
-        return load_report(gh.workspace / inputs.base_report)
+        return load_report(gh.workspace / inputs.base_report), None
     ref = inputs.base_ref or _pr_base_sha(gh)
     if not ref:
-        return None
-    from aam_eval_action.github.base_checkout import BaseCheckout, resolve_commit
+        return None, None
+    from aam_eval_action.github.base_checkout import BaseCheckout, changed_cassettes, resolve_commit
 
+    head_cassettes = _cassettes_dir((gh.workspace / inputs.package_path).resolve())
     try:
         commit = resolve_commit(gh.workspace, ref)
         console.line(f"base: replaying {ref} ({commit[:12]}) in a worktree")
@@ -142,12 +164,57 @@ def _base_report(
             package = tree / inputs.package_path
             if not (package / "package.agent.json").is_file():
                 console.line(f"base: no package at {inputs.package_path}; everything is new")
-                return None
-            report, _ = execute(_run_args(inputs, package, "replay", None), console, dict(environ))
-            return report
+                return None, changed_cassettes(head_cassettes, None) if head_cassettes else None
+            changed = changed_cassettes(head_cassettes, _cassettes_dir(package)) if head_cassettes else None
+            with workflow.commands_stopped():
+                report, _ = execute(_run_args(inputs, package, "replay", None), console,
+                                    dict(environ))
+            return report, changed
     except AamEvalError as exc:
         workflow.warning(f"no base report to compare against: {exc}", gh.summary_file)
+        return None, None
+
+
+def _cassettes_dir(package: Path) -> Path | None:
+    """The package's cassettes folder as its eval-config names it (None when it cannot load)."""
+    from aam_eval_action.loader import load_package
+
+    try:
+        loaded = load_package(package)
+    except AamEvalError:
         return None
+    return (loaded.layout.evals_dir / loaded.config.cassettes).resolve()
+
+
+def mark_rerecorded(head: Report, changed: Changed, package: Path, report_path: Path) -> None:
+    """Flag the head cases whose cassettes the PR changed, with the provenance they carry,
+    so the comment lists them ("re-recorded in this PR"); the report file is rewritten."""
+    from aam_eval_action.fsutil import atomic_write
+    from aam_eval_action.report import to_json
+
+    cassettes = _cassettes_dir(package)
+    if not changed or cassettes is None:
+        return
+    for case in head.cases:
+        if case.name in changed:
+            case.cassette_changed = True
+            case.cassette_provenance = _provenance(cassettes, case.name, head.config.engine)
+    if report_path.is_file():
+        atomic_write(report_path, to_json(head))
+
+
+def _provenance(cassettes: Path, name: str, engine: str) -> str:
+    """What the case's agent cassette says about where it was recorded."""
+    from aam_eval_action.replay import agent_cassette
+
+    path = agent_cassette.session_path(cassettes, name, engine)
+    try:
+        recorded = agent_cassette.load(path, cassettes)
+    except agent_cassette.CassetteError:
+        return "unknown (the cassette is damaged)"
+    if recorded is None:
+        return "unknown (only the judge cassette changed)"
+    return recorded.provenance or "unknown (no provenance recorded)"
 
 
 def _pr_base_sha(gh: GitHubContext) -> str | None:

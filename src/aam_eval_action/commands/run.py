@@ -51,6 +51,8 @@ def execute(
     console = console or Console()
     package = load_package(args.package)
     settings = resolve(package, args.overrides, environ)
+    if settings.in_ci:  # untrusted text printed below must not form workflow commands
+        console.workflow_commands = True
     # Reserved or unknown engines fail before any case runs, pointing at where the name was set.
     check_engine_name(settings.engine, "--engine" if args.overrides.engine else
                       package.config_location("engine"))

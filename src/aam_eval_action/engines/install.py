@@ -20,13 +20,20 @@ PLUGIN_ROOT_VARS = ("${CLAUDE_PLUGIN_ROOT}", "$CLAUDE_PLUGIN_ROOT")
 
 
 def copy_skills(package: PackageLayout, target: str | None, dest: Path) -> None:
-    """Copy the skills this target gets into `dest/<name>/`."""
+    """Copy the skills this target gets into `dest/<name>/`.
+
+    Listing the files first refuses a symlink that points outside the package.
+    """
+    package.files_for(target)
     for name in package.skills_for(target):
         copy_tree(package.root / "skills" / name, dest / name)
 
 
 def copy_package(package: PackageLayout, target: str | None, workspace: Path) -> Path:
-    """Copy the package's non-skill files into the workspace; returns that directory (absolute)."""
+    """Copy the package's non-skill files into the workspace; returns that directory (absolute).
+
+    `files_for` has refused links out of the package; links inside it are copied as files.
+    """
     root = (workspace / PACKAGE_COPY).resolve()
     for rel in package.files_for(target):
         if rel.startswith("skills/"):

@@ -10,8 +10,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aam_eval_action.errors import AamEvalError
+
 _running: set[int] = set()
 _running_lock = threading.Lock()
+_stopping = False
+"""Set by kill_all under the lock: after an interrupt's kill, no new session may start."""
+
+
+class Stopped(AamEvalError):
+    """The run is being interrupted: no new agent CLI is started."""
+
+    exit_code = 130
 
 
 @dataclass(frozen=True)
@@ -34,16 +44,20 @@ def run_process(
 ) -> Completed:
     """Run `argv` in a new session; on timeout kill every process in its group."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    # Spawned under the lock kill_all takes: a session either is registered before the
+    # kill (and killed with the others) or sees the stop and never starts.
     with _running_lock:
+        if _stopping:
+            raise Stopped("interrupted: no new agent session is started")
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         _running.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -80,11 +94,20 @@ def kill_group(pgid: int) -> None:
 
 
 def kill_all() -> None:
-    """Kill every agent process group still running (used on interrupt)."""
+    """Kill every agent process group still running, and start no new one (used on interrupt)."""
+    global _stopping
     with _running_lock:
+        _stopping = True
         pids = list(_running)
     for pid in pids:
         kill_group(pid)
+
+
+def allow_spawning() -> None:
+    """A new run starts: sessions may be spawned again (after a previous run's kill_all)."""
+    global _stopping
+    with _running_lock:
+        _stopping = False
 
 
 def _group_alive(pgid: int) -> bool:

@@ -29,12 +29,18 @@ class EngineInfo:
     """Model used when neither eval-config nor `--model` sets one."""
     adapter: str
     """`module:Class` of the adapter, imported on first use."""
+    enforces_no_network: bool = False
+    """Whether `sandbox.network: false` cuts the agent's own commands off the network, not
+    only its web tools (checked: a Bash command connecting to a local listener)."""
 
 
 ENGINES: dict[str, EngineInfo] = {
+    # Claude Code: `network: false` denies WebFetch/WebSearch; Bash keeps the network.
     "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
                               "aam_eval_action.engines.claude_code:ClaudeCode"),
-    "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex"),
+    # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs.
+    "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
+                        enforces_no_network=True),
 }
 ENGINE_NAMES = tuple(ENGINES)
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from aam_eval_action.errors import AamEvalError
 
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+"""git options that keep every hook from running."""
+
 
 class GitError(AamEvalError):
     """git could not provide the base commit."""
@@ -56,12 +59,42 @@ class BaseCheckout:
         self.path = Path(self._tmp.name) / "base"
 
     def __enter__(self) -> Path:
-        git(self.repo, "worktree", "add", "--detach", "--force", str(self.path), self.commit)
+        # The repository is the pull request's: its configured hooks (post-checkout...) must
+        # not run. Hooks under .git/hooks are not versioned, but a workflow step or a
+        # `core.hooksPath` pointing into the checkout could have installed some.
+        git(self.repo, *NO_HOOKS, "worktree", "add", "--detach", "--force", str(self.path),
+            self.commit)
         return self.path
+
+    def changed_files(self, under: str) -> set[str]:
+        """Paths (relative to the repository) under `under` that differ between base and HEAD."""
+        out = git(self.repo, "diff", "--name-only", "--no-renames", self.commit, "--", under)
+        return {line for line in out.splitlines() if line}
 
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(GitError):
-            git(self.repo, "worktree", "remove", "--force", str(self.path))
+            git(self.repo, *NO_HOOKS, "worktree", "remove", "--force", str(self.path))
         self._tmp.cleanup()
         with contextlib.suppress(GitError):
             git(self.repo, "worktree", "prune")
+
+
+def changed_cassettes(head: Path, base: Path | None) -> dict[str, list[str]]:
+    """Case name → the cassette files (`<engine>.session.yaml`...) the head added or changed
+    compared with the base's cassettes folder (None: the base had none)."""
+    changed: dict[str, list[str]] = {}
+    if not head.is_dir():
+        return changed
+    for path in sorted(head.glob("*/*.yaml")):
+        rel = path.relative_to(head)
+        before = base / rel if base is not None else None
+        if before is None or not before.is_file() or _bytes(before) != _bytes(path):
+            changed.setdefault(rel.parent.name, []).append(rel.name)
+    return changed
+
+
+def _bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None

@@ -11,6 +11,7 @@ heavy, and ``aam-eval --help`` and offline replays must not pay for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -75,7 +76,8 @@ def post_comment(
     where = f"{repository}#{pr_number}"
     try:
         with _client(api_url, token) as client:
-            return _upsert(client.get_repo(repository).get_issue(pr_number), body, marker)
+            issue = client.get_repo(repository).get_issue(pr_number)
+            return _upsert(issue, body, marker, lambda: _identity(client))
     except github.GithubException as exc:
         return _failed(f"could not post the PR comment on {where}: {_explain(exc)}", token)
     except OSError as exc:  # requests' errors (connection, timeout) derive from OSError
@@ -102,8 +104,25 @@ def _client(api_url: str, token: str) -> Github:
     )
 
 
-def _upsert(issue: Issue, body: str, marker: str) -> PostResult:
-    previous = _find_marked(issue, marker)
+ACTIONS_BOT = "github-actions[bot]"
+"""Who the workflow's own token (`GITHUB_TOKEN`) posts as; GET /user is refused for it."""
+
+
+def _identity(client: Github) -> str:
+    """The login the token posts as: GET /user, else (a GitHub App or Actions token, for
+    which /user answers 403) `github-actions[bot]`."""
+    import github
+
+    try:
+        return client.get_user().login
+    except github.RateLimitExceededException:
+        raise
+    except github.GithubException:
+        return ACTIONS_BOT
+
+
+def _upsert(issue: Issue, body: str, marker: str, author: Callable[[], str]) -> PostResult:
+    previous = _find_marked(issue, marker, author)
     if previous is None:
         created = issue.create_comment(body)
         return PostResult(url=created.html_url, created=True, warning=None)
@@ -111,9 +130,18 @@ def _upsert(issue: Issue, body: str, marker: str) -> PostResult:
     return PostResult(url=previous.html_url, created=False, warning=None)
 
 
-def _find_marked(issue: Issue, marker: str) -> IssueComment | None:
-    """The oldest comment with the marker; PaginatedList follows every ``Link: next``."""
-    return next((c for c in issue.get_comments() if marker in (c.body or "")), None)
+def _find_marked(issue: Issue, marker: str, author: Callable[[], str]) -> IssueComment | None:
+    """The oldest comment with the marker written by `author()`; PaginatedList follows every
+    ``Link: next``. Anyone can paste the marker into a comment: only our own is adopted.
+    Who we are is asked only when a marked comment exists."""
+    login: str | None = None
+    for c in issue.get_comments():
+        if marker not in (c.body or ""):
+            continue
+        login = login or author()
+        if c.user.login == login:
+            return c
+    return None
 
 
 def _explain(exc: GithubException) -> str:

@@ -21,8 +21,7 @@ INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key",
-    "baseline",
+    "openai-api-key", "baseline", "allow-live-on-pr",
 )
 
 
@@ -75,6 +74,9 @@ class ActionInputs(BaseModel):
     """OpenAI key; only live modes use it."""
     baseline: bool | None = None
     """Also run each case without the skill to measure its lift; default from eval-config."""
+    allow_live_on_pr: bool = Field(False, alias="allow-live-on-pr")
+    """Let live modes run on pull_request_target and on a fork's pull request (they run the
+    PR's hooks and scripts with the API keys); refused unless true."""
 
     @field_validator("cases", mode="before")
     @classmethod
@@ -86,9 +88,12 @@ class ActionInputs(BaseModel):
     @field_validator("min_pass_rate", mode="before")
     @classmethod
     def _percent(cls, value: object) -> object:
-        # "0.8" and "80" and "80%" all mean 80 %.
+        # "0.8", "80" and "80%" all mean 80 %: a bare number of at most 1 with a decimal
+        # point is a fraction; with `%` it is always percent ("0.5%" is half a percent).
         if isinstance(value, str):
-            text = value.strip().removesuffix("%")
+            text = value.strip()
+            if text.endswith("%"):
+                return float(text.removesuffix("%").strip())
             number = float(text)
             return number * 100 if number <= 1 and "." in text else number
         return value
@@ -156,7 +161,33 @@ class GitHubContext:
         return pr if isinstance(pr, dict) else None
 
     @property
+    def untrusted_pr(self) -> str | None:
+        """Why this run's pull request may not use live modes, or None.
+
+        `pull_request_target` runs with the base's secrets on the PR's code; a fork's PR is
+        written by someone outside the repository.
+        """
+        if self.event_name == "pull_request_target":
+            return "this is a pull_request_target run"
+        pr = self.pull_request
+        if pr is None:
+            return None
+        head, base = _repo_name(pr.get("head")), _repo_name(pr.get("base"))
+        if base and head is None:
+            return "this pull request's head repository is unknown (a deleted fork?)"
+        if head and base and head != base:
+            return f"this pull request comes from a fork ({head})"
+        return None
+
+    @property
     def run_url(self) -> str | None:
         if not (self.repository and self.run_id):
             return None
         return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def _repo_name(side: object) -> str | None:
+    """`head.repo.full_name` / `base.repo.full_name` of a pull-request payload."""
+    repo = side.get("repo") if isinstance(side, dict) else None
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) else None

@@ -7,7 +7,11 @@ and properties happens here and only here.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from secrets import token_hex
 
 
 def escape_data(text: str) -> str:
@@ -36,6 +40,24 @@ def warning(message: str, summary_file: Path | None) -> None:
     """A `::warning` annotation, repeated in the job summary."""
     print(f"::warning::{escape_data(message)}", flush=True)
     append(summary_file, f"> [!WARNING]\n> {message}\n")
+
+
+@contextmanager
+def commands_stopped() -> Iterator[None]:
+    """Nothing printed inside can be read as a workflow command, whoever prints it.
+
+    `::stop-commands::<token>` makes the runner ignore commands until `::<token>::`; the
+    token is random, so text printed inside (agent output, cassette contents) cannot end
+    the block early.
+    """
+    token = token_hex(16)
+    sys.stderr.flush()
+    print(f"::stop-commands::{token}", flush=True)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        print(f"::{token}::", flush=True)
 
 
 def mask(*secrets: str | None) -> None:

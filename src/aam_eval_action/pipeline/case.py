@@ -44,7 +44,8 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
     except (AamEvalError, CassetteError, JudgeError, OSError) as exc:
         result = error_result(loaded, str(exc))
     except Exception as exc:  # a bug must not take the other cases down with it
-        traceback.print_exc(file=sys.stderr)
+        # The traceback may quote a secret or cassette text: redacted like everything printed.
+        sys.stderr.write(ctx.redactor.text(traceback.format_exc()))
         bug = f"internal error (a bug, please report it): {type(exc).__name__}: {exc}"
         result = error_result(loaded, bug)
     result.duration_seconds = round(time.monotonic() - start, 3)

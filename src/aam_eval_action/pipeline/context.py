@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+import threading
+from dataclasses import dataclass, field
 
 from aam_eval_action.redact import Redactor
 from aam_eval_action.settings import RunSettings
@@ -15,6 +17,16 @@ class CaseContext:
     settings: RunSettings
     redactor: Redactor
     keep_workspaces: bool = False
+    _warned: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def warn_once(self, text: str) -> None:
+        """A warning line on stderr, once per run however many cases run into it."""
+        with self._lock:
+            if text in self._warned:
+                return
+            self._warned.add(text)
+        print(f"aam-eval: warning: {text}", file=sys.stderr, flush=True)
 
     @classmethod
     def for_run(cls, settings: RunSettings, keep_workspaces: bool = False) -> CaseContext:

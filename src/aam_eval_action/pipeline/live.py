@@ -30,7 +30,7 @@ def live_session(ctx: CaseContext, loaded: LoadedCase, layout: PackageLayout | N
     `layout` is the package as installed; the baseline passes one without the skill.
     """
     from aam_eval_action.engines.base import AgentRun
-    from aam_eval_action.engines.registry import get_engine
+    from aam_eval_action.engines.registry import ENGINES, get_engine
 
     s = ctx.settings
     engine = get_engine(s.engine)
@@ -42,6 +42,11 @@ def live_session(ctx: CaseContext, loaded: LoadedCase, layout: PackageLayout | N
         raise AamEvalError(
             f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
             "or run with --replay to use the recorded cassettes)"
+        )
+    if not s.config.sandbox.network and not ENGINES[s.engine].enforces_no_network:
+        ctx.warn_once(
+            f"sandbox.network is false, but {s.engine} only denies its web tools: the agent's "
+            "shell commands keep network access (report: config.sandbox.network_enforced false)"
         )
     layout = layout or s.package.layout
     ws = workspace.create(layout, loaded.case)
@@ -66,8 +71,13 @@ def live_session(ctx: CaseContext, loaded: LoadedCase, layout: PackageLayout | N
 
 def restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session) -> None:
     """--keep-workspaces on replay: the workspace as the recorded session left it."""
-    ws = workspace.create(ctx.settings.package.layout, loaded.case)
-    workspace.restore(ws.root, session.files)
+    s = ctx.settings
+    ws = workspace.create(s.package.layout, loaded.case)
+    try:
+        workspace.restore(ws.root, session.files)
+    except workspace.OutsideWorkspace as exc:
+        path = agent_cassette.session_path(s.cassettes, loaded.case.name, s.engine)
+        raise workspace.OutsideWorkspace(f"{path}: {exc}") from None
     announce_kept(loaded, ws.root)
 
 
@@ -98,6 +108,7 @@ def save_sessions(
         case=name, engine=s.engine,
         recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
-        attempts=sessions,
+        attempts=sessions, provenance=s.provenance(),
     )
-    agent_cassette.save(agent_cassette.session_path(s.cassettes, name, s.engine, variant), recorded)
+    path = agent_cassette.session_path(s.cassettes, name, s.engine, variant)
+    agent_cassette.save(path, recorded, s.cassettes)

@@ -77,7 +77,10 @@ class handle_signals:
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __enter__(self) -> None:
+        from aam_eval_action.engines.process import allow_spawning
+
         STOP.clear()
+        allow_spawning()
         self._old = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
         for sig in self.SIGNALS:
             signal.signal(sig, _raise_interrupted)

@@ -64,7 +64,7 @@ def recorded_durations(settings: RunSettings) -> dict[str, float]:
     for lc in settings.package.cases:
         path = agent_cassette.session_path(settings.cassettes, lc.case.name, settings.engine)
         try:
-            recorded = agent_cassette.load(path)
+            recorded = agent_cassette.load(path, settings.cassettes)
         except agent_cassette.CassetteError:
             continue
         if recorded is not None:

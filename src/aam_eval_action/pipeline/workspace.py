@@ -7,6 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import sha256_bytes
 from aam_eval_action.loader import workspace_file_source
 from aam_eval_action.package import PackageLayout
@@ -94,12 +95,34 @@ def _entry(path: Path, rel: str, status: str, digest: str) -> FileChange:
     return FileChange(path=rel, status=status, sha256=digest, size=len(data), text=text)
 
 
+class OutsideWorkspace(AamEvalError):
+    """A recorded file would land outside the workspace."""
+
+
 def restore(root: Path, files: list[FileChange]) -> None:
-    """Put recorded file changes back into a fresh workspace (binary ones as placeholders of equal size)."""
+    """Put recorded file changes back into a fresh workspace (binary ones as placeholders of equal size).
+
+    Paths were validated when the cassette was loaded; each one is checked again here after
+    symlinks are resolved, so nothing is ever written or deleted outside `root`.
+    """
+    real_root = root.resolve()
     for f in files:
         target = root / f.path
+        if not _resolves_inside(target, real_root):
+            raise OutsideWorkspace(
+                f"files: {f.path!r} resolves outside the workspace (through a symlink); "
+                "nothing was restored past it; re-record the case"
+            )
         if f.status == "deleted":
             target.unlink(missing_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(f.text.encode("utf-8") if f.text is not None else b"\0" * f.size)
+
+
+def _resolves_inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return False
+    return True

@@ -9,18 +9,21 @@ marker so the action edits its own comment in place, and never exceeds `max_char
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
+from pydantic import BaseModel
 
-from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, StaleCase
+from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, RerecordedCase, StaleCase
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.github.comments import MAX_COMMENT_CHARS
 from aam_eval_action.render import text as d
@@ -31,11 +34,16 @@ BUILTIN_NAME = "comment.md.j2"
 USER_NAME = "user-template"
 REASON_CHARS = 300
 SHORT_REASON_CHARS = 100
+RERECORDED_ROWS_KEPT = 50
+"""Re-recorded cases still listed by name when the comment must be shortened."""
 HARD_CUT_NOTE = "\n\n> [!WARNING]\n> This comment was cut to fit GitHub's size limit.\n"
 
 _MARKER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 _WHITESPACE = re.compile(r"\s+")
+_REFERENCE = re.compile(r"#(?=\w)")
+_WWW = re.compile(r"\bwww(?=\.)", re.I)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _MARKDOWN_ESCAPES = str.maketrans(
     {
         "&": "&amp;",
@@ -85,7 +93,7 @@ def render_comment(
 
     def render(view: _View) -> str:
         context: dict[str, object] = {
-            "diff": diff,
+            "diff": View(diff),
             "marker": Markup(mark),
             "run_url": run_url,
             "max_chars": max_chars,
@@ -109,15 +117,100 @@ def md(value: object, limit: int | None = None) -> Markup:
 
     Newlines and control characters become spaces (a table row stays one row); `|`,
     backticks, brackets, `!`, emphasis characters and `$` become entities; `@` gets a
-    zero-width space so nobody is pinged; `limit` truncates with an ellipsis first.
+    zero-width space so nobody is pinged, `#` before a word too so no issue is referenced,
+    and `www.` and `scheme://` so nothing is autolinked; `limit` truncates with an ellipsis
+    first. Escaping what is already escaped (a view-model string) gives the same result.
     """
     if value is None:
         return Markup("")
-    text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", str(value)))
+    raw = value._raw if isinstance(value, Escaped) else value
+    text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", str(raw)))
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)].rstrip() + "…"
+    text = _REFERENCE.sub("#\u200b", _WWW.sub("\\g<0>\u200b", text))
+    text = _SCHEME.sub("\\g<1>\u200b://", text)
     escaped = text.translate(_MARKDOWN_ESCAPES).replace("://", ":&#47;&#47;")
     return Markup(escaped)
+
+
+class Escaped(Markup):
+    """An untrusted string of the view model: already escaped by `md`, the raw text kept in
+    `_raw` for this module's filters only (templates cannot reach it: the sandbox refuses
+    underscore attributes)."""
+
+    _raw: str
+
+    def __new__(cls, raw: str) -> Escaped:
+        made = super().__new__(cls, md(raw))
+        made._raw = raw
+        return made
+
+    # Compared and hashed as the raw text, so `c.verdict == "PASS"` and `counts["no-baseline"]`
+    # mean in a template what they mean on the model.
+    def __eq__(self, other: object) -> bool:
+        return self._raw == (other._raw if isinstance(other, Escaped) else other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self._raw)
+
+
+class View:
+    """A read-only view of a diff model for templates: every string comes out escaped.
+
+    Attribute access gives `Escaped` strings, views of nested models, and lists and dicts
+    of those; numbers and booleans as they are. Only the model's fields are reachable (no
+    methods such as `model_dump` that would hand back raw text), and the model itself is
+    behind an underscore, which the sandbox refuses. Printing a view prints it escaped.
+    """
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: BaseModel) -> None:
+        object.__setattr__(self, "_model", model)
+
+    def __getattr__(self, name: str) -> object:
+        model = object.__getattribute__(self, "_model")
+        if name not in type(model).model_fields:
+            raise AttributeError(name)
+        return escape_view(getattr(model, name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("read-only")
+
+    def __str__(self) -> str:
+        return str(md(repr(object.__getattribute__(self, "_model"))))
+
+    __repr__ = __str__
+
+    def __html__(self) -> str:
+        return str(self)
+
+
+def escape_view(value: object) -> object:
+    """The template's view of a value: untrusted strings escaped, at any depth."""
+    if value is None or isinstance(value, bool | int | float | Markup):
+        return value
+    if isinstance(value, str):
+        return Escaped(value)
+    if isinstance(value, BaseModel):
+        return View(value)
+    if isinstance(value, dict):
+        return {escape_view(k): escape_view(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [escape_view(v) for v in value]
+    return Escaped(str(value))
+
+
+def unwrap(value: object) -> Any:
+    """The model behind a view, for this module's formatters (templates cannot do this)."""
+    if isinstance(value, View):
+        return object.__getattribute__(value, "_model")
+    if isinstance(value, Escaped):
+        return value._raw
+    return value
 
 
 def md_join(values: Iterable[object], separator: str = ", ") -> Markup:
@@ -130,12 +223,13 @@ def shell_arg(value: object) -> Markup:
 
     Backticks and line breaks are dropped so the fence cannot be closed from inside.
     """
-    cleaned = _INVISIBLE.sub("", str(value)).replace("`", "")
+    cleaned = _INVISIBLE.sub("", str(unwrap(value))).replace("`", "")
     return Markup(shlex.quote(cleaned))
 
 
-def case_cell(c: CaseDiff) -> Markup:
+def case_cell(view: View | CaseDiff) -> Markup:
     """The case name, with its file and line underneath."""
+    c = unwrap(view)
     where = d.location(c)
     name = md(c.name, 100)
     return Markup(f"{name}<br><sub>{md(where, 120)}</sub>") if where else name
@@ -154,14 +248,15 @@ def count(number: int, noun: str) -> Markup:
 
 def safe_url(url: str | None) -> Markup:
     """An http(s) URL usable as a Markdown link target, or '' for anything else."""
-    if not url or not re.fullmatch(r"https?://[^\s<>()\[\]`\"']+", url):
+    url = unwrap(url)
+    if not url or not re.fullmatch(r"https?://[^\s<>()\[\]`\"'|]+", url):
         return Markup("")
     return Markup(url)
 
 
 def _plain(fn: Callable[..., str]) -> Callable[..., Markup]:
-    """A formatter of ours whose output needs no escaping."""
-    return lambda *args, **kwargs: Markup(fn(*args, **kwargs))
+    """A formatter of ours whose output needs no escaping (it reads the models behind views)."""
+    return lambda *args, **kwargs: Markup(fn(*(unwrap(a) for a in args), **kwargs))
 
 
 FILTERS: dict[str, Callable[..., Markup]] = {
@@ -188,13 +283,45 @@ FILTERS: dict[str, Callable[..., Markup]] = {
 }
 
 
+def _inert(value: object) -> Markup:
+    """What `|safe`, `|e` and their kin give a template: Markup stays, anything else is escaped.
+
+    Jinja's own versions would mark a plain string (say, one a filter rebuilt from escaped
+    text) as safe, or only HTML-escape it, letting mentions and links through.
+    """
+    return value if isinstance(value, Markup) else md(value)
+
+
+def _tojson(value: object, indent: int | None = None) -> Markup:
+    """JSON of a value, escaped like any other text (views print as their escaped text)."""
+    return md(json.dumps(value, indent=indent, ensure_ascii=False, default=str))
+
+
+REPLACED_FILTERS: dict[str, Callable[..., Markup]] = {
+    "safe": _inert, "e": _inert, "escape": _inert, "forceescape": _inert,
+    "tojson": _tojson, "urlize": _inert, "xmlattr": lambda value, *a: md(value),
+}
+"""Jinja built-ins that would return unescaped untrusted text as Markup."""
+UNSAFE_ATTRIBUTES = frozenset({"unescape", "striptags"})
+"""Markup methods that turn escaped text back into raw text."""
+
+
+class _Sandbox(SandboxedEnvironment):
+    """The sandbox, also refusing the Markup methods that undo escaping."""
+
+    def is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
+        if isinstance(obj, Markup) and attr in UNSAFE_ATTRIBUTES:
+            return False
+        return super().is_safe_attribute(obj, attr, value)
+
+
 def _finalize(value: object) -> object:
-    """Escape every printed string that no filter of ours produced."""
+    """Escape everything printed that is not already escaped (or a number)."""
     if value is None:
         return ""
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return md(value)
-    return value
+    if isinstance(value, Markup | bool | int | float):
+        return value
+    return md(str(value))
 
 
 # --- templates ---
@@ -204,13 +331,14 @@ def _template(path: Path | None) -> jinja2.Template:
     sources = {BUILTIN_NAME: _builtin_source()}
     if path is not None:
         sources[USER_NAME] = _read_user_template(path)
-    env = SandboxedEnvironment(
+    env = _Sandbox(
         loader=jinja2.DictLoader(sources),
         finalize=_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters.update(REPLACED_FILTERS)
     env.filters.update(FILTERS)
     try:
         return env.get_template(USER_NAME if path else BUILTIN_NAME)
@@ -251,6 +379,7 @@ class _View:
 
     sections: dict[str, list[CaseDiff]]
     stale: list[StaleCase]
+    rerecorded: list[RerecordedCase] = dataclasses.field(default_factory=list)
     reason_chars: int = REASON_CHARS
     omitted: tuple[str, ...] = ()
     regressions_cut: int = 0
@@ -262,7 +391,7 @@ class _View:
         sections["noise"] = []
         for c in diff.cases:
             sections[_section_of(c)].append(c)
-        return cls(sections=sections, stale=list(diff.stale))
+        return cls(sections=sections, stale=list(diff.stale), rerecorded=list(diff.rerecorded))
 
     def drop(self, keys: tuple[str, ...], note: str, *, stale: bool = False) -> _View:
         kept = {k: ([] if k in keys else v) for k, v in self.sections.items()}
@@ -283,9 +412,11 @@ class _View:
         )
 
     def context(self) -> dict[str, object]:
+        """What the template sees: every untrusted string already escaped (the view model)."""
         return {
-            "sections": self.sections,
-            "stale": self.stale,
+            "sections": escape_view(self.sections),
+            "stale": escape_view(self.stale),
+            "rerecorded": escape_view(self.rerecorded),
             "reason_chars": self.reason_chars,
             "omitted": list(self.omitted),
             "regressions_cut": self.regressions_cut,
@@ -315,6 +446,12 @@ _TRIMS: tuple[Callable[[_View], _View], ...] = (
         ("fixed", "new", "removed", "no_baseline"),
         "fixed, new, removed, no-baseline and stale cases (counts kept)",
         stale=True,
+    ),
+    lambda v: dataclasses.replace(
+        v,
+        rerecorded=v.rerecorded[:RERECORDED_ROWS_KEPT],
+        omitted=(*v.omitted, f"re-recorded cases past the first {RERECORDED_ROWS_KEPT}")
+        if len(v.rerecorded) > RERECORDED_ROWS_KEPT else v.omitted,
     ),
     lambda v: dataclasses.replace(
         v,

@@ -6,6 +6,7 @@ thousands of them. rich draws the summary table; nothing animates, so CI logs st
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import threading
@@ -19,12 +20,17 @@ TABLE_ROWS = 40
 
 
 class Console:
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, workflow_commands: bool = False) -> None:
+        """`workflow_commands`: the output is read by a GitHub Actions runner, so no printed
+        line may start a workflow command (`::…`); set it from the run's settings or context."""
         self.stream = stream or sys.stdout
         self.color = _wants_color(self.stream)
+        self.workflow_commands = workflow_commands
         self._lock = threading.Lock()
 
     def line(self, text: str, style: str | None = None) -> None:
+        if self.workflow_commands:
+            text = neutralize_commands(text)
         if self.color and style in ANSI:
             text = f"{ANSI[style]}{text}\033[0m"
         with self._lock:
@@ -74,10 +80,32 @@ class Console:
             source = "replayed" if c.replayed else ("live" if c.replayed is False else "-")
             table.add_row(c.name, c.verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
                           style=STYLES.get(c.verdict) if self.color else None)
-        rich = RichConsole(file=self.stream, highlight=False, no_color=not self.color,
-                           width=max(100, _width()))
+        buffer = io.StringIO()
+        rich = RichConsole(file=buffer, highlight=False, no_color=not self.color,
+                           force_terminal=self.color, width=max(100, _width()))
+        rich.print(table)
+        text = buffer.getvalue().rstrip("\n")
+        if self.workflow_commands:
+            text = neutralize_commands(text)
         with self._lock:
-            rich.print(table)
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+
+_COMMAND_START = ("::", "##[")
+ZWSP = "\u200b"
+
+
+def neutralize_commands(text: str) -> str:
+    """Text whose lines can never be read as a workflow command by a GitHub Actions runner.
+
+    The runner reads a line as a command when, after leading whitespace, it starts with
+    `::` (or the legacy `##[`); it splits lines at CR as well as LF. Such a line gets an
+    invisible zero-width space in front; line breaks of every kind become LF.
+    """
+    lines = text.splitlines() or [text]
+    return "\n".join(ZWSP + line if line.lstrip().startswith(_COMMAND_START) else line
+                     for line in lines)
 
 
 def _cost(recorded: float | None, spent: float | None) -> str:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action.fsutil import atomic_write, dump_yaml
+from aam_eval_action.replay.untrusted import UntrustedFileError, load_yaml, read_text
 from aam_eval_action.session import Session
 
 CASSETTE_VERSION = 1
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+RECORDED_LOCALLY = "recorded locally"
 # Fields that differ between two recordings of the same interaction; ignored when deciding
 # whether a re-recording changed anything, so identical interactions leave the file untouched.
 VOLATILE = ("recorded_at", "duration_seconds", "session_id")
@@ -46,8 +46,10 @@ class AgentCassette(BaseModel):
     """When it was recorded (UTC, ISO 8601)."""
     fingerprint: FingerprintRecord
     """Inputs that shaped the session."""
-    attempts: list[Session]
-    """One session per attempt (several with --repeat)."""
+    attempts: list[Session] = Field(min_length=1)
+    """One session per attempt (several with --repeat); at least one."""
+    provenance: str | None = None
+    """Where it was recorded: the CI run's URL, or `recorded locally`."""
     model_traffic: list[dict[str, Any]] | None = None
     """Reserved: the session's raw model traffic, for re-running the real CLI against it."""
 
@@ -65,22 +67,22 @@ def _stem(engine: str, variant: str) -> str:
     return f"{engine}.{variant}" if variant else engine
 
 
-def load(path: Path) -> AgentCassette | None:
-    """The cassette at `path`; None when there is none; CassetteError when it is damaged."""
+def load(path: Path, cassettes: Path | None = None) -> AgentCassette | None:
+    """The cassette at `path`; None when there is none; CassetteError when it is damaged.
+
+    The file may come from a pull request: it is read bounded and alias-free with the safe
+    loader, every path in it is validated, and its fingerprint digest must match its inputs.
+    With `cassettes`, a cassette that resolves (through a symlink) outside it is refused.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CassetteError(f"{path}: cannot be read ({exc})") from None
-    try:
-        data = yaml.load(text, Loader=_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise CassetteError(f"{path}: damaged YAML{where}") from None
+        text = read_text(path, inside=cassettes)
+        if text is None:
+            return None
+        data = load_yaml(path, text)
+    except UntrustedFileError as exc:
+        raise CassetteError(str(exc)) from None
     if not isinstance(data, dict):
-        raise CassetteError(f"{path}: not a cassette (expected a mapping)")
+        raise CassetteError(f"{path}: not a cassette (expected a mapping); re-record the case")
     version = data.get("version")
     if isinstance(version, int) and version > CASSETTE_VERSION:
         raise CassetteError(
@@ -88,17 +90,49 @@ def load(path: Path) -> AgentCassette | None:
             f"({CASSETTE_VERSION}); upgrade aam-eval-action"
         )
     try:
-        return AgentCassette.model_validate(data)
+        cassette = AgentCassette.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise CassetteError(f"{path}: damaged cassette: {where}: {err['msg']}") from None
+        raise CassetteError(_describe(path, text, exc)) from None
+    _check_digest(path, text, cassette)
+    return cassette
 
 
-def save(path: Path, cassette: AgentCassette) -> bool:
-    """Write atomically unless only volatile fields differ; True when the file changed."""
+def _describe(path: Path, text: str, exc: ValidationError) -> str:
+    """`<file>:<line>: damaged cassette: <field>: <problem>; re-record the case`."""
+    from aam_eval_action.loader import line_of
+
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    where = ".".join(str(p) for p in loc)
+    line = line_of(text, loc)
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return f"{path}{f':{line}' if line else ''}: damaged cassette: {where}: {msg}; re-record the case"
+
+
+def _check_digest(path: Path, text: str, cassette: AgentCassette) -> None:
+    """A digest that does not hash its own inputs was edited by hand."""
+    from aam_eval_action.loader import line_of
+    from aam_eval_action.replay.fingerprint import Fingerprint
+
+    fp = cassette.fingerprint
+    if Fingerprint.of(fp.inputs).digest != fp.digest:
+        line = line_of(text, ("fingerprint", "digest"))
+        raise CassetteError(
+            f"{path}{f':{line}' if line else ''}: damaged cassette: fingerprint.digest does not "
+            "match fingerprint.inputs (edited by hand?); re-record the case"
+        )
+
+
+def save(path: Path, cassette: AgentCassette, cassettes: Path | None = None) -> bool:
+    """Write atomically unless only volatile fields differ; True when the file changed.
+
+    With `cassettes`, a path that resolves (through a symlinked folder) outside it is refused.
+    """
+    if cassettes is not None and not _inside(path.parent, cassettes):
+        raise CassetteError(f"{path.parent}: resolves outside {cassettes} (a symlink?); "
+                            "remove it and record again")
     try:
-        existing = load(path)
+        existing = load(path, cassettes)
     except CassetteError:
         existing = None
     # Compared as written text, so float rounding in the file cannot make equal data differ.
@@ -108,9 +142,18 @@ def save(path: Path, cassette: AgentCassette) -> bool:
     return True
 
 
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
 def _stable(cassette: AgentCassette) -> Any:
     data = cassette.model_dump(mode="json", exclude_none=True)
     data.pop("recorded_at", None)
+    data.pop("provenance", None)
     for attempt in data.get("attempts", []):
         for key in VOLATILE:
             attempt.pop(key, None)

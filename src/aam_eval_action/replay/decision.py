@@ -15,6 +15,7 @@ from aam_eval_action.fsutil import display_path
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.agent_cassette import AgentCassette, CassetteError
 from aam_eval_action.replay.fingerprint import Fingerprint, explain
+from aam_eval_action.replay.untrusted import UntrustedFileError
 
 if TYPE_CHECKING:
     from aam_eval_action.replay.judge_cassette import JudgeCassette
@@ -77,7 +78,7 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
     if s.mode in ("record", "live"):
         return Decision(False, f"mode {s.mode}")
     try:
-        recorded = agent_cassette.load(path)
+        recorded = agent_cassette.load(path, s.cassettes)
     except CassetteError as exc:
         if s.mode == "replay":
             raise Miss("damaged", "agent", str(exc), rerecord) from None
@@ -93,8 +94,12 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
         if s.mode == "replay":
             raise Miss("stale", "agent", why, rerecord, tuple(changes))
         return Decision(False, why)
-    if len(recorded.attempts) < s.repeat and s.mode == "auto":
-        return Decision(False, f"{len(recorded.attempts)} attempt(s) recorded, {s.repeat} wanted")
+    if len(recorded.attempts) < s.repeat:
+        why = f"{len(recorded.attempts)} attempt(s) recorded, {s.repeat} wanted"
+        if s.mode == "replay":
+            raise Miss("stale", "agent", f"{why} ({display_path(path)})",
+                       rerecord_command(s, name) + f" --repeat {s.repeat}", (why,))
+        return Decision(False, why)
     return Decision(True, "cassette matches", recorded)
 
 
@@ -122,7 +127,11 @@ def open_judge(
 
     path = agent_cassette.judge_path(s.cassettes, name, s.engine, variant)
     try:
-        jc = JudgeCassette(path, s.mode, s.judge_provider, redact)
+        jc = JudgeCassette(path, s.mode, s.judge_provider, redact, s.cassettes)
+    except UntrustedFileError as exc:  # our own safe read: the message names file and line
+        where, _, what = str(exc).partition(": ")
+        raise Miss("damaged", "judge", f"{where}: damaged judge cassette ({what})",
+                   rerecord_command(s, name)) from None
     except Exception as exc:  # vcrpy raises yaml and value errors for a damaged file
         raise Miss("damaged", "judge", f"{path}: damaged judge cassette ({exc})",
                    rerecord_command(s, name, variant)) from None

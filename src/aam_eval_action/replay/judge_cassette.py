@@ -85,7 +85,8 @@ def _readable_body(body: bytes, redact: Callable[[str], str]) -> bytes:
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
-        return body
+        # Not JSON (a form, a proxy's error page...): still never written unredacted.
+        return redact(body.decode("utf-8", "replace")).encode()
     return redact(json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)).encode()
 
 
@@ -97,6 +98,8 @@ def _scrub_response(response: dict[str, Any], redact: Callable[[str], str]) -> d
         try:
             parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
+            raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+            response["body"]["string"] = redact(raw)
             return response
         text = json.dumps(parsed, indent=2, sort_keys=True, ensure_ascii=False)
         response["body"]["string"] = redact(text)
@@ -107,9 +110,12 @@ class JudgeCassette:
     """One case's judge cassette, opened for a mode: replay, auto or record."""
 
     def __init__(
-        self, path: Path, mode: str, provider: str, redact: Callable[[str], str] = str
+        self, path: Path, mode: str, provider: str, redact: Callable[[str], str] = str,
+        inside: Path | None = None,
     ) -> None:
+        """`inside`: the cassettes folder; a cassette resolving outside it is refused."""
         self.path = path
+        self.inside = inside
         self.mode = mode
         self.provider = provider
         self.redact = redact
@@ -118,9 +124,13 @@ class JudgeCassette:
         self.recorded = 0
         self.played = 0
         if mode == "replay":
-            self.player: Player | None = Player.load(path)
+            self.player: Player | None = Player.load(path, inside)
             return
         self.player = None
+        if mode != "record":
+            # The file may come from a pull request: our own safe, bounded read refuses
+            # python tags, aliases and malformed interactions before vcrpy ever opens it.
+            Player.load(path, inside)
         self._open_vcr(path, mode, provider, redact)
 
     def _open_vcr(self, path: Path, mode: str, provider: str, redact: Callable[[str], str]) -> None:
@@ -189,6 +199,11 @@ class JudgeCassette:
             return False
         from vcr.serialize import serialize
 
+        if self.inside is not None and not _inside(self.path.parent, self.inside):
+            from aam_eval_action.replay.agent_cassette import CassetteError
+
+            raise CassetteError(f"{self.path.parent}: resolves outside {self.inside} (a symlink?); "
+                             "remove it and record again")
         used = sorted(self.used, key=lambda pair: (pair[0].method, pair[0].uri, pair[0].body or b""))
         data = {
             "requests": [req for req, _ in used],
@@ -300,15 +315,17 @@ class Player:
         self.taken = [False] * len(interactions)
 
     @classmethod
-    def load(cls, path: Path) -> Player:
-        """The cassette at `path` (an empty one when there is no file); errors for a damaged file."""
-        import yaml
+    def load(cls, path: Path, inside: Path | None = None) -> Player:
+        """The cassette at `path` (an empty one when there is no file); errors for a damaged file.
 
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        Read as untrusted input: bounded size, safe loader, no tags or aliases.
+        """
+        from aam_eval_action.replay.untrusted import load_yaml, read_text
+
+        text = read_text(path, inside=inside)
+        if text is None:
             return cls([], {})
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = load_yaml(path, text)
         if not isinstance(data, dict) or not isinstance(data.get("interactions", []), list):
             raise ValueError("not a vcrpy cassette (expected a mapping with `interactions`)")
         found = []
@@ -332,3 +349,11 @@ class Player:
                 return response
         return None
 
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
