@@ -118,19 +118,22 @@ def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
     names = [f"slow-{i}" for i in range(4)]
     pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
     report = tmp_path / "report.json"
-    before = live_claude()
+    runs = tmp_path / "tmp"  # the run's workspaces, so only its own agents are counted
+    runs.mkdir()
+    before = live_claude(runs)
     scenarios = [{"match": f"task for {n}.", "agent": [{"sleep": 60, "text": "late"}]} for n in names]
     with ModelServer(scenarios) as server:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key, "NO_COLOR": "1"}
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key, "NO_COLOR": "1",
+               "TMPDIR": str(runs)}
         proc = subprocess.Popen(
             [sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg), "--mode", "live",
              "--jobs", "2", "-o", str(report)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         deadline = time.monotonic() + 30
-        while len(live_claude() - before) < 2 and time.monotonic() < deadline:
+        while len(live_claude(runs) - before) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(live_claude() - before) >= 2, "the two sessions never started"
+        assert len(live_claude(runs) - before) >= 2, "the two sessions never started"
         start = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
@@ -139,4 +142,4 @@ def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
     assert stopped_in < 15
     assert json.loads(report.read_text())["interrupted"] is True
     time.sleep(0.5)
-    assert not (live_claude() - before), "agent processes were left running"
+    assert not (live_claude(runs) - before), "agent processes were left running"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -192,7 +193,10 @@ def test_canary_key_echoed_by_the_model_is_never_written(fresh_example: Path, mo
 def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _need("claude-code")
     slow = [{"match": "Summarise fixtures/sales.csv", "agent": [{"sleep": 60, "text": "late"}]}]
-    before = live_claude()
+    runs = fresh_example.parent / "tmp"  # the run's workspaces, so only its own agents are counted
+    runs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(runs))
+    before = live_claude(runs)
     with ModelServer(slow) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
@@ -201,7 +205,7 @@ def test_timeout_fails_the_case_and_leaves_no_process(fresh_example: Path, monke
     case = json.loads(out.read_text())["cases"][0]
     assert case["verdict"] == "FAIL"
     assert "timed out after 4" in case["error"]
-    assert live_claude() <= before
+    assert live_claude(runs) <= before
 
 
 def test_copy_is_private(example: Path) -> None:
