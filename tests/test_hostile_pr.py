@@ -111,8 +111,13 @@ def tripwire() -> Iterator[tuple[str, list[bytes]]]:
                 hits.append(b"")
             conn.close()
 
-    threading.Thread(target=accept, daemon=True).start()
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
     yield f"http://127.0.0.1:{server.getsockname()[1]}", hits
+    # shutdown() wakes the blocked accept(); close() alone would leave the thread holding the
+    # listening socket's file while its descriptor number is handed to the next test's socket.
+    server.shutdown(socket.SHUT_RDWR)
+    thread.join(5)
     server.close()
 
 
