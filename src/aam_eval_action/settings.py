@@ -18,7 +18,7 @@ from aam_eval_action.loader import LoadedPackage
 from aam_eval_action.modes import Mode
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
-from aam_eval_action.spec import EvalConfig
+from aam_eval_action.spec import EvalConfig, Rerun
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -35,6 +35,7 @@ class Overrides:
     repeat: int | None = None
     cassettes: Path | None = None
     timeout: float | None = None
+    rerun: Rerun | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class RunSettings:
     """Secret values in `agent_env`, by name, for redaction."""
     runner_env: Mapping[str, str] = field(default_factory=dict)
     """The runner's own environment, as read once when the settings were made."""
+    rerun: Rerun = "auto"
+    """Snapshot or re-execute replay: auto, always or never."""
+    rerun_ignore: tuple[re.Pattern[str], ...] = ()
+    """eval-config `rerun-ignore`, compiled."""
 
     @property
     def config(self) -> EvalConfig:
@@ -105,6 +110,8 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         agent_env=env,
         secret_values=secrets,
         runner_env=runner_env,
+        rerun=o.rerun or cfg.rerun,
+        rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
     )
 
 

@@ -11,6 +11,8 @@ from aam_eval_action.engines.registry import ENGINE_NAMES, RESERVED_NAMES
 from aam_eval_action.modes import Mode
 
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
+Rerun = Literal["auto", "always", "never"]
+"""auto: re-execute when the package changed under a recording · always · never (snapshot)."""
 TARGET_RE = re.compile(r"^(skill|hook|agent):[A-Za-z0-9._-]+$")
 
 
@@ -84,6 +86,22 @@ class EvalConfig(Strict):
     """Attempts per case in live modes (additive field)."""
     min_pass: int | None = Field(default=None, ge=1, alias="min-pass")
     """Attempts that must pass for the case to pass; default all (additive field)."""
+    rerun: Rerun = "auto"
+    """Replay by re-executing the real CLI against the recorded model traffic: `auto` when an
+    input the agent runs or reads changed, `always`, or `never` (snapshot only) (additive field)."""
+    rerun_ignore: list[str] = Field(default_factory=list, alias="rerun-ignore")
+    """Regexes for honestly volatile text (timestamps, temp names) ignored when a re-executed
+    request is compared with the recording (additive field)."""
+
+    @field_validator("rerun_ignore")
+    @classmethod
+    def _valid_patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+        return value
 
     @field_validator("engine")
     @classmethod

@@ -13,10 +13,12 @@ from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
+from aam_eval_action.pipeline.rerun import live_cost, rerun_session
 from aam_eval_action.replay.agent_cassette import CassetteError
-from aam_eval_action.replay.decision import Miss, decide
-from aam_eval_action.replay.fingerprint import agent_fingerprint
-from aam_eval_action.report import CaseResult, not_asked
+from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
+from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
+from aam_eval_action.replay.traffic import Divergence
+from aam_eval_action.report import CaseResult, ReplayDivergence, not_asked
 from aam_eval_action.session import Session
 
 
@@ -52,26 +54,67 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     case = loaded.case
     fp = agent_fingerprint(s.package.layout, case, s.config, s.engine, s.model)
     decision = decide(s, case.name, fp)
+    if decision.rerun:
+        return _rerun_case(ctx, loaded, fp, decision)
     if decision.replay and decision.recorded is not None:
         # Recorded sessions were redacted when they were recorded.
         sessions = decision.recorded.attempts[: s.repeat]
         if ctx.keep_workspaces:
             restore_for_debugging(ctx, loaded, sessions[0])
     else:
-        sessions = [live_session(ctx, loaded) for _ in range(s.repeat)]
+        runs = [live_session(ctx, loaded) for _ in range(s.repeat)]
+        sessions = [session for session, _ in runs]
         if s.mode in ("auto", "record"):
-            save_sessions(ctx, case.name, fp, sessions)
+            save_sessions(ctx, case.name, fp, sessions, [traffic for _, traffic in runs])
     graded = grade_all(ctx, loaded, fp, sessions)
-    return combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
+    result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
+    result.replay_kind = decision.kind
+    return result, session
+
+
+def _rerun_case(
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision
+) -> tuple[CaseResult, Session]:
+    """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto."""
+    s = ctx.settings
+    assert decision.recorded is not None
+    runs = [rerun_session(ctx, loaded, traffic) for traffic in decision.traffic[: s.repeat]]
+    stopped = next((r for r in runs if r.divergence and not r.live_requests), None)
+    if stopped is not None and stopped.divergence is not None:
+        raise diverged(s, loaded.case.name, stopped.divergence, decision.changes)
+    sessions = [r.session for r in runs]
+    went_live = [r.live_from_turn for r in runs if r.live_from_turn is not None]
+    if went_live:
+        save_sessions(ctx, loaded.case.name, fp, sessions, [r.traffic for r in runs])
+    # Re-executed without a difference, the session is the recorded one: so is its judge call.
+    recorded = decision.recorded.fingerprint
+    graded_fp = fp if went_live else Fingerprint(recorded.digest, recorded.inputs)
+    graded = grade_all(ctx, loaded, graded_fp, sessions)
+    result, session = combine(ctx, loaded, fp, sessions, graded, replayed=not went_live)
+    result.replay_kind = "rerun"
+    if went_live:
+        result.live_from_turn = min(went_live)
+        result.run_cost_usd = live_cost(runs)
+    return result, session
 
 
 def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> CaseResult:
-    return CaseResult(
+    result = CaseResult(
         name=loaded.case.name, target=loaded.case.target, verdict="ERROR", error=message,
         file=loaded.file, line=loaded.line, replay_miss=miss.kind if miss else None,
         miss=miss_record(miss) if miss else None,
         judge_verdict=not_asked("no recorded session" if miss else "the case errored"),
     )
+    if miss is not None and miss.divergence is not None and result.miss is not None:
+        result.judge_verdict = not_asked("the re-executed session diverged from the recording")
+        result.miss.divergence = divergence_record(miss.divergence)
+    return result
+
+
+def divergence_record(d: Divergence) -> ReplayDivergence:
+    """The report's record of a divergence."""
+    return ReplayDivergence(turn=d.turn, stream=d.stream, path=d.path, recorded=d.recorded,
+                            live=d.live, tool=d.tool_name, tool_input=d.tool_input, message=d.message)
 
 
 def _redact_messages(ctx: CaseContext, result: CaseResult) -> None:

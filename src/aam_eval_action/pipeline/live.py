@@ -1,4 +1,9 @@
-"""A live agent session: fresh workspace, package installed, the real CLI run, the result made portable.
+"""An agent session run for real: fresh workspace, package installed, the real CLI run, the
+result made portable.
+
+Live and re-executed sessions are the same steps (`run_session`); they differ only in how the
+CLI reaches its model (`ModelRoute`): through a recording proxy to the real upstream, or to a
+replay proxy answering from the recorded traffic (`pipeline/rerun.py`).
 
 Portable means byte-stable and machine-neutral: temp paths become `$WORKSPACE`, `$HOME`
 and `$TMP`, and every known secret value is replaced before the session is graded or saved.
@@ -9,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,15 +24,30 @@ from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline import workspace
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.providers import PROVIDERS
-from aam_eval_action.replay import agent_cassette
+from aam_eval_action.replay import agent_cassette, traffic_store
 from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintRecord
 from aam_eval_action.replay.fingerprint import Fingerprint
+from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
+from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
 from aam_eval_action.session import Session
 
+DUMMY_KEY = "aam-eval-replay-no-key"
+"""The key a re-executed CLI gets: its model calls never leave the replay proxy with it."""
+Proxy = RecordingProxy | ReplayProxy
 
-def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
-    """Run the case's prompt through the engine's real CLI in a fresh workspace."""
-    from aam_eval_action.engines.base import AgentRun
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """How a session's CLI reaches its model: a proxy made for the session's workspace."""
+
+    proxy: Callable[[Normaliser], Proxy]
+    """Makes the (not yet started) proxy, given the normaliser of this session's paths."""
+    key: str | None = None
+    """The API key given to the CLI instead of the run's own (None: the run's own)."""
+
+
+def live_session(ctx: CaseContext, loaded: LoadedCase) -> tuple[Session, ModelTraffic]:
+    """Run the case's prompt through the engine's real CLI, its model traffic recorded."""
     from aam_eval_action.engines.registry import get_engine
 
     s = ctx.settings
@@ -39,23 +61,39 @@ def live_session(ctx: CaseContext, loaded: LoadedCase) -> Session:
             f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
             "or run with --replay to use the recorded cassettes)"
         )
+    upstream = upstream_for(s.engine, s.agent_env)
+    session, proxy = run_session(ctx, loaded, ModelRoute(lambda n: RecordingProxy(upstream, n)))
+    return session, proxy.traffic()
+
+
+def run_session(ctx: CaseContext, loaded: LoadedCase, route: ModelRoute) -> tuple[Session, Proxy]:
+    """Fresh workspace, package installed, the real CLI run with its model calls going `route`."""
+    from aam_eval_action.engines.base import AgentRun
+    from aam_eval_action.engines.registry import get_engine
+
+    s = ctx.settings
+    engine = get_engine(s.engine)
     ws = workspace.create(s.package.layout, loaded.case)
     try:
         engine.install(s.package.layout, ws.root, loaded.case.target)
         before = workspace.snapshot(ws.root)
-        run = AgentRun(
-            prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
-            env=dict(s.agent_env), timeout=s.timeout, sandbox=s.config.sandbox,
-            runner_env=s.runner_env,
-        )
-        session = engine.run(run)
+        proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
+        with proxy:
+            env = {**s.agent_env, **proxy_env(s.engine, proxy.url)}
+            if route.key is not None:
+                env[PROVIDERS[engine.provider].key_var] = route.key
+            run = AgentRun(
+                prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
+                env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
+            )
+            session = engine.run(run)
         session.files = workspace.changes(ws.root, before)
     finally:
         if ctx.keep_workspaces:
             announce_kept(loaded, ws.root)
         else:
             ws.cleanup()
-    return scrub(ctx, portable(session, ws))
+    return scrub(ctx, portable(session, ws)), proxy
 
 
 def restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session) -> None:
@@ -83,10 +121,14 @@ def scrub(ctx: CaseContext, session: Session) -> Session:
     return Session.model_validate(ctx.redactor.deep(session.model_dump()))
 
 
-def save_sessions(ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session]) -> None:
-    """Write the case's agent cassette (untouched when only volatile fields differ)."""
+def save_sessions(
+    ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session], traffic: list[ModelTraffic]
+) -> None:
+    """Write the case's agent cassette (untouched when only volatile fields differ), its model
+    traffic's shared entries in the cassettes directory's store."""
     s = ctx.settings
     recorded = AgentCassette(
+        model_traffic=traffic_store.save_traffic(s.cassettes, traffic) if traffic else None,
         case=name, engine=s.engine,
         recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
