@@ -22,15 +22,15 @@ from typing import Any
 
 import yaml
 
-from aam_eval_action.config import Sandbox
-from aam_eval_action.engines import get_engine
 from aam_eval_action.engines.base import AgentRun, Engine
+from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
 from aam_eval_action.session import Session
+from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aam_eval_action.config import Sandbox
-from aam_eval_action.engines import get_engine
 from aam_eval_action.engines.base import AgentRun, Engine
+from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.redact import Redactor
@@ -27,6 +26,7 @@ from aam_eval_action.replay.cli_version import CliVersionError, check_installed,
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths, parse_traffic
 from aam_eval_action.session import Session
+from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import EXAMPLE, ROOT

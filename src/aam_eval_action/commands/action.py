@@ -24,6 +24,7 @@ from aam_eval_action.report import Report, default_report_path, load_report
 from aam_eval_action.settings import Overrides
 
 PR_EVENTS = ("pull_request", "pull_request_target")
+ANNOTATION_TITLES = {"stale": "stale cassette: ", "diverged": "replay diverged: "}
 
 
 def action(environ: Mapping[str, str] | None = None) -> int:
@@ -191,10 +192,10 @@ def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:
 def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:
     """An `::error` annotation on the case file of each regression and stale cassette."""
     for c in diff.cases:
-        if c.category not in ("regressed", "stale") or c.flaky:
+        if c.category not in ("regressed", "stale", "diverged") or c.flaky:
             continue
         why = c.judge_reason or c.error or f"{c.base_verdict} → {c.head_verdict}"
-        title = ("stale cassette: " if c.category == "stale" else "eval regression: ") + c.name
+        title = ANNOTATION_TITLES.get(c.category, "eval regression: ") + c.name
         path = (Path(inputs.package_path) / c.file).as_posix().removeprefix("./") if c.file else None
         workflow.error(why, file=path, line=c.line, title=title)
 

@@ -20,7 +20,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
-from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, StaleCase
+from aam_eval_action.diff import CATEGORIES, CaseDiff, DivergedCase, ReportDiff, StaleCase
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.github.comments import MAX_COMMENT_CHARS
 from aam_eval_action.render import text as d
@@ -244,6 +244,7 @@ class _View:
     reason_chars: int = REASON_CHARS
     omitted: tuple[str, ...] = ()
     regressions_cut: int = 0
+    diverged: list[DivergedCase] = dataclasses.field(default_factory=list)
 
     @classmethod
     def full(cls, diff: ReportDiff) -> _View:
@@ -252,7 +253,7 @@ class _View:
         for c in diff.cases:
             key = "flaky" if c.category == "regressed" and c.flaky else section_key(c.category)
             sections[key].append(c)
-        return cls(sections=sections, stale=list(diff.stale))
+        return cls(sections=sections, stale=list(diff.stale), diverged=list(diff.diverged))
 
     def drop(self, keys: tuple[str, ...], note: str, *, stale: bool = False) -> _View:
         kept = {k: ([] if k in keys else v) for k, v in self.sections.items()}
@@ -260,6 +261,7 @@ class _View:
             self,
             sections=kept,
             stale=[] if stale else self.stale,
+            diverged=[] if stale else self.diverged,
             omitted=(*self.omitted, note),
         )
 
@@ -276,6 +278,7 @@ class _View:
         return {
             "sections": self.sections,
             "stale": self.stale,
+            "diverged": self.diverged,
             "reason_chars": self.reason_chars,
             "omitted": list(self.omitted),
             "regressions_cut": self.regressions_cut,
@@ -294,7 +297,7 @@ _TRIMS: tuple[Callable[[_View], _View], ...] = (
     lambda v: v.drop(("still_failing",), "still-failing cases"),
     lambda v: v.drop(
         ("fixed", "new", "removed", "no_baseline"),
-        "fixed, new, removed, no-baseline and stale cases (counts kept)",
+        "fixed, new, removed, no-baseline, stale and diverged cases (counts kept)",
         stale=True,
     ),
     lambda v: dataclasses.replace(

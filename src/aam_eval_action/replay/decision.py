@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from aam_eval_action.fsutil import display_path
@@ -153,9 +154,20 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
 def diverged(settings: RunSettings, name: str, divergence: Divergence, changes: tuple[str, ...]) -> Miss:
     """The miss of a re-executed case whose CLI asked what the recording cannot answer."""
     why = divergence.message
-    if changes:
+    likely = likely_causes(changes, divergence)
+    if likely != list(changes):
+        why += f" (likely cause: {'; '.join(likely)})"
+    elif changes:
         why += f" (changed since recording: {'; '.join(changes)})"
     return Miss("diverged", "agent", why, rerecord_command(settings, name), changes, divergence)
+
+
+def likely_causes(changes: tuple[str, ...], divergence: Divergence) -> list[str]:
+    """The changed inputs whose file name shows in the diverging tool call or its results
+    (a hook's script in its error, a script in its command); all of them when none does."""
+    seen = " ".join(x for x in (divergence.tool_input, divergence.recorded, divergence.live) if x)
+    named = [c for c in changes if any(PurePosixPath(w).name in seen for w in c.split() if "/" in w)]
+    return named or list(changes)
 
 
 @dataclass
