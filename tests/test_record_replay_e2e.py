@@ -120,7 +120,7 @@ def test_rerecording_identical_sessions_is_byte_identical(fresh_example: Path, m
     first = {p: p.read_bytes() for p in (fresh_example / "evals/cassettes").rglob("*.yaml")}
     _record(fresh_example, monkeypatch, "csv-summary-e2e", "hook-blocks-env-write")
     second = {p: p.read_bytes() for p in (fresh_example / "evals/cassettes").rglob("*.yaml")}
-    assert len(first) == 4
+    assert len(first) == 5  # two sessions, two judge cassettes, the shared traffic store
     for path in first:
         assert first[path] == second[path], _diff(first[path], second[path])
 
