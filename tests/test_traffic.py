@@ -75,6 +75,14 @@ def _claude_request(*history: dict[str, Any], ws: Path = WS, day: str = "2026-11
 # --- normalisation -----------------------------------------------------------------------------
 
 
+def test_the_machine_os_version_and_time_zone_are_normalised_but_not_the_platform() -> None:
+    laptop = "# Environment\n - Platform: linux\n - OS Version: Linux 6.18.44-fc-v669\n<timezone>Europe/Paris</timezone>"
+    runner = "# Environment\n - Platform: linux\n - OS Version: Linux 6.8.0-1017-azure\n<timezone>Etc/UTC</timezone>"
+    assert NORM.text(laptop) == NORM.text(runner)
+    assert " - OS Version: $OS" in NORM.text(laptop) and "<timezone>$TZ</timezone>" in NORM.text(laptop)
+    assert NORM.text(laptop) != NORM.text(laptop.replace("Platform: linux", "Platform: darwin"))
+
+
 def test_two_runs_in_different_workspaces_and_days_normalise_to_the_same_request() -> None:
     other_ws = Path("/tmp/aam-eval-case-zz99/workspace")
     other = Normaliser(Paths(other_ws, other_ws.parent / "home", other_ws.parent), NORM.redactor)

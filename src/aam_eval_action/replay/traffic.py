@@ -14,12 +14,13 @@ recorded response of that stream.
 workspace, HOME and temp base paths (and their realpaths) become `$WORKSPACE`, `$HOME` and
 `$TMP`, Claude Code's project directory name (the workspace path with `-` for `/`) becomes
 `$PROJECT`; per-run ids (`metadata.user_id`, Codex's `client_metadata`, `prompt_cache_key` and
-input item ids), `cache_control` markers (they move to the newest message each turn), the
-date line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time` are
-replaced or dropped; secrets are redacted. Ids the API issues (messages, tool calls, items) are
-renamed in order of first sight (`toolu_aam001`), in answers and where requests echo them, so
-recording the same session twice gives the same bytes. A user's `rerun-ignore` regexes are applied to
-both sides at comparison time only, so changing them never needs a re-recording.
+input item ids), `cache_control` markers (they move to the newest message each turn), the date
+line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time`, the machine's
+OS version and time zone are replaced or dropped; secrets are redacted. Ids the API issues
+(messages, tool calls, items) are renamed in order of first sight (`toolu_aam001`), in answers
+and where requests echo them, so recording the same session twice gives the same bytes. A user's
+`rerun-ignore` regexes are applied to both sides at comparison time only, so changing them never
+needs a re-recording.
 
 **Storage.** Requests are stored normalised. Every tool schema and every long (>= 1 KiB) text
 block of the system prompt, instructions or messages (the CLI's own prompt and reminders) go
@@ -75,6 +76,9 @@ VOLATILE_TEXT = (
     (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1$DATE\2"),
     (re.compile(r"^(Chunk ID: )\w+$", re.M), r"\1$ID"),
     (re.compile(r"^(Wall time: )[\d.]+( seconds)$", re.M), r"\1$SECONDS\2"),
+    # The machine, not the package: a recording made on a laptop re-executes on a CI runner.
+    (re.compile(r"^( - OS Version: ).*$", re.M), r"\1$OS"),
+    (re.compile(r"(<timezone>)[^<]*(</timezone>)"), r"\1$TZ\2"),
 )
 GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
