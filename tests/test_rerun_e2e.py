@@ -286,3 +286,20 @@ def test_canary_keys_are_in_no_cassette_report_or_log(recorded: tuple[Path, dict
     text = "\n".join(p.read_text() for p in written) + log + recorded[2]
     for canary in CANARIES.values():
         assert canary not in text
+
+
+# --- tolerated differences ---------------------------------------------------------------------
+
+
+def test_rerun_ignore_tolerates_a_difference_the_author_declares_volatile(pkg: Path) -> None:
+    _edit(pkg / "evals/fixtures/sales.csv", "east,15,402.25", "east,15,402.30")
+    report, _ = _run(pkg, "--replay", "no-invented-numbers")
+    found = _cases(report)["no-invented-numbers"]["miss"]["divergence"]
+    assert (found["turn"], found["tool"], found["tool_input"]) == (2, "Bash", "cat fixtures/sales.csv")
+
+    config = pkg / "evals/eval-config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "rerun-ignore": [r"east,15,[\d.]+"]}))
+    report, _ = _run(pkg, "--replay", "no-invented-numbers")
+    case = _cases(report)["no-invented-numbers"]
+    assert case["replay_kind"] == "rerun" and case["verdict"] == "FAIL", case.get("error")
+    assert case["judge_verdict"]["result"] == "FAIL" and case["judge_verdict"]["replayed"] is True

@@ -15,10 +15,10 @@ from types import MappingProxyType
 
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedPackage
-from aam_eval_action.modes import Mode
+from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
-from aam_eval_action.spec import EvalConfig, Rerun
+from aam_eval_action.spec import EvalConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

@@ -8,11 +8,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from aam_eval_action.engines.registry import ENGINE_NAMES, RESERVED_NAMES
-from aam_eval_action.modes import Mode
+from aam_eval_action.modes import Mode, Rerun
 
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
-Rerun = Literal["auto", "always", "never"]
-"""auto: re-execute when the package changed under a recording · always · never (snapshot)."""
 TARGET_RE = re.compile(r"^(skill|hook|agent):[A-Za-z0-9._-]+$")
 
 

@@ -110,7 +110,7 @@ def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Repor
 
 def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | None) -> RunArgs:
     overrides = Overrides(engine=inputs.engine, model=inputs.model, judge=inputs.judge,
-                          mode=mode, jobs=inputs.jobs)
+                          mode=mode, jobs=inputs.jobs, rerun=inputs.rerun)
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,

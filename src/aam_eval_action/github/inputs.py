@@ -15,13 +15,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aam_eval_action.errors import ConfigError
-from aam_eval_action.modes import Mode
+from aam_eval_action.modes import Mode, Rerun
 
 INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key",
+    "openai-api-key", "rerun",
 )
 
 
@@ -72,6 +72,9 @@ class ActionInputs(BaseModel):
     """Anthropic key; only live modes use it."""
     openai_api_key: str | None = Field(None, alias="openai-api-key", repr=False)
     """OpenAI key; only live modes use it."""
+    rerun: Rerun | None = None
+    """Re-execute replay: auto, always or never (snapshot only); default from eval-config.
+    Re-executing needs the recorded agent CLI, i.e. the live image (`.../live@v1`)."""
 
     @field_validator("cases", mode="before")
     @classmethod
