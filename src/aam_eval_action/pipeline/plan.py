@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import display_path
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.replay import agent_cassette
@@ -20,9 +21,11 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
         fp = agent_fingerprint(s.package.layout, loaded.case, s.config, s.engine, s.model)
         try:
             d = decide(s, loaded.case.name, fp)
-            plan = "replay" if d.replay else f"live ({d.reason})"
+            plan = f"rerun ({d.reason})" if d.rerun else "replay" if d.replay else f"live ({d.reason})"
         except Miss as miss:
             plan = f"ERROR ({miss.message})"
+        except AamEvalError as exc:  # --rerun with another CLI version
+            plan = f"ERROR ({exc})"
         lines.append((f"{loaded.case.name}  target {loaded.case.target or '-'}  {plan}", None))
     lines += [(f"ERROR {err}", "yellow") for err in s.package.errors]
     names = {c.case.name for c in s.package.cases}
