@@ -15,7 +15,9 @@ from aam_eval_action.errors import ConfigError
 from aam_eval_action.loader import load_package
 from aam_eval_action.main import build_parser
 from aam_eval_action.replay import traffic_store
+from aam_eval_action.replay.decision import likely_causes
 from aam_eval_action.replay.traffic import (
+    Divergence,
     ModelTraffic,
     RecordedResponse,
     SseEvent,
@@ -67,6 +69,16 @@ def test_a_bad_rerun_ignore_regex_names_the_file_and_line(tmp_path: Path) -> Non
     assert "evals/eval-config.json:" in str(info.value) and "rerun-ignore" in str(info.value)
     assert "'(unclosed' is not a valid regular expression" in str(info.value)
     assert aam_eval("check", "--package", str(pkg)).code == 2
+
+
+def test_the_likely_cause_of_a_divergence_is_the_changed_file_its_tool_call_shows() -> None:
+    changes = ("package file hooks/protect_secrets.py changed", "skill file skills/x/SKILL.md changed")
+    hook = Divergence(turn=2, stream="agent", path="messages[3].content[0].content", tool_name="Write",
+                      recorded="PreToolUse:Write hook error: [python3 $WORKSPACE/.aam/package/hooks/"
+                               "protect_secrets.py]: Blocked", live="File created successfully")
+    assert likely_causes(changes, hook) == ["package file hooks/protect_secrets.py changed"]
+    other = hook.model_copy(update={"recorded": "a", "live": "b"})
+    assert likely_causes(changes, other) == list(changes)
 
 
 # --- the shared store --------------------------------------------------------------------------
@@ -153,7 +165,7 @@ def test_a_changed_prompt_is_stale_without_trying(example: Path) -> None:
     case_file.write_text(case_file.read_text().replace("Add a changelog entry", "Add one changelog entry"))
     case = _case(example)
     assert case["replay_miss"] == "stale"
-    assert "re-execute cannot help: the prompt changed changes what the model is asked" in case["error"]
+    assert "(not re-executable: the prompt changed, so the model is asked something else from turn 1)" in case["error"]
 
 
 def test_a_damaged_shared_store_is_a_damaged_cassette_error(example: Path) -> None:

@@ -49,7 +49,8 @@ class AgentCassette(BaseModel):
     attempts: list[Session]
     """One session per attempt (several with --repeat)."""
     model_traffic: list[dict[str, Any]] | None = None
-    """Reserved: the session's raw model traffic, for re-running the real CLI against it."""
+    """Each attempt's model traffic (`replay/traffic.py`, its shared entries in
+    `<cassettes>/_shared/`), for re-executing the real CLI against it; absent in older cassettes."""
 
 
 def session_path(cassettes: Path, case: str, engine: str) -> Path:

@@ -128,7 +128,7 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
 
     blocking = not_rerunnable(recorded.fingerprint.inputs, fp.inputs)
     if blocking:
-        return f"re-execute cannot help: {', '.join(blocking)} changes what the model is asked"
+        return f"not re-executable: {'; '.join(blocking)}, so the model is asked something else from turn 1"
     if not recorded.model_traffic:
         return "the cassette holds no model traffic to re-execute; re-record it once"
     try:
