@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from aam_eval_action.diff import diff_reports
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.loader import load_package
 from aam_eval_action.main import build_parser
+from aam_eval_action.render.comment import MARKER, render_comment
 from aam_eval_action.replay import traffic_store
 from aam_eval_action.replay.decision import likely_causes
 from aam_eval_action.replay.traffic import (
@@ -29,6 +31,8 @@ from aam_eval_action.settings import Overrides, resolve
 from aam_eval_action.testing.packages import simple_case, write_package
 
 from conftest import EXAMPLE, aam_eval
+from support.reports import case as report_case
+from support.reports import report as make_report
 
 PROMPT = "You are an agent. " * 200  # long: goes to the shared table
 
@@ -184,3 +188,44 @@ def test_a_cassette_without_traffic_cannot_be_forced_to_rerun(example: Path) -> 
     assert case["replay_miss"] == "no-cassette"
     assert "holds no model traffic to re-execute" in case["error"]
     assert _case(example)["replay_kind"] == "snapshot"
+
+
+# --- the comment -------------------------------------------------------------------------------
+
+
+def _diverged_case() -> Any:
+    from aam_eval_action.report import ReplayDivergence, ReplayMiss
+
+    result = report_case("hook-blocks-env-write", "ERROR", target="hook:pre-tool-use",
+                         replay_miss="diverged", error="replay diverged: turn 2: …")
+    result.judge_verdict = None
+    result.miss = ReplayMiss(
+        kind="diverged", reason="turn 2: …", changes=["package file hooks/protect_secrets.py changed"],
+        rerecord="aam-eval run hook-blocks-env-write --record",
+        divergence=ReplayDivergence(
+            turn=2, path="messages[3].content[0].content", tool="Write", tool_input="$WORKSPACE/.env",
+            recorded="PreToolUse:Write hook error: Blocked", live="File created successfully <b>@team</b> | x",
+        ),
+    )
+    return result
+
+
+def test_the_comment_lists_diverged_cases_apart_with_turn_tool_and_both_values() -> None:
+    base = make_report([report_case("hook-blocks-env-write"), report_case("other")])
+    rerun = report_case("other")
+    rerun.replay_kind = "rerun"
+    head = make_report([_diverged_case(), rerun])
+    diff = diff_reports(base, head)
+    assert [(c.name, c.category) for c in diff.cases] == [("hook-blocks-env-write", "diverged"),
+                                                            ("other", "unchanged")]
+    assert diff.regressions == 0 and diff.compared == 1 and head.summary.diverged == 1
+    comment = render_comment(diff)
+    assert comment.startswith(MARKER) and "## ❌" in comment
+    assert "**1 case diverged on re-execution**" in comment
+    row = next(line for line in comment.splitlines() if line.startswith("| hook-blocks-env-write"))
+    assert "| 2 | Write tool result: &#36;WORKSPACE/.env | PreToolUse:Write hook error: Blocked |" in row
+    # Untrusted values stay inert: no HTML, no mention, no broken table.
+    assert "&lt;b&gt;@\u200bteam&lt;/b&gt; &#124; x" in row and "<b>" not in comment
+    assert "| package file hooks/protect&#95;secrets.py changed |" in row
+    assert "aam-eval run hook-blocks-env-write --record" in comment
+    assert "Stale cassettes" not in comment and "### Regressions" not in comment
