@@ -303,3 +303,4 @@ def test_rerun_ignore_tolerates_a_difference_the_author_declares_volatile(pkg: P
     case = _cases(report)["no-invented-numbers"]
     assert case["replay_kind"] == "rerun" and case["verdict"] == "FAIL", case.get("error")
     assert case["judge_verdict"]["result"] == "FAIL" and case["judge_verdict"]["replayed"] is True
+

@@ -92,8 +92,7 @@ def _workspace(engine: Engine, package: PackageLayout, prompt: str, target: str 
     engine.install(package, workspace, target)
     return AgentRun(
         prompt=prompt, model=engine.default_model, workspace=workspace, home=home,
-        # As the runner does: git never finds a repository around the temp dir.
-        env={**CANARIES, "GIT_CEILING_DIRECTORIES": str(base)}, timeout=60, sandbox=Sandbox(),
+        env=dict(CANARIES), timeout=60, sandbox=Sandbox(),
     )
 
 

@@ -79,9 +79,7 @@ def run_session(ctx: CaseContext, loaded: LoadedCase, route: ModelRoute) -> tupl
         before = workspace.snapshot(ws.root)
         proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
         with proxy:
-            # Hermetic: git in the workspace never finds a repository around the temp dir,
-            # which would change the CLI's system prompt ("Is a git repository").
-            env = {**s.agent_env, **proxy_env(s.engine, proxy.url), "GIT_CEILING_DIRECTORIES": str(ws.base)}
+            env = {**s.agent_env, **proxy_env(s.engine, proxy.url)}
             if route.key is not None:
                 env[PROVIDERS[engine.provider].key_var] = route.key
             run = AgentRun(
