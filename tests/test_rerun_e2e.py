@@ -27,7 +27,7 @@ from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.cli_version import installed_version
 from aam_eval_action.report import load_report
 from aam_eval_action.settings import Overrides, resolve
-from aam_eval_action.testing.model_server import ModelServer, load_scenarios
+from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 
 from conftest import EXAMPLE, ROOT, Result, aam_eval
 
@@ -235,7 +235,7 @@ def test_auto_with_a_key_continues_live_from_the_diverging_turn(pkg: Path) -> No
     with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS) as server:
         _point_at(mp, server)
         report, log = _run(pkg, "hook-blocks-env-write")
-        agent_requests = [r for r in server.requests if "tools" in r.body]
+        agent_requests = [r for r in server.requests if "tools" in r.body and not is_judge(r.body)]
     case = _cases(report)["hook-blocks-env-write"]
     assert case["replay_kind"] == "rerun" and case["live_from_turn"] == 2
     # Turn 1 came from the recording; exactly the remaining turns went to the model.
@@ -247,6 +247,18 @@ def test_auto_with_a_key_continues_live_from_the_diverging_turn(pkg: Path) -> No
     assert after is not None and after.model_traffic and after.fingerprint != before.fingerprint
     assert [e.get("live", False) for e in after.model_traffic[0]["exchanges"]] == [False, True]
     assert _cases(_run(pkg, "--replay", "hook-blocks-env-write")[0])["hook-blocks-env-write"]["replay_kind"] == "snapshot"
+
+
+def test_codex_continues_live_from_the_diverging_turn_too(pkg: Path) -> None:
+    _edit(pkg / "skills/csv-summary/scripts/summarize.py", "Rows: {len(rows)}", "Row count: {len(rows)}")
+    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS) as server:
+        _point_at(mp, server)
+        report, log = _run(pkg, "csv-summary-e2e", *CODEX)
+        agent_requests = [r for r in server.requests if "tools" in r.body and not is_judge(r.body)]
+    case = _cases(report)["csv-summary-e2e"]
+    assert case["replay_kind"] == "rerun" and case["live_from_turn"] == 3, case.get("error")
+    assert len(agent_requests) == 1  # turns 1 and 2 from the recording, turn 3 live
+    assert case["verdict"] == "PASS" and "rerun, live from turn 3" in log
 
 
 # --- version pinning ---------------------------------------------------------------------------
