@@ -83,6 +83,8 @@ def test_the_likely_cause_of_a_divergence_is_the_changed_file_its_tool_call_show
     assert likely_causes(changes, hook) == ["package file hooks/protect_secrets.py changed"]
     other = hook.model_copy(update={"recorded": "a", "live": "b"})
     assert likely_causes(changes, other) == list(changes)
+    skill = hook.model_copy(update={"tool_name": "Skill", "tool_input": "x", "recorded": "a", "live": "b"})
+    assert likely_causes(changes, skill) == ["skill file skills/x/SKILL.md changed"]
 
 
 # --- the shared store --------------------------------------------------------------------------

@@ -159,6 +159,7 @@ def test_unloaded_skill_edit_is_stale_as_a_snapshot_and_keeps_its_verdict_when_r
     for name in ("csv-summary-e2e", "average-revenue"):  # these load the skill: its body changed
         miss = cases[name]["miss"]
         assert miss["kind"] == "diverged" and miss["divergence"]["turn"] == 2
+        assert (miss["divergence"]["tool"], miss["divergence"]["tool_input"]) == ("Skill", "csv-summary")
         assert "Mention the file name" in miss["divergence"]["live"]
         assert miss["changes"] == ["skill file skills/csv-summary/SKILL.md changed"]
     assert rerun["summary"]["graded"] == 4 and rerun["summary"]["diverged"] == 2
@@ -177,7 +178,7 @@ def test_unloaded_skill_edit_is_stale_as_a_snapshot_and_keeps_its_verdict_when_r
     assert "**2 cases diverged on re-execution**" in comment
     section = comment.split("### Diverged on re-execution (2)", 1)[1].split("###", 1)[0]
     assert "| average-revenue" in section and "| csv-summary-e2e" in section
-    assert "| 2 | request at messages" in section and "Mention the file name" in section
+    assert "| 2 | Skill tool result: csv-summary |" in section and "Mention the file name" in section
     assert "skill file skills/csv-summary/SKILL.md changed" in section
     assert "aam-eval run csv-summary-e2e --record" in section
     graded = comment.split("<summary>Still failing (2)</summary>", 1)[1]

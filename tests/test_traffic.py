@@ -231,6 +231,17 @@ def test_a_changed_tool_result_names_the_tool_call_it_answers() -> None:
     assert first_difference(recorded, recorded) is None
 
 
+def test_a_changed_skill_body_beside_its_tool_result_names_the_skill_call() -> None:
+    def loaded(body: str) -> dict[str, Any]:
+        result = _tool_result("t1", "Launching skill: csv-summary")
+        result["content"].append({"type": "text", "text": f"Base directory for this skill: x\n\n{body}"})
+        return NORM.request(_claude_request(_tool_use("t1", "Skill", {"skill": "csv-summary"}), result))
+    divergence = first_difference(loaded("Run the script."), loaded("Run the script. Mention the file."))
+    assert divergence is not None and divergence.path == "messages[2].content[1].text"
+    assert (divergence.tool_name, divergence.tool_input) == ("Skill", "csv-summary")
+    assert divergence.message.startswith("turn 2: the Skill tool result (csv-summary) changed: recorded `")
+
+
 def test_a_changed_function_call_output_names_the_command() -> None:
     def body(output: str) -> dict[str, Any]:
         return {"input": [

@@ -164,10 +164,16 @@ def diverged(settings: RunSettings, name: str, divergence: Divergence, changes: 
 
 def likely_causes(changes: tuple[str, ...], divergence: Divergence) -> list[str]:
     """The changed inputs whose file name shows in the diverging tool call or its results
-    (a hook's script in its error, a script in its command); all of them when none does."""
+    (a hook's script in its error, a script in its command), or the files of the skill whose
+    loading diverged; all of them when none does."""
     seen = " ".join(x for x in (divergence.tool_input, divergence.recorded, divergence.live) if x)
-    named = [c for c in changes if any(PurePosixPath(w).name in seen for w in c.split() if "/" in w)]
-    return named or list(changes)
+    skill = f"skills/{divergence.tool_input}/" if divergence.tool_name == "Skill" else None
+
+    def named(change: str) -> bool:
+        paths = [w for w in change.split() if "/" in w]
+        return any(PurePosixPath(w).name in seen or (skill and w.startswith(skill)) for w in paths)
+
+    return [c for c in changes if named(c)] or list(changes)
 
 
 @dataclass

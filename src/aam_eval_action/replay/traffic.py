@@ -748,7 +748,7 @@ def _with_tool(divergence: Divergence, live: dict[str, Any], where: Path_) -> Di
     items = live.get(key)
     if not where or where[0] != key or not isinstance(items, list):
         return divergence
-    result = _enclosing_result(live, where)
+    result = _enclosing_result(live, where) or _result_beside(items, where)
     if result is None:
         return divergence
     call_id = result.get("tool_use_id") or result.get("call_id")
@@ -773,6 +773,17 @@ def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
     if isinstance(value, dict) and value.get("type") in ("tool_result", "function_call_output"):
         found = value
     return found
+
+
+def _result_beside(items: list[Any], where: Path_) -> dict[str, Any] | None:
+    """The one tool result in the message a differing block belongs to: Claude Code answers a
+    Skill call with the result and, beside it in the same message, the skill's body."""
+    if len(where) < 3 or not isinstance(where[1], int) or where[2] != "content" or where[1] >= len(items):
+        return None
+    content = items[where[1]].get("content") if isinstance(items[where[1]], dict) else None
+    results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+        if isinstance(content, list) else []
+    return results[0] if len(results) == 1 else None
 
 
 def _find_call(items: list[Any], call_id: str) -> tuple[str, Any] | None:
