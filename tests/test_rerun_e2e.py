@@ -262,6 +262,20 @@ def test_codex_continues_live_from_the_diverging_turn_too(pkg: Path) -> None:
     assert case["verdict"] == "PASS" and "rerun, live from turn 3" in log
 
 
+def test_auto_saves_a_reverified_cassette_so_the_next_run_reads_the_snapshot(pkg: Path) -> None:
+    _edit(pkg / "hooks/protect_secrets.py", "    sys.exit(2)", "    sys.exit(0)")
+    store = pkg / "evals/cassettes/_shared/claude-2.1.330.yaml"
+    before = store.read_bytes()
+    first, _ = _run(pkg, "changelog-entry")  # auto, no key: nothing may go live
+    assert _cases(first)["changelog-entry"]["replay_kind"] == "rerun"
+    assert _cases(first)["changelog-entry"]["verdict"] == "PASS"
+    again, _ = _run(pkg, "--replay", "changelog-entry")
+    case = _cases(again)["changelog-entry"]
+    assert case["replay_kind"] == "snapshot" and case["verdict"] == "PASS", case.get("error")
+    assert case["judge_verdict"]["replayed"] is True
+    assert store.read_bytes() == before  # the same traffic: the shared store is untouched
+
+
 # --- version pinning ---------------------------------------------------------------------------
 
 

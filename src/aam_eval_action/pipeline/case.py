@@ -84,7 +84,9 @@ def _rerun_case(
         raise diverged(s, loaded.case.name, stopped.divergence, decision.changes)
     sessions = [r.session for r in runs]
     went_live = [r.live_from_turn for r in runs if r.live_from_turn is not None]
-    if went_live:
+    if s.mode == "auto":
+        # Re-verified against the changed package (or continued live): the cassette now matches
+        # it, so the next run reads the snapshot back instead of re-executing again.
         save_sessions(ctx, loaded.case.name, fp, sessions, [r.traffic for r in runs])
     # Re-executed without a difference, the session is the recorded one: so is its judge call.
     recorded = decision.recorded.fingerprint
