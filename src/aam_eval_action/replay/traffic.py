@@ -22,16 +22,17 @@ and where requests echo them, so recording the same session twice gives the same
 `rerun-ignore` regexes are applied to both sides at comparison time only, so changing them never
 needs a re-recording.
 
-**Storage.** Requests are stored normalised. Every tool schema and every long (>= 1 KiB) text
-block of the system prompt, instructions or messages (the CLI's own prompt and reminders) go
-once into a `shared` table keyed by name and a short content hash; requests refer to them as
-`{$shared: KEY}`. Those entries are the same in every case run by one CLI version, so
-`detach_shared` / `attach_shared` let a cassette directory keep them in one common store. A
-request's message history is stored as `$history` (the number of messages carried over from
-the previous request of its stream) plus the new messages only. Streamed answers are kept as
-parsed SSE events, with consecutive text and JSON deltas merged into one event (readable, and a
-path split across `input_json_delta` fragments is whole again, so it can be rewritten for a new
-workspace and served as one fragment).
+**Storage.** Requests are stored normalised. Every tool schema, every long (>= 1 KiB) text block
+of the system prompt, instructions or messages (the CLI's own prompt) and every `<system-
+reminder>` block of at least 256 characters (the CLI's reminders) go once into a `shared` table
+keyed by name and a short content hash; requests refer to them as `{$shared: KEY}`. Those
+entries are the same in every case run by one CLI version, so `detach_shared` / `attach_shared`
+let a cassette directory keep them in one common store. A request's message history is stored as
+`$history` (the number of messages carried over from the previous request of its stream) plus
+the new messages only. Streamed answers are kept as parsed SSE events, with consecutive text and
+JSON deltas merged into one event (readable, and a path split across `input_json_delta`
+fragments is whole again, so it can be rewritten for a new workspace and served as one
+fragment).
 
 **Divergence.** `first_difference` walks a recorded and a live request in parallel and
 reports the first differing JSON path with both values shortened. When the difference lies in
@@ -67,6 +68,9 @@ VALUE_WIDTH = 160
 CALL_WIDTH = 160
 SHARE_MIN = 1024
 """Text blocks at least this long are stored once in the shared table."""
+REMINDER_SHARE_MIN = 256
+"""The CLI's own `<system-reminder>` blocks (environment, tool listings, attribution, project
+instructions) are the same across cases from this length on: stored once too."""
 # Keys that only identify a run (user, session, device, cache key); dropped from requests.
 RUN_ID_KEYS = ("metadata", "client_metadata", "prompt_cache_key")
 # Stable within one run only: the moving cache marker and the ids of Responses input items.
@@ -428,9 +432,10 @@ def compact(full: dict[str, Any], previous: dict[str, Any] | None, shared: dict[
 def _share_big(block: Any, shared: dict[str, Any], label: str) -> Any:
     """A text block of at least SHARE_MIN characters as a shared reference, else itself."""
     text = block.get("text") if isinstance(block, dict) else None
-    if isinstance(text, str) and len(text) >= SHARE_MIN:
-        return _share(block, shared, label)
-    return block
+    if not isinstance(text, str):
+        return block
+    reminder = text.startswith("<system-reminder>") and len(text) >= REMINDER_SHARE_MIN
+    return _share(block, shared, label) if reminder or len(text) >= SHARE_MIN else block
 
 
 def _share_injected(item: Any, shared: dict[str, Any]) -> Any:
