@@ -1,20 +1,27 @@
-"""Re-execute replay benchmark: prints a table of numbers (not a test).
+"""Re-execute replay benchmark: prints tables of numbers (not a test).
 
     python bench/bench_rerun.py              # every example case with claude, csv-summary-e2e with codex
+    python bench/bench_rerun.py --rounds 3   # times are medians of 3 runs
 
-For each case of the shipped example (examples/csv-tools): one live session against the scripted
-model server through the recording proxy, then the server is stopped and the real CLI re-executes
-in a fresh workspace against the replay proxy. Reported: both times, whether the outcome was
-identical, the traffic size as stored YAML (with and without its shared table) against today's
-session cassette, and how much the shared tables of all cases have in common.
+Everything goes through `aam-eval run` on a private copy of the shipped example
+(examples/csv-tools), as a user runs it:
+
+1. per case: a live session against the scripted model server (`--record`, jobs 1), a snapshot
+   replay (`--replay --no-rerun`) and a re-execution of the real CLI against the recorded traffic
+   (`--replay --rerun`), each case's own duration from the report;
+2. `--jobs` scaling: the whole re-execute run with jobs 1 and jobs 2 (wall time);
+3. sizes: each session cassette with and without its model traffic, and the shared stores.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
+import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,141 +29,102 @@ from typing import Any
 
 import yaml
 
-from aam_eval_action.engines.base import AgentRun, Engine
 from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.fsutil import dump_yaml
-from aam_eval_action.package import PackageLayout
-from aam_eval_action.redact import Redactor
-from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env
-from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
-from aam_eval_action.session import Session
-from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = PackageLayout(ROOT / "examples/csv-tools")
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-bench-key", "OPENAI_API_KEY": "sk-openai-bench-key"}
+CODEX = ["csv-summary-e2e", "--engine", "codex", "--model", "gpt-5.5"]
+CLI = [sys.executable, "-m", "aam_eval_action", "run"]
 
 
-@dataclasses.dataclass
-class Row:
-    case: str
-    engine: str
-    live_s: float
-    rerun_s: float
-    identical: bool
-    traffic_bytes: int
-    traffic_no_shared_bytes: int
-    session_bytes: int
-    shared: dict[str, Any]
+def package() -> Path:
+    """A private copy of the example with its cassettes inside it."""
+    pkg = Path(tempfile.mkdtemp(prefix="aam-eval-bench-rerun-")) / "pkg"
+    shutil.copytree(ROOT / "examples/csv-tools", pkg)
+    config = pkg / "evals/eval-config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes"}))
+    return pkg
 
 
-def cases() -> list[dict[str, Any]]:
-    found = []
-    for path in sorted((PACKAGE.evals_dir / "cases").glob("*.yaml")):
-        found.append(yaml.safe_load(path.read_text()))
-    return found
+def run(pkg: Path, *args: str, env: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
+    """One `aam-eval run`: its report and wall time."""
+    out = pkg.parent / "report.json"
+    started = time.monotonic()
+    subprocess.run([*CLI, "--package", str(pkg), *args, "-o", str(out)], env={**os.environ, **(env or {})},
+                   check=False, capture_output=True)
+    return json.loads(out.read_text()), time.monotonic() - started
 
 
-def workspace(engine: Engine, case: dict[str, Any]) -> AgentRun:
-    """A fresh workspace as the runner makes it: input files, workspace files, the package."""
-    base = Path(tempfile.mkdtemp(prefix=f"aam-eval-{case['name']}-"))
-    ws, home = base / "workspace", base / "home"
-    ws.mkdir()
-    home.mkdir()
-    inputs = case.get("input") or {}
-    for rel in inputs.get("files") or []:
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PACKAGE.evals_dir / rel, ws / rel)
-    for rel in inputs.get("workspace-files") or []:
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PACKAGE.evals_dir / "fixtures" / rel, ws / rel)
-    engine.install(PACKAGE, ws, case.get("target"))
-    env = dict(KEYS)
-    return AgentRun(prompt=inputs["prompt"], model=engine.default_model, workspace=ws, home=home,
-                    env=env, timeout=120, sandbox=Sandbox())
+def per_case(report: dict[str, Any]) -> dict[str, float]:
+    return {c["name"]: c["duration_seconds"] for c in report["cases"]}
 
 
-def pointed(engine: Engine, run: AgentRun, url: str) -> AgentRun:
-    return dataclasses.replace(run, env={**run.env, **proxy_env(engine.name, url)})
+def record(pkg: Path, server: ModelServer, *args: str) -> dict[str, Any]:
+    env = {**KEYS, "ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1"}
+    return run(pkg, "--record", "--jobs", "1", *args, env=env)[0]
 
 
-def normaliser(run: AgentRun) -> Normaliser:
-    return Normaliser(Paths(run.workspace, run.home, run.workspace.parent), Redactor(KEYS))
+def times(pkg: Path, rounds: int, *extra: str) -> list[tuple[str, float, float, float, bool]]:
+    """(case, live s, snapshot s, rerun s, same verdicts) per case, medians over rounds."""
+    live, snap, rerun = [], [], []
+    for _ in range(rounds):
+        with ModelServer(SCENARIOS) as server:
+            recorded = record(pkg, server, *extra)
+        live.append(per_case(recorded))
+        snap.append(per_case(run(pkg, "--replay", "--no-rerun", *extra)[0]))
+        rerun_report = run(pkg, "--replay", "--rerun", "--jobs", "1", *extra)[0]
+        rerun.append(per_case(rerun_report))
+    same = {c["name"]: c["verdict"] == v["verdict"] and c.get("replay_kind") == "rerun"
+            for c, v in zip(rerun_report["cases"], recorded["cases"], strict=True)}
+    return [(name, statistics.median(r[name] for r in live), statistics.median(r[name] for r in snap),
+             statistics.median(r[name] for r in rerun), same[name]) for name in sorted(live[0])]
 
 
-def outcome(session: Session, run: AgentRun) -> tuple[Any, ...]:
-    installed = (".claude", ".agents", ".codex", ".aam", "CLAUDE.md", "AGENTS.md")
-    files = sorted((p.relative_to(run.workspace).as_posix(), p.read_bytes())
-                   for p in run.workspace.rglob("*")
-                   if p.is_file() and p.relative_to(run.workspace).parts[0] not in installed)
-    return session.output, session.is_error, session.hook_blocked, files
-
-
-def bench_case(engine: Engine, case: dict[str, Any]) -> Row:
-    run = workspace(engine, case)
-    with ModelServer(SCENARIOS) as server:
-        upstream = server.url if engine.name == "claude-code" else server.url + "/v1"
-        with RecordingProxy(Upstream(upstream), normaliser(run)) as proxy:
-            started = time.monotonic()
-            session = engine.run(pointed(engine, run, proxy.url))
-            live_s = time.monotonic() - started
-    recorded = outcome(session, run)
-    shutil.rmtree(run.workspace.parent)
-    data = proxy.traffic().model_dump(mode="json", exclude_none=True)
-    text = dump_yaml(data)
-    traffic = ModelTraffic.model_validate(yaml.safe_load(text))
-
-    run = workspace(engine, case)
-    with ReplayProxy(traffic, normaliser(run)) as replay:
-        started = time.monotonic()
-        session = engine.run(pointed(engine, run, replay.url))
-        rerun_s = time.monotonic() - started
-    identical = replay.divergence is None and outcome(session, run) == recorded
-    shutil.rmtree(run.workspace.parent)
-    cassette = ROOT / "cassettes" / case["name"] / f"{engine.name}.session.yaml"
-    return Row(
-        case=case["name"], engine=engine.name, live_s=live_s, rerun_s=rerun_s, identical=identical,
-        traffic_bytes=len(text.encode()),
-        traffic_no_shared_bytes=len(dump_yaml({**data, "shared": {}}).encode()),
-        session_bytes=cassette.stat().st_size if cassette.is_file() else 0,
-        shared=traffic.shared,
-    )
+def sizes(pkg: Path) -> list[tuple[str, int, int]]:
+    """(cassette, bytes without model traffic, bytes with it) per session cassette."""
+    rows = []
+    for path in sorted((pkg / "evals/cassettes").glob("*/*.session.yaml")):
+        data = yaml.safe_load(path.read_text())
+        bare = dump_yaml({k: v for k, v in data.items() if k != "model_traffic"})
+        rows.append((f"{path.parent.name}/{path.name}", len(bare.encode()), path.stat().st_size))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=1, help="repeat each case (times are medians)")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat each measurement (times are medians)")
     args = parser.parse_args()
-    plan = [("claude-code", c) for c in cases()]
-    plan += [("codex", c) for c in cases() if c["name"] == "csv-summary-e2e"]
-    rows = []
-    for engine_name, case in plan:
-        engine = get_engine(engine_name)
-        if engine.available():
-            print(f"skip {engine_name}: {engine.available()}")
-            continue
-        runs = [bench_case(engine, case) for _ in range(args.rounds)]
-        row = runs[-1]
-        row.live_s = statistics.median(r.live_s for r in runs)
-        row.rerun_s = statistics.median(r.rerun_s for r in runs)
-        rows.append(row)
-    print(f"{'case':24} {'engine':11} {'live s':>7} {'rerun s':>7} {'same':>5} "
-          f"{'traffic':>8} {'no-shared':>9} {'session':>8} {'ratio':>6}")
-    for r in rows:
-        ratio = r.traffic_bytes / r.session_bytes if r.session_bytes else float("nan")
-        print(f"{r.case:24} {r.engine:11} {r.live_s:7.2f} {r.rerun_s:7.2f} {r.identical!s:>5} "
-              f"{r.traffic_bytes:8d} {r.traffic_no_shared_bytes:9d} {r.session_bytes:8d} {ratio:6.1f}")
-    for engine_name in sorted({r.engine for r in rows}):
-        mine = [r for r in rows if r.engine == engine_name]
-        union: dict[str, Any] = {}
-        for r in mine:
-            union.update(r.shared)
-        print(f"{engine_name}: {len(mine)} cases; traffic total {sum(r.traffic_bytes for r in mine)} B, "
-              f"session cassettes {sum(r.session_bytes for r in mine)} B; shared tables once across cases "
-              f"{len(dump_yaml(union).encode())} B + per-case rest "
-              f"{sum(r.traffic_no_shared_bytes for r in mine)} B")
+    for name in ("claude-code", "codex"):
+        if get_engine(name).available():
+            sys.exit(f"needs {name}: {get_engine(name).available()}")
+    pkg = package()
+    rows: list[tuple[str, str, float, float, float, bool]] = []
+    for engine, extra in (("claude-code", []), ("codex", CODEX)):
+        measured = times(pkg, args.rounds, *extra)
+        rows += [(n, engine, live, snap, rerun, same) for n, live, snap, rerun, same in measured]
+    print(f"{'case':24} {'engine':11} {'live s':>7} {'snapshot s':>10} {'rerun s':>8} {'same':>5}")
+    for name, engine, live, snap, rerun, same in rows:
+        print(f"{name:24} {engine:11} {live:7.2f} {snap:10.3f} {rerun:8.2f} {same!s:>5}")
+    claude = [r for r in rows if r[1] == "claude-code"]
+    print(f"claude-code median per case: live {statistics.median(r[2] for r in claude):.2f} s, "
+          f"snapshot {statistics.median(r[3] for r in claude):.3f} s, "
+          f"rerun {statistics.median(r[4] for r in claude):.2f} s")
+
+    print("\n--jobs scaling (6 claude cases re-executed, wall time of the whole run):")
+    for jobs in ("1", "2"):
+        walls = [run(pkg, "--replay", "--rerun", "--jobs", jobs)[1] for _ in range(args.rounds)]
+        print(f"  jobs {jobs}: {statistics.median(walls):.2f} s")
+
+    print("\nsizes (bytes):")
+    print(f"{'session cassette':44} {'no traffic':>10} {'with':>7} {'ratio':>6}")
+    for name, bare, full in sizes(pkg):
+        print(f"{name:44} {bare:10d} {full:7d} {full / bare:6.1f}")
+    for store in sorted((pkg / "evals/cassettes/_shared").glob("*.yaml")):
+        print(f"shared store {store.name}: {store.stat().st_size} B (once per cassettes directory)")
+    shutil.rmtree(pkg.parent)
 
 
 if __name__ == "__main__":

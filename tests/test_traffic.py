@@ -75,6 +75,14 @@ def _claude_request(*history: dict[str, Any], ws: Path = WS, day: str = "2026-11
 # --- normalisation -----------------------------------------------------------------------------
 
 
+def test_the_machine_os_version_and_time_zone_are_normalised_but_not_the_platform() -> None:
+    laptop = "# Environment\n - Platform: linux\n - OS Version: Linux 6.18.44-fc-v669\n<timezone>Europe/Paris</timezone>"
+    runner = "# Environment\n - Platform: linux\n - OS Version: Linux 6.8.0-1017-azure\n<timezone>Etc/UTC</timezone>"
+    assert NORM.text(laptop) == NORM.text(runner)
+    assert " - OS Version: $OS" in NORM.text(laptop) and "<timezone>$TZ</timezone>" in NORM.text(laptop)
+    assert NORM.text(laptop) != NORM.text(laptop.replace("Platform: linux", "Platform: darwin"))
+
+
 def test_two_runs_in_different_workspaces_and_days_normalise_to_the_same_request() -> None:
     other_ws = Path("/tmp/aam-eval-case-zz99/workspace")
     other = Normaliser(Paths(other_ws, other_ws.parent / "home", other_ws.parent), NORM.redactor)
@@ -221,6 +229,17 @@ def test_a_changed_tool_result_names_the_tool_call_it_answers() -> None:
         "→ now `File created successfully at: $WORKSPACE/.env`"
     )
     assert first_difference(recorded, recorded) is None
+
+
+def test_a_changed_skill_body_beside_its_tool_result_names_the_skill_call() -> None:
+    def loaded(body: str) -> dict[str, Any]:
+        result = _tool_result("t1", "Launching skill: csv-summary")
+        result["content"].append({"type": "text", "text": f"Base directory for this skill: x\n\n{body}"})
+        return NORM.request(_claude_request(_tool_use("t1", "Skill", {"skill": "csv-summary"}), result))
+    divergence = first_difference(loaded("Run the script."), loaded("Run the script. Mention the file."))
+    assert divergence is not None and divergence.path == "messages[2].content[1].text"
+    assert (divergence.tool_name, divergence.tool_input) == ("Skill", "csv-summary")
+    assert divergence.message.startswith("turn 2: the Skill tool result (csv-summary) changed: recorded `")
 
 
 def test_a_changed_function_call_output_names_the_command() -> None:

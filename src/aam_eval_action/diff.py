@@ -14,11 +14,12 @@ from aam_eval_action.report import CaseResult, Report, Verdict, was_graded
 from aam_eval_action.stats import ALPHA, fisher_exact, newcombe
 
 Category = Literal[
-    "regressed", "stale", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
+    "regressed", "stale", "diverged", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
 ]
 CATEGORIES: tuple[Category, ...] = (
     "regressed",
     "stale",
+    "diverged",
     "fixed",
     "new",
     "removed",
@@ -141,6 +142,29 @@ class RerecordedCase(BaseModel):
     """Where the cassette says it was recorded: a CI run URL, or `recorded locally`."""
     head_verdict: Verdict | None = None
     """The case's verdict on the head."""
+class DivergedCase(BaseModel):
+    """A head case whose re-executed session asked the model something the recording cannot answer."""
+
+    name: str
+    """Case name."""
+    turn: int | None = None
+    """The model turn where it diverged."""
+    tool: str | None = None
+    """The tool whose result changed, when the difference is a tool result."""
+    tool_input: str | None = None
+    """That tool call's input (a command or a path), shortened."""
+    path: str | None = None
+    """The first differing JSON path in the request."""
+    recorded: str | None = None
+    """The recorded value, shortened."""
+    live: str | None = None
+    """The value the re-executed CLI sent, shortened."""
+    changes: list[str] = Field(default_factory=list)
+    """Inputs the pull request changed that the case depends on."""
+    file: str | None = None
+    """Case file relative to the package root."""
+    line: int | None = None
+    """Line of the case in its file."""
 
 
 class ReportDiff(BaseModel):
@@ -185,6 +209,8 @@ class ReportDiff(BaseModel):
     """Every case, grouped by category in `CATEGORIES` order, then by name."""
     stale: list[StaleCase] = Field(default_factory=list)
     """Head cases that need re-recording."""
+    diverged: list[DivergedCase] = Field(default_factory=list)
+    """Head cases whose re-executed session diverged from the recording, with where and how."""
     package_path: str | None = None
     """The head run's --package as given, for re-record commands."""
     noise_regressions: int = 0
@@ -229,6 +255,7 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
         pass_rate_delta_ci_pp=_delta_interval(compared),
         cases=cases,
         stale=[_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
+        diverged=[_diverged(c) for c in head.cases if c.replay_miss == "diverged"],
         package_path=head.config.package_path,
         rerecorded=_rerecorded(head),
     )
@@ -334,6 +361,10 @@ def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
         # Not evaluated at all: the PR changed an input without re-recording. That is its own
         # finding (re-record), not a regression of the agent.
         return "stale"
+    if head.replay_miss == "diverged":
+        # Re-executed against the recording, the agent met a different tool result or request:
+        # a finding about the change, reported apart, neither a pass nor a regression.
+        return "diverged"
     before, after = base.verdict, head.verdict
     if before == "PASS" and after in NOT_PASSING:
         return "regressed"
@@ -360,6 +391,19 @@ def _stale(case: CaseResult) -> StaleCase:
     """Why the case missed, without the re-record command the comment shows on its own."""
     why = case.miss.reason if case.miss else _legacy_reason(case)
     return StaleCase(name=case.name, reason=why, file=case.file, line=case.line)
+
+
+def _diverged(case: CaseResult) -> DivergedCase:
+    found = case.miss.divergence if case.miss else None
+    changes = case.miss.changes if case.miss else []
+    if found is None:
+        return DivergedCase(name=case.name, recorded=case.error, changes=changes, file=case.file,
+                            line=case.line)
+    return DivergedCase(
+        name=case.name, turn=found.turn, tool=found.tool, tool_input=found.tool_input,
+        path=found.path or None, recorded=found.recorded, live=found.live, changes=changes,
+        file=case.file, line=case.line,
+    )
 
 
 def _legacy_reason(case: CaseResult) -> str:

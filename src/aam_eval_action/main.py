@@ -42,6 +42,11 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mode.add_argument("--record", dest="mode", action="store_const", const="record",
                       help="always live, overwrite cassettes")
     mode.add_argument("--mode", dest="mode", choices=MODES, help="replay, auto, record or live")
+    rerun = p.add_mutually_exclusive_group()
+    rerun.add_argument("--rerun", dest="rerun", action="store_const", const="always",
+                       help="replay by re-executing the real CLI against the recorded model traffic")
+    rerun.add_argument("--no-rerun", dest="rerun", action="store_const", const="never",
+                       help="replay snapshots only (the recorded outcome read back)")
     p.add_argument("--dry-run", action="store_true", help="list what would run; no model call")
     p.add_argument("--jobs", "-j", type=_positive, help="cases run concurrently")
     p.add_argument("--repeat", type=_positive, help="attempts per case")
@@ -107,6 +112,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
             jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
             baseline=args.baseline,
+            rerun=args.rerun,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

@@ -163,6 +163,12 @@ class Summary(Part):
     """Of the cases where the skill should fire, the share where it did (additive)."""
     trigger_cases: int | None = None
     """Cases with `expected.skill-triggered` that were graded (additive)."""
+    rerun: int | None = None
+    """Cases whose session was re-executed against the recorded model traffic; absent when
+    none was (additive)."""
+    diverged: int | None = None
+    """Re-executed cases whose CLI asked something the recording cannot answer; absent when
+    none did (additive)."""
 
 
 class JudgeVote(Part):
@@ -200,11 +206,34 @@ class Attempt(Part):
     """Wall time of this attempt's agent session."""
 
 
+class ReplayDivergence(Part):
+    """Where a re-executed session first asked the model something the recording does not have
+    (additive)."""
+
+    turn: int
+    """The 1-based model turn of the differing request."""
+    stream: str = "agent"
+    """`agent` (a turn of the agent loop), `side` (titles, summaries), `count_tokens` or `other`."""
+    path: str = ""
+    """The first differing JSON path in the request (empty: the recording has no such request)."""
+    recorded: str | None = None
+    """The recorded value there, shortened."""
+    live: str | None = None
+    """The value the re-executed CLI sent, shortened."""
+    tool: str | None = None
+    """When the difference is a tool's result: the tool whose call it answers."""
+    tool_input: str | None = None
+    """That tool call's input, shortened (a command or a path)."""
+    message: str = ""
+    """The whole finding in one line."""
+
+
 class ReplayMiss(Part):
     """Why replay could not serve a case, as data (additive)."""
 
-    kind: Literal["no-cassette", "stale", "damaged"]
-    """no-cassette: nothing recorded; stale: an input changed since recording; damaged: unreadable."""
+    kind: Literal["no-cassette", "stale", "damaged", "diverged"]
+    """no-cassette: nothing recorded; stale: an input changed since recording; damaged: unreadable;
+    diverged: re-executed, the CLI sent a request the recording cannot answer."""
     subject: Literal["agent", "judge"] = "agent"
     """Whose cassette missed: the agent session's or the judge's."""
     reason: str
@@ -213,6 +242,8 @@ class ReplayMiss(Part):
     """Each input that changed since recording."""
     rerecord: str | None = None
     """The command that records this case again."""
+    divergence: ReplayDivergence | None = None
+    """For `diverged`: the first request that differed, with both values."""
 
 
 class CaseResult(Part):
@@ -256,8 +287,13 @@ class CaseResult(Part):
     """Every attempt when the case was repeated (additive)."""
     flaky: bool | None = None
     """Whether repeated attempts disagreed (additive)."""
-    replay_miss: Literal["no-cassette", "stale", "damaged"] | None = None
+    replay_miss: Literal["no-cassette", "stale", "damaged", "diverged"] | None = None
     """Why replay could not serve this case, when it could not (additive)."""
+    replay_kind: Literal["snapshot", "rerun", "live"] | None = None
+    """How the agent session was had: `snapshot` (the recorded outcome read back), `rerun` (the
+    real CLI re-executed against the recorded model traffic) or `live` (additive)."""
+    live_from_turn: int | None = None
+    """A re-executed session that diverged and went on live: the first live model turn (additive)."""
     miss: ReplayMiss | None = None
     """The replay miss in full: reason, changed inputs, re-record command (additive)."""
     check_details: dict[str, str] | None = None
@@ -342,6 +378,8 @@ def summarize(cases: list[CaseResult]) -> Summary:
         graded=graded,
         graded_pass_rate=round(passed / graded, 4) if graded else 0.0,
         run_cost_usd=round(sum(run_costs), 6) if run_costs else None,
+        rerun=sum(c.replay_kind == "rerun" for c in cases) or None,
+        diverged=sum(c.replay_miss == "diverged" for c in cases) or None,
     )
     _add_lift(summary, cases)
     _add_triggers(summary, cases)

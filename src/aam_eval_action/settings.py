@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedPackage
-from aam_eval_action.modes import Mode
+from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
@@ -51,6 +51,7 @@ class Overrides:
     cassettes: Path | None = None
     timeout: float | None = None
     baseline: bool | None = None
+    rerun: Rerun | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class RunSettings:
     """The runner's own environment, as read once when the settings were made."""
     baseline: bool = False
     """Also run each case without the skill (its own cassettes) to measure the skill's lift."""
+    rerun: Rerun = "auto"
+    """Snapshot or re-execute replay: auto, always or never."""
+    rerun_ignore: tuple[re.Pattern[str], ...] = ()
+    """eval-config `rerun-ignore`, compiled."""
 
     @property
     def config(self) -> EvalConfig:
@@ -141,6 +146,8 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         secret_values=secrets,
         runner_env=runner_env,
         baseline=cfg.baseline if o.baseline is None else o.baseline,
+        rerun=o.rerun or cfg.rerun,
+        rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
     )
 
 

@@ -17,7 +17,7 @@ from pydantic import (
 
 from aam_eval_action.engines.registry import ENGINE_NAMES, RESERVED_NAMES
 from aam_eval_action.json_schema import check_schema
-from aam_eval_action.modes import Mode
+from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.tools import NeutralTool
 
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
@@ -132,6 +132,22 @@ class EvalConfig(Strict):
     """Attempts that must pass for the case to pass; default all (additive field)."""
     baseline: bool = False
     """Also run each case without the package (or its target skill) to measure lift (additive field)."""
+    rerun: Rerun = "auto"
+    """Replay by re-executing the real CLI against the recorded model traffic: `auto` when an
+    input the agent runs or reads changed, `always`, or `never` (snapshot only) (additive field)."""
+    rerun_ignore: list[str] = Field(default_factory=list, alias="rerun-ignore")
+    """Regexes for honestly volatile text (timestamps, temp names) ignored when a re-executed
+    request is compared with the recording (additive field)."""
+
+    @field_validator("rerun_ignore")
+    @classmethod
+    def _valid_patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+        return value
 
     @field_validator("engine")
     @classmethod

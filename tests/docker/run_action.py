@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,8 +159,9 @@ class PullRequest:
     synthetic: bool
 
 
-def make_pull_request(tmp: Path) -> PullRequest:
-    """origin: main with the evals, feature with one check broken and one case removed.
+def make_pull_request(tmp: Path, change: Callable[[Path], None] | None = None) -> PullRequest:
+    """origin: main with the evals, feature with one check broken and one case removed
+    (or what `change` does to the package).
 
     The workspace is then a clone checked out at the PR's merge commit, as
     actions/checkout with fetch-depth 0 leaves it on a pull_request event.
@@ -171,7 +172,7 @@ def make_pull_request(tmp: Path) -> PullRequest:
     package_path = _synthetic_package(origin) if synthetic else _example_package(origin)
     base = commit_all(origin, "Add the evals")
     git(origin, "checkout", "-q", "-b", "feature")
-    _change_the_agent(origin / package_path)
+    (change or _change_the_agent)(origin / package_path)
     head = commit_all(origin, "Change the agent")
     git(origin, "checkout", "-q", "--detach", "main")
     git(origin, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {base}", "feature")
@@ -484,6 +485,43 @@ def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
                  f"{report['summary']['passed']} passed, {len(agent_calls)} agent model calls")
 
 
+def _edit_the_skill(package: Path) -> None:
+    """A one-line edit of the skill's body, which only the cases that load the skill see."""
+    skill = package / "skills" / "csv-summary" / "SKILL.md"
+    skill.write_text(skill.read_text() + "\nMention the file name in the first line of the summary.\n")
+
+
+def pr_rerun(engine: Dockerd, work: Path, timings: Timings) -> None:
+    """The live image on a pull request that edits SKILL.md, `rerun: auto`, no key: the real
+    claude re-executes inside the container against the recorded model traffic."""
+    pr = make_pull_request(work / "rerun", _edit_the_skill)
+    if pr.synthetic:
+        timings.note("PR re-execute run", "skipped: the example has no cassettes yet")
+        return
+    with GitHubServer(tokens={TOKEN: "write"}) as server:
+        server.add_pr(OWNER, REPO, PR, head="feature", base="main")
+        runner = Runner(work / "rerun" / "runner" / "work" / "_temp", pr, server.url)
+        env = runner.step_env(uuid.uuid4().hex)
+        env.update({"INPUT_RERUN": "auto", "INPUT_REPORT-PATH": "rerun-report.json"})
+        live = image_of(LIVE_ACTION)
+        with timings.step(f"container run: PR re-execute ({live})"):
+            proc = runner.run(engine, live, env)
+        _show("PR re-execute", proc, lines=14)
+        summary = runner.file_command(env, "GITHUB_STEP_SUMMARY")
+    report = json.loads((pr.workspace / "rerun-report.json").read_text())
+    cases = {c["name"]: c for c in report["cases"]}
+    rerun = [n for n, c in cases.items() if c.get("replay_kind") == "rerun"]
+    diverged = [n for n, c in cases.items() if c.get("replay_miss") == "diverged"]
+    _require(len(rerun) == 4 and all(cases[n]["verdict"] in ("PASS", "FAIL") for n in rerun),
+             f"the cases that never load the skill were not re-executed with a verdict: {rerun}")
+    _require(sorted(diverged) == ["average-revenue", "csv-summary-e2e"], f"diverged: {diverged}")
+    _require("### Diverged on re-execution (2)" in summary and "Stale cassettes" not in summary,
+             "the comment does not list the diverged cases apart")
+    _require(proc.returncode == 1, "diverged cases must fail the check under fail-on: regression")
+    timings.note("PR re-execute run", f"{len(rerun)} cases re-executed with a verdict, "
+                 f"{len(diverged)} diverged at turn {cases[diverged[0]]['miss']['divergence']['turn']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--live", action="store_true", help="also build the live variant's image")
@@ -522,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         scenario(engine, work, timings, [lean_ref, lean_ref] + ([live_ref] if args.live else []))
         if args.live:
             nightly_record(engine, work, timings)
+            pr_rerun(engine, work, timings)
     except (EngineError, AssertionError, subprocess.CalledProcessError) as exc:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1

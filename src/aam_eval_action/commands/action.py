@@ -24,6 +24,7 @@ from aam_eval_action.report import Report, default_report_path, load_report
 from aam_eval_action.settings import Overrides
 
 PR_EVENTS = ("pull_request", "pull_request_target")
+ANNOTATION_TITLES = {"stale": "stale cassette: ", "diverged": "replay diverged: "}
 
 
 def action(environ: Mapping[str, str] | None = None) -> int:
@@ -125,7 +126,7 @@ def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Repor
 
 def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | None) -> RunArgs:
     overrides = Overrides(engine=inputs.engine, model=inputs.model, judge=inputs.judge,
-                          mode=mode, jobs=inputs.jobs, baseline=inputs.baseline)
+                          mode=mode, jobs=inputs.jobs, baseline=inputs.baseline, rerun=inputs.rerun)
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,
@@ -259,10 +260,10 @@ def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:
     """An `::error` annotation on the case file of each regression and stale cassette."""
     for c in diff.cases:
         blamed = not not_blamed(c) if c.category == "regressed" else not c.flaky
-        if c.category not in ("regressed", "stale") or not blamed:
+        if c.category not in ("regressed", "stale", "diverged") or not blamed:
             continue
         why = c.judge_reason or c.error or f"{c.base_verdict} → {c.head_verdict}"
-        title = ("stale cassette: " if c.category == "stale" else "eval regression: ") + c.name
+        title = ANNOTATION_TITLES.get(c.category, "eval regression: ") + c.name
         path = (Path(inputs.package_path) / c.file).as_posix().removeprefix("./") if c.file else None
         workflow.error(why, file=path, line=c.line, title=title)
 

@@ -15,13 +15,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aam_eval_action.errors import ConfigError
-from aam_eval_action.modes import Mode
+from aam_eval_action.modes import Mode, Rerun
 
 INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key", "baseline", "allow-live-on-pr",
+    "openai-api-key", "baseline", "allow-live-on-pr", "rerun",
 )
 
 
@@ -77,6 +77,9 @@ class ActionInputs(BaseModel):
     allow_live_on_pr: bool = Field(False, alias="allow-live-on-pr")
     """Let live modes run on pull_request_target and on a fork's pull request (they run the
     PR's hooks and scripts with the API keys); refused unless true."""
+    rerun: Rerun | None = None
+    """Re-execute replay: auto, always or never (snapshot only); default from eval-config.
+    Re-executing needs the recorded agent CLI, i.e. the live image (`.../live@v1`)."""
 
     @field_validator("cases", mode="before")
     @classmethod

@@ -15,10 +15,12 @@ from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
+from aam_eval_action.pipeline.rerun import live_cost, rerun_session
 from aam_eval_action.replay.agent_cassette import CassetteError
-from aam_eval_action.replay.decision import Miss, decide
+from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
-from aam_eval_action.report import CaseResult, not_asked
+from aam_eval_action.replay.traffic import Divergence
+from aam_eval_action.report import CaseResult, ReplayDivergence, not_asked
 from aam_eval_action.session import Session
 
 BASELINE = "baseline"
@@ -57,30 +59,64 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     s = ctx.settings
     layout = s.package.layout
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
-    sessions, replayed = _sessions(ctx, loaded, fp, layout)
-    graded = grade_all(ctx, loaded, fp, sessions)
-    result, session = combine(ctx, loaded, fp, sessions, graded, replayed=replayed)
+    decision = decide(s, loaded.case.name, fp)
+    if decision.rerun:
+        result, session = _rerun_case(ctx, loaded, fp, decision)
+    else:
+        sessions = _sessions(ctx, loaded, fp, layout, decision)
+        graded = grade_all(ctx, loaded, fp, sessions)
+        result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
+        result.replay_kind = decision.kind
     if s.baseline:
         add_baseline(ctx, loaded, result)
     return result, session
 
 
 def _sessions(
-    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, variant: str = ""
-) -> tuple[list[Session], bool]:
-    """The case's sessions, replayed or live (and recorded), and whether they were replayed."""
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, decision: Decision,
+    variant: str = "",
+) -> list[Session]:
+    """The case's sessions, replayed as recorded (snapshot) or live (and recorded)."""
     s = ctx.settings
-    decision = decide(s, loaded.case.name, fp, variant)
     if decision.replay and decision.recorded is not None:
         # Recorded sessions were redacted when they were recorded.
         sessions = decision.recorded.attempts[: s.repeat]
-        if ctx.keep_workspaces:
+        if ctx.keep_workspaces and not variant:
             restore_for_debugging(ctx, loaded, sessions[0])
-        return sessions, True
-    sessions = [live_session(ctx, loaded, layout) for _ in range(s.repeat)]
+        return sessions
+    runs = [live_session(ctx, loaded, layout) for _ in range(s.repeat)]
+    sessions = [session for session, _ in runs]
     if s.mode in ("auto", "record"):
-        save_sessions(ctx, loaded.case.name, fp, sessions, variant)
-    return sessions, False
+        save_sessions(ctx, loaded.case.name, fp, sessions, [traffic for _, traffic in runs], variant)
+    return sessions
+
+
+def _rerun_case(
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision
+) -> tuple[CaseResult, Session]:
+    """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto."""
+    s = ctx.settings
+    assert decision.recorded is not None
+    runs = [rerun_session(ctx, loaded, traffic) for traffic in decision.traffic[: s.repeat]]
+    stopped = next((r for r in runs if r.divergence and not r.live_requests), None)
+    if stopped is not None and stopped.divergence is not None:
+        raise diverged(s, loaded.case.name, stopped.divergence, decision.changes)
+    sessions = [r.session for r in runs]
+    went_live = [r.live_from_turn for r in runs if r.live_from_turn is not None]
+    if s.mode == "auto":
+        # Re-verified against the changed package (or continued live): the cassette now matches
+        # it, so the next run reads the snapshot back instead of re-executing again.
+        save_sessions(ctx, loaded.case.name, fp, sessions, [r.traffic for r in runs])
+    # Re-executed without a difference, the session is the recorded one: so is its judge call.
+    recorded = decision.recorded.fingerprint
+    graded_fp = fp if went_live else Fingerprint(recorded.digest, recorded.inputs)
+    graded = grade_all(ctx, loaded, graded_fp, sessions)
+    result, session = combine(ctx, loaded, fp, sessions, graded, replayed=not went_live)
+    result.replay_kind = "rerun"
+    if went_live:
+        result.live_from_turn = min(went_live)
+        result.run_cost_usd = live_cost(runs)
+    return result, session
 
 
 def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> None:
@@ -93,7 +129,8 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     layout = dataclasses.replace(s.package.layout, baseline=True)
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
     try:
-        sessions, _ = _sessions(ctx, loaded, fp, layout, BASELINE)
+        decision = decide(s, loaded.case.name, fp, BASELINE)
+        sessions = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
         graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
         base, _ = combine(ctx, loaded, fp, sessions, graded, replayed=True)
         verdict, error, attempts = base.verdict, base.error, base.attempts
@@ -106,12 +143,22 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
 
 
 def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> CaseResult:
-    return CaseResult(
+    result = CaseResult(
         name=loaded.case.name, target=loaded.case.target, verdict="ERROR", error=message,
         file=loaded.file, line=loaded.line, replay_miss=miss.kind if miss else None,
         miss=miss_record(miss) if miss else None,
         judge_verdict=not_asked("no recorded session" if miss else "the case errored"),
     )
+    if miss is not None and miss.divergence is not None and result.miss is not None:
+        result.judge_verdict = not_asked("the re-executed session diverged from the recording")
+        result.miss.divergence = divergence_record(miss.divergence)
+    return result
+
+
+def divergence_record(d: Divergence) -> ReplayDivergence:
+    """The report's record of a divergence."""
+    return ReplayDivergence(turn=d.turn, stream=d.stream, path=d.path, recorded=d.recorded,
+                            live=d.live, tool=d.tool_name, tool_input=d.tool_input, message=d.message)
 
 
 def _redact_messages(ctx: CaseContext, result: CaseResult) -> None:

@@ -1,4 +1,9 @@
-"""A live agent session: fresh workspace, package installed, the real CLI run, the result made portable.
+"""An agent session run for real: fresh workspace, package installed, the real CLI run, the
+result made portable.
+
+Live and re-executed sessions are the same steps (`run_session`); they differ only in how the
+CLI reaches its model (`ModelRoute`): through a recording proxy to the real upstream, or to a
+replay proxy answering from the recorded traffic (`pipeline/rerun.py`).
 
 Portable means byte-stable and machine-neutral: temp paths become `$WORKSPACE`, `$HOME`
 and `$TMP`, and every known secret value is replaced before the session is graded or saved.
@@ -9,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,18 +25,35 @@ from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline import workspace
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.providers import PROVIDERS
-from aam_eval_action.replay import agent_cassette
+from aam_eval_action.replay import agent_cassette, traffic_store
 from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintRecord
 from aam_eval_action.replay.fingerprint import Fingerprint
+from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
+from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
 from aam_eval_action.session import Session
 
+DUMMY_KEY = "aam-eval-replay-no-key"
+"""The key a re-executed CLI gets: its model calls never leave the replay proxy with it."""
+Proxy = RecordingProxy | ReplayProxy
 
-def live_session(ctx: CaseContext, loaded: LoadedCase, layout: PackageLayout | None = None) -> Session:
-    """Run the case's prompt through the engine's real CLI in a fresh workspace.
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """How a session's CLI reaches its model: a proxy made for the session's workspace."""
+
+    proxy: Callable[[Normaliser], Proxy]
+    """Makes the (not yet started) proxy, given the normaliser of this session's paths."""
+    key: str | None = None
+    """The API key given to the CLI instead of the run's own (None: the run's own)."""
+
+
+def live_session(
+    ctx: CaseContext, loaded: LoadedCase, layout: PackageLayout | None = None
+) -> tuple[Session, ModelTraffic]:
+    """Run the case's prompt through the engine's real CLI, its model traffic recorded.
 
     `layout` is the package as installed; the baseline passes one without the skill.
     """
-    from aam_eval_action.engines.base import AgentRun
     from aam_eval_action.engines.registry import ENGINES, get_engine
 
     s = ctx.settings
@@ -48,25 +72,44 @@ def live_session(ctx: CaseContext, loaded: LoadedCase, layout: PackageLayout | N
             f"sandbox.network is false, but {s.engine} only denies its web tools: the agent's "
             "shell commands keep network access (report: config.sandbox.network_enforced false)"
         )
+    upstream = upstream_for(s.engine, s.agent_env)
+    route = ModelRoute(lambda n: RecordingProxy(upstream, n))
+    session, proxy = run_session(ctx, loaded, route, layout)
+    return session, proxy.traffic()
+
+
+def run_session(
+    ctx: CaseContext, loaded: LoadedCase, route: ModelRoute, layout: PackageLayout | None = None
+) -> tuple[Session, Proxy]:
+    """Fresh workspace, package installed, the real CLI run with its model calls going `route`."""
+    from aam_eval_action.engines.base import AgentRun
+    from aam_eval_action.engines.registry import get_engine
+
+    s = ctx.settings
+    engine = get_engine(s.engine)
     layout = layout or s.package.layout
     ws = workspace.create(layout, loaded.case)
     try:
         if layout.installs_anything(loaded.case.target):
             engine.install(layout, ws.root, loaded.case.target)
         before = workspace.snapshot(ws.root)
-        run = AgentRun(
-            prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
-            env=dict(s.agent_env), timeout=s.timeout, sandbox=s.config.sandbox,
-            runner_env=s.runner_env,
-        )
-        session = engine.run(run)
+        proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
+        with proxy:
+            env = {**s.agent_env, **proxy_env(s.engine, proxy.url)}
+            if route.key is not None:
+                env[PROVIDERS[engine.provider].key_var] = route.key
+            run = AgentRun(
+                prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
+                env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
+            )
+            session = engine.run(run)
         session.files = workspace.changes(ws.root, before)
     finally:
         if ctx.keep_workspaces:
             announce_kept(loaded, ws.root)
         else:
             ws.cleanup()
-    return scrub(ctx, portable(session, ws))
+    return scrub(ctx, portable(session, ws)), proxy
 
 
 def restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session) -> None:
@@ -100,11 +143,14 @@ def scrub(ctx: CaseContext, session: Session) -> Session:
 
 
 def save_sessions(
-    ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session], variant: str = ""
+    ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session], traffic: list[ModelTraffic],
+    variant: str = "",
 ) -> None:
-    """Write the case's agent cassette (untouched when only volatile fields differ)."""
+    """Write the case's agent cassette (untouched when only volatile fields differ), its model
+    traffic's shared entries in the cassettes directory's store."""
     s = ctx.settings
     recorded = AgentCassette(
+        model_traffic=traffic_store.save_traffic(s.cassettes, traffic) if traffic else None,
         case=name, engine=s.engine,
         recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),

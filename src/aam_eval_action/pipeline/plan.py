@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import display_path
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
@@ -40,4 +41,6 @@ def _plan(s: RunSettings, loaded: LoadedCase, layout: PackageLayout) -> str:
         d = decide(s, loaded.case.name, fp, "baseline" if layout.baseline else "")
     except Miss as miss:
         return f"ERROR ({miss.message})"
-    return "replay" if d.replay else f"live ({d.reason})"
+    except AamEvalError as exc:  # --rerun with another CLI version
+        return f"ERROR ({exc})"
+    return f"rerun ({d.reason})" if d.rerun else "replay" if d.replay else f"live ({d.reason})"

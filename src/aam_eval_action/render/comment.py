@@ -23,7 +23,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from aam_eval_action.diff import CATEGORIES, CaseDiff, ReportDiff, RerecordedCase, StaleCase
+from aam_eval_action.diff import CATEGORIES, CaseDiff, DivergedCase, ReportDiff, RerecordedCase, StaleCase
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.github.comments import MAX_COMMENT_CHARS
 from aam_eval_action.render import text as d
@@ -383,6 +383,7 @@ class _View:
     reason_chars: int = REASON_CHARS
     omitted: tuple[str, ...] = ()
     regressions_cut: int = 0
+    diverged: list[DivergedCase] = dataclasses.field(default_factory=list)
 
     @classmethod
     def full(cls, diff: ReportDiff) -> _View:
@@ -391,7 +392,8 @@ class _View:
         sections["noise"] = []
         for c in diff.cases:
             sections[_section_of(c)].append(c)
-        return cls(sections=sections, stale=list(diff.stale), rerecorded=list(diff.rerecorded))
+        return cls(sections=sections, stale=list(diff.stale), rerecorded=list(diff.rerecorded),
+                   diverged=list(diff.diverged))
 
     def drop(self, keys: tuple[str, ...], note: str, *, stale: bool = False) -> _View:
         kept = {k: ([] if k in keys else v) for k, v in self.sections.items()}
@@ -399,6 +401,7 @@ class _View:
             self,
             sections=kept,
             stale=[] if stale else self.stale,
+            diverged=[] if stale else self.diverged,
             omitted=(*self.omitted, note),
         )
 
@@ -417,6 +420,7 @@ class _View:
             "sections": escape_view(self.sections),
             "stale": escape_view(self.stale),
             "rerecorded": escape_view(self.rerecorded),
+            "diverged": escape_view(self.diverged),
             "reason_chars": self.reason_chars,
             "omitted": list(self.omitted),
             "regressions_cut": self.regressions_cut,
@@ -444,7 +448,7 @@ _TRIMS: tuple[Callable[[_View], _View], ...] = (
     lambda v: v.drop(("still_failing",), "still-failing cases"),
     lambda v: v.drop(
         ("fixed", "new", "removed", "no_baseline"),
-        "fixed, new, removed, no-baseline and stale cases (counts kept)",
+        "fixed, new, removed, no-baseline, stale and diverged cases (counts kept)",
         stale=True,
     ),
     lambda v: dataclasses.replace(

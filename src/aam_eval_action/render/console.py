@@ -38,7 +38,7 @@ class Console:
             self.stream.flush()
 
     def case(self, r: CaseResult) -> None:
-        source = "replayed" if r.replayed else ("live" if r.replayed is False else "-")
+        source = _source(r)
         flaky = "  flaky" if r.flaky else ""
         self.line(f"{r.verdict:<5} {r.name}  {r.duration_seconds:.1f}s  {source}{flaky}",
                   STYLES.get(r.verdict))
@@ -59,6 +59,8 @@ class Console:
         graded = s.graded if s.graded is not None else s.total - s.skipped
         rate = f"{s.passed / graded * 100:.1f}% of {graded} graded" if graded else "none graded"
         missed = f", {s.not_replayable} not replayable" if s.not_replayable else ""
+        missed += f" ({s.diverged} diverged)" if s.diverged else ""
+        missed += f", {s.rerun} re-executed" if s.rerun else ""
         self.line(
             f"{s.passed}/{s.total} passed ({rate}), {s.failed} failed, {s.errored} errored{missed}, "
             f"{s.replayed} replayed, {report.duration_seconds:.1f}s{_cost(s.cost_usd, s.run_cost_usd)}"
@@ -77,7 +79,7 @@ class Console:
         for c in cases:
             checks = ", ".join(f"{k}:{v}" for k, v in c.deterministic_checks.items()) or "-"
             judge = c.judge_verdict.result if c.judge_verdict else "-"
-            source = "replayed" if c.replayed else ("live" if c.replayed is False else "-")
+            source = _source(c)
             table.add_row(c.name, c.verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
                           style=STYLES.get(c.verdict) if self.color else None)
         buffer = io.StringIO()
@@ -106,6 +108,15 @@ def neutralize_commands(text: str) -> str:
     lines = text.splitlines() or [text]
     return "\n".join(ZWSP + line if line.lstrip().startswith(_COMMAND_START) else line
                      for line in lines)
+
+
+def _source(r: CaseResult) -> str:
+    """Where the session came from: replayed (snapshot), rerun (re-executed), live."""
+    if r.replay_kind == "rerun":
+        return f"rerun, live from turn {r.live_from_turn}" if r.live_from_turn else "rerun"
+    if r.replay_miss == "diverged":
+        return "rerun, diverged"
+    return "replayed" if r.replayed else ("live" if r.replayed is False else "-")
 
 
 def _cost(recorded: float | None, spent: float | None) -> str:

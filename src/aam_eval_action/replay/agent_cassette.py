@@ -51,7 +51,8 @@ class AgentCassette(BaseModel):
     provenance: str | None = None
     """Where it was recorded: the CI run's URL, or `recorded locally`."""
     model_traffic: list[dict[str, Any]] | None = None
-    """Reserved: the session's raw model traffic, for re-running the real CLI against it."""
+    """Each attempt's model traffic (`replay/traffic.py`, its shared entries in
+    `<cassettes>/_shared/`), for re-executing the real CLI against it; absent in older cassettes."""
 
 
 def session_path(cassettes: Path, case: str, engine: str, variant: str = "") -> Path:

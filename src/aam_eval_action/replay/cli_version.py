@@ -6,6 +6,7 @@ that made it: a mismatch is a clear error, never a false divergence.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -23,10 +24,22 @@ class CliVersionError(AamEvalError):
 
 
 def installed_version(cli: str) -> str | None:
-    """`<cli> --version` as a bare version number; None when the CLI is not on PATH."""
+    """`<cli> --version` as a bare version number; None when the CLI is not on PATH.
+
+    Asked once per executable (by path and modification time), not once per case.
+    """
     path = shutil.which(cli)
     if path is None:
         return None
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    return _version_of(path, stamp)
+
+
+@functools.cache
+def _version_of(path: str, stamp: int) -> str | None:
     try:
         out = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=30, check=False,

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from aam_eval_action.fsutil import display_path
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.agent_cassette import AgentCassette, CassetteError
-from aam_eval_action.replay.fingerprint import Fingerprint, explain
+from aam_eval_action.replay.fingerprint import Fingerprint, explain, not_rerunnable
+from aam_eval_action.replay.traffic import Divergence, ModelTraffic, TrafficError
 from aam_eval_action.replay.untrusted import UntrustedFileError
 
 if TYPE_CHECKING:
     from aam_eval_action.replay.judge_cassette import JudgeCassette
     from aam_eval_action.settings import RunSettings
 
-MissKind = Literal["no-cassette", "stale", "damaged"]
+MissKind = Literal["no-cassette", "stale", "damaged", "diverged"]
+ReplayKind = Literal["snapshot", "rerun", "live"]
 Subject = Literal["agent", "judge"]
 
 
@@ -39,13 +42,16 @@ class Miss(Exception):
     """The command that records this case again."""
     changes: tuple[str, ...] = field(default=())
     """Each input that changed since recording, e.g. `skill file skills/x/SKILL.md changed`."""
+    divergence: Divergence | None = None
+    """For `diverged`: the first re-executed request that differed from the recording."""
 
     @property
     def message(self) -> str:
         """The one line shown in the report and the log."""
         verb = "record it" if self.kind == "no-cassette" and self.subject == "agent" else "re-record"
         prefix = "" if self.kind == "damaged" else (
-            "judge replay miss: " if self.subject == "judge" else "replay miss: "
+            "judge replay miss: " if self.subject == "judge" else
+            "replay diverged: " if self.kind == "diverged" else "replay miss: "
         )
         return f"{prefix}{self.reason}; {verb}: {self.rerecord}"
 
@@ -60,6 +66,16 @@ class Decision:
     replay: bool
     reason: str
     recorded: AgentCassette | None = None
+    rerun: bool = False
+    """Re-execute the real CLI against `traffic` (else snapshot, or live when not `replay`)."""
+    traffic: tuple[ModelTraffic, ...] = ()
+    """The recorded model traffic of each attempt, for re-execution."""
+    changes: tuple[str, ...] = ()
+    """Inputs changed since recording (what a divergence is most likely due to)."""
+
+    @property
+    def kind(self) -> ReplayKind:
+        return "rerun" if self.rerun else "snapshot" if self.replay else "live"
 
 
 def rerecord_command(settings: RunSettings, name: str, variant: str = "") -> str:
@@ -89,11 +105,20 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
             raise Miss("no-cassette", "agent", why, rerecord)
         return Decision(False, why)
     changes = explain(recorded.fingerprint.inputs, fp.inputs)
+    blocker = None
+    if not variant and (s.rerun == "always" or (s.rerun == "auto" and changes)):
+        found = _rerun(s, name, recorded, fp)
+        if isinstance(found, Decision):
+            return found
+        blocker = found
     if changes:
         why = "; ".join(changes) + f" since recording ({recorded.recorded_at})"
+        why += f" ({blocker})" if blocker else ""
         if s.mode == "replay":
             raise Miss("stale", "agent", why, rerecord, tuple(changes))
         return Decision(False, why)
+    if blocker and s.mode == "replay":  # --rerun with nothing to re-execute
+        raise Miss("no-cassette", "agent", blocker, rerecord)
     if len(recorded.attempts) < s.repeat:
         why = f"{len(recorded.attempts)} attempt(s) recorded, {s.repeat} wanted"
         if s.mode == "replay":
@@ -101,6 +126,64 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
                        rerecord_command(s, name) + f" --repeat {s.repeat}", (why,))
         return Decision(False, why)
     return Decision(True, "cassette matches", recorded)
+
+
+def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) -> Decision | str:
+    """A re-execute decision, or why the case cannot be re-executed (auto falls back to snapshot).
+
+    Forced (`always`), a CLI of another version is an error, never a false divergence.
+    """
+    from aam_eval_action.replay import traffic_store
+    from aam_eval_action.replay.cli_version import check_version, installed_version
+
+    blocking = not_rerunnable(recorded.fingerprint.inputs, fp.inputs)
+    if blocking:
+        return f"not re-executable: {'; '.join(blocking)}, so the model is asked something else from turn 1"
+    if not recorded.model_traffic:
+        return "the cassette holds no model traffic to re-execute; re-record it once"
+    try:
+        traffic = tuple(traffic_store.load_traffic(s.cassettes, recorded.model_traffic))
+    except TrafficError as exc:
+        if s.mode == "replay":
+            raise Miss("damaged", "agent", str(exc), rerecord_command(s, name)) from None
+        return f"model traffic unusable: {exc}"
+    first = traffic[0]
+    installed = installed_version(first.cli)
+    if s.rerun == "always":
+        check_version(first.cli, first.cli_version, installed)
+    elif installed != first.cli_version:
+        found = f"{first.cli} {installed} is" if installed else "none is"
+        return f"re-execute needs {first.cli} {first.cli_version} on PATH, {found}"
+    if len(traffic) < s.repeat and s.mode == "auto":
+        return f"{len(traffic)} attempt(s) recorded, {s.repeat} wanted"
+    changes = tuple(explain(recorded.fingerprint.inputs, fp.inputs))
+    why = "re-execute: " + ("; ".join(changes) + " since recording" if changes else "forced")
+    return Decision(True, why, recorded, rerun=True, traffic=traffic, changes=changes)
+
+
+def diverged(settings: RunSettings, name: str, divergence: Divergence, changes: tuple[str, ...]) -> Miss:
+    """The miss of a re-executed case whose CLI asked what the recording cannot answer."""
+    why = divergence.message
+    likely = likely_causes(changes, divergence)
+    if likely != list(changes):
+        why += f" (likely cause: {'; '.join(likely)})"
+    elif changes:
+        why += f" (changed since recording: {'; '.join(changes)})"
+    return Miss("diverged", "agent", why, rerecord_command(settings, name), changes, divergence)
+
+
+def likely_causes(changes: tuple[str, ...], divergence: Divergence) -> list[str]:
+    """The changed inputs whose file name shows in the diverging tool call or its results
+    (a hook's script in its error, a script in its command), or the files of the skill whose
+    loading diverged; all of them when none does."""
+    seen = " ".join(x for x in (divergence.tool_input, divergence.recorded, divergence.live) if x)
+    skill = f"skills/{divergence.tool_input}/" if divergence.tool_name == "Skill" else None
+
+    def named(change: str) -> bool:
+        paths = [w for w in change.split() if "/" in w]
+        return any(PurePosixPath(w).name in seen or (skill and w.startswith(skill)) for w in paths)
+
+    return [c for c in changes if named(c)] or list(changes)
 
 
 @dataclass

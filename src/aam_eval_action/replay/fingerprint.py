@@ -17,6 +17,11 @@ from aam_eval_action.spec import Case, EvalConfig
 HASH_CHARS = 16
 JUDGE_PROMPT_VERSION = "1"
 VALUE_INPUTS = ("engine", "model", "target", "judge-model", "judge-prompt", "judge-votes", "baseline")
+RERUNNABLE = ("package:", "fixture:", "workspace-file:", "env:", "sandbox")
+"""Inputs the agent runs or reads (package files, fixtures, workspace files, env, sandbox):
+a change to them reaches the model, if at all, only through what the CLI's tools produce, so
+re-executing the CLI against the recorded traffic tells whether it matters. Any other input
+(prompt, engine, model, target) changes the very first request: the recording cannot answer it."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,14 @@ def explain(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
         else:
             changes.append(f"{label} changed")
     return changes
+
+
+def not_rerunnable(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
+    """Changed inputs that re-execution cannot absorb (see RERUNNABLE), as human phrases."""
+    changed = {k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k)}
+    blocking = {k for k in changed if not k.startswith(RERUNNABLE)}
+    return explain({k: v for k, v in recorded.items() if k in blocking},
+                   {k: v for k, v in current.items() if k in blocking})
 
 
 def _label(key: str) -> str:

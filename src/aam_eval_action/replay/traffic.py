@@ -14,23 +14,25 @@ recorded response of that stream.
 workspace, HOME and temp base paths (and their realpaths) become `$WORKSPACE`, `$HOME` and
 `$TMP`, Claude Code's project directory name (the workspace path with `-` for `/`) becomes
 `$PROJECT`; per-run ids (`metadata.user_id`, Codex's `client_metadata`, `prompt_cache_key` and
-input item ids), `cache_control` markers (they move to the newest message each turn), the
-date line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time` are
-replaced or dropped; secrets are redacted. Ids the API issues (messages, tool calls, items) are
-renamed in order of first sight (`toolu_aam001`), in answers and where requests echo them, so
-recording the same session twice gives the same bytes. A user's `rerun-ignore` regexes are applied to
-both sides at comparison time only, so changing them never needs a re-recording.
+input item ids), `cache_control` markers (they move to the newest message each turn), the date
+line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time`, the machine's
+OS version and time zone are replaced or dropped; secrets are redacted. Ids the API issues
+(messages, tool calls, items) are renamed in order of first sight (`toolu_aam001`), in answers
+and where requests echo them, so recording the same session twice gives the same bytes. A user's
+`rerun-ignore` regexes are applied to both sides at comparison time only, so changing them never
+needs a re-recording.
 
-**Storage.** Requests are stored normalised. Every tool schema and every long (>= 1 KiB) text
-block of the system prompt, instructions or messages (the CLI's own prompt and reminders) go
-once into a `shared` table keyed by name and a short content hash; requests refer to them as
-`{$shared: KEY}`. Those entries are the same in every case run by one CLI version, so
-`detach_shared` / `attach_shared` let a cassette directory keep them in one common store. A
-request's message history is stored as `$history` (the number of messages carried over from
-the previous request of its stream) plus the new messages only. Streamed answers are kept as
-parsed SSE events, with consecutive text and JSON deltas merged into one event (readable, and a
-path split across `input_json_delta` fragments is whole again, so it can be rewritten for a new
-workspace and served as one fragment).
+**Storage.** Requests are stored normalised. Every tool schema, every long (>= 1 KiB) text block
+of the system prompt, instructions or messages (the CLI's own prompt) and every `<system-
+reminder>` block of at least 256 characters (the CLI's reminders) go once into a `shared` table
+keyed by name and a short content hash; requests refer to them as `{$shared: KEY}`. Those
+entries are the same in every case run by one CLI version, so `detach_shared` / `attach_shared`
+let a cassette directory keep them in one common store. A request's message history is stored as
+`$history` (the number of messages carried over from the previous request of its stream) plus
+the new messages only. Streamed answers are kept as parsed SSE events, with consecutive text and
+JSON deltas merged into one event (readable, and a path split across `input_json_delta`
+fragments is whole again, so it can be rewritten for a new workspace and served as one
+fragment).
 
 **Divergence.** `first_difference` walks a recorded and a live request in parallel and
 reports the first differing JSON path with both values shortened. When the difference lies in
@@ -66,6 +68,9 @@ VALUE_WIDTH = 160
 CALL_WIDTH = 160
 SHARE_MIN = 1024
 """Text blocks at least this long are stored once in the shared table."""
+REMINDER_SHARE_MIN = 256
+"""The CLI's own `<system-reminder>` blocks (environment, tool listings, attribution, project
+instructions) are the same across cases from this length on: stored once too."""
 # Keys that only identify a run (user, session, device, cache key); dropped from requests.
 RUN_ID_KEYS = ("metadata", "client_metadata", "prompt_cache_key")
 # Stable within one run only: the moving cache marker and the ids of Responses input items.
@@ -75,6 +80,9 @@ VOLATILE_TEXT = (
     (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1$DATE\2"),
     (re.compile(r"^(Chunk ID: )\w+$", re.M), r"\1$ID"),
     (re.compile(r"^(Wall time: )[\d.]+( seconds)$", re.M), r"\1$SECONDS\2"),
+    # The machine, not the package: a recording made on a laptop re-executes on a CI runner.
+    (re.compile(r"^( - OS Version: ).*$", re.M), r"\1$OS"),
+    (re.compile(r"(<timezone>)[^<]*(</timezone>)"), r"\1$TZ\2"),
 )
 GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
@@ -424,9 +432,10 @@ def compact(full: dict[str, Any], previous: dict[str, Any] | None, shared: dict[
 def _share_big(block: Any, shared: dict[str, Any], label: str) -> Any:
     """A text block of at least SHARE_MIN characters as a shared reference, else itself."""
     text = block.get("text") if isinstance(block, dict) else None
-    if isinstance(text, str) and len(text) >= SHARE_MIN:
-        return _share(block, shared, label)
-    return block
+    if not isinstance(text, str):
+        return block
+    reminder = text.startswith("<system-reminder>") and len(text) >= REMINDER_SHARE_MIN
+    return _share(block, shared, label) if reminder or len(text) >= SHARE_MIN else block
 
 
 def _share_injected(item: Any, shared: dict[str, Any]) -> Any:
@@ -744,7 +753,7 @@ def _with_tool(divergence: Divergence, live: dict[str, Any], where: Path_) -> Di
     items = live.get(key)
     if not where or where[0] != key or not isinstance(items, list):
         return divergence
-    result = _enclosing_result(live, where)
+    result = _enclosing_result(live, where) or _result_beside(items, where)
     if result is None:
         return divergence
     call_id = result.get("tool_use_id") or result.get("call_id")
@@ -769,6 +778,17 @@ def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
     if isinstance(value, dict) and value.get("type") in ("tool_result", "function_call_output"):
         found = value
     return found
+
+
+def _result_beside(items: list[Any], where: Path_) -> dict[str, Any] | None:
+    """The one tool result in the message a differing block belongs to: Claude Code answers a
+    Skill call with the result and, beside it in the same message, the skill's body."""
+    if len(where) < 3 or not isinstance(where[1], int) or where[2] != "content" or where[1] >= len(items):
+        return None
+    content = items[where[1]].get("content") if isinstance(items[where[1]], dict) else None
+    results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+        if isinstance(content, list) else []
+    return results[0] if len(results) == 1 else None
 
 
 def _find_call(items: list[Any], call_id: str) -> tuple[str, Any] | None:

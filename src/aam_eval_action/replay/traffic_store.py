@@ -1,0 +1,133 @@
+"""Model traffic on disk: each case's exchanges in its agent cassette, the shared part stored once.
+
+Claude Code sends the same ~30 KB system prompt and ~50 KB of tool schemas in every session,
+so a traffic recording holding its own copy would be ~100 KB per case. Those entries are the
+same for every case run by one CLI version, so they live in one store per cassettes directory
+and CLI version, `<cassettes>/_shared/<cli>-<version>.yaml` (`_` cannot start a case name, so
+it never collides with a case directory). Entries are keyed by name and content hash, so a
+store only ever grows by union; it is written atomically, sorted, and left untouched when a
+recording adds nothing new.
+
+Cassettes come from the repository under test: the store is read with the safe YAML loader
+and its shape checked, and a damaged one is a `TrafficError` naming the file.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aam_eval_action.fsutil import atomic_write, dump_yaml
+from aam_eval_action.replay.traffic import (
+    ModelTraffic,
+    TrafficError,
+    attach_shared,
+    detach_shared,
+    parse_traffic,
+    stored,
+)
+
+STORE_DIR = "_shared"
+STORE_VERSION = 1
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+# The cases of one run share a store: merges into it are serialised.
+_LOCK = threading.Lock()
+_CACHE: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
+def store_path(cassettes: Path, cli: str, version: str | None) -> Path:
+    """`<cassettes>/_shared/<cli>-<version>.yaml` (characters outside `[A-Za-z0-9._-]` become `_`)."""
+    name = f"{cli}-{version or 'unknown'}"
+    return cassettes / STORE_DIR / (_UNSAFE.sub("_", name) + ".yaml")
+
+
+def load_store(path: Path) -> dict[str, Any]:
+    """The store's entries ({} when there is none); TrafficError when it is damaged."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise TrafficError(f"{path}: cannot be read ({exc})") from None
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    with _LOCK:
+        cached = _CACHE.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    entries = _read(path)
+    with _LOCK:
+        _CACHE[path] = (stamp, entries)
+    return entries
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrafficError(f"{path}: cannot be read ({exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise TrafficError(f"{path}: damaged YAML{where}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+        raise TrafficError(f"{path}: not a shared traffic store (expected a mapping with `entries`)")
+    version = data.get("version")
+    if not isinstance(version, int) or version > STORE_VERSION:
+        raise TrafficError(f"{path}: shared store version {version!r} is not supported "
+                           f"(this aam-eval reads {STORE_VERSION}); upgrade aam-eval-action")
+    entries: dict[str, Any] = data["entries"]
+    if not all(isinstance(key, str) for key in entries):
+        raise TrafficError(f"{path}: damaged shared store: every entry key must be a string")
+    return entries
+
+
+def save_traffic(cassettes: Path, traffic: list[ModelTraffic]) -> list[dict[str, Any]]:
+    """Each attempt's traffic as stored in its cassette; shared entries merged into the store."""
+    out = []
+    for one in traffic:
+        detached, entries = detach_shared(one)
+        _merge(store_path(cassettes, one.cli, one.cli_version), one, entries)
+        out.append(stored(detached))
+    return out
+
+
+def _merge(path: Path, traffic: ModelTraffic, entries: dict[str, Any]) -> None:
+    """Add entries to the store; the file is rewritten only when something is new."""
+    with _LOCK:
+        try:
+            existing = _read(path) if path.exists() else {}
+        except TrafficError:
+            existing = {}  # recording is how a damaged store gets repaired
+        if all(key in existing for key in entries):
+            return
+        merged = {**existing, **entries}
+        data = {"version": STORE_VERSION, "cli": traffic.cli, "cli_version": traffic.cli_version,
+                "entries": dict(sorted(merged.items()))}
+        atomic_write(path, dump_yaml(data))
+        _CACHE.pop(path, None)
+
+
+def load_traffic(cassettes: Path, recorded: list[dict[str, Any]]) -> list[ModelTraffic]:
+    """Each attempt's traffic from its cassette, with its shared entries from the store.
+
+    TrafficError when the traffic or the store is damaged (the message names the store).
+    """
+    out = []
+    for data in recorded:
+        try:
+            bare = ModelTraffic.model_validate(data)
+        except ValueError:
+            out.append(parse_traffic(data))  # raises the format's own clear error
+            continue
+        path = store_path(cassettes, bare.cli, bare.cli_version)
+        try:
+            full = attach_shared(bare, load_store(path))
+        except KeyError as exc:
+            raise TrafficError(f"{path}: {exc.args[0]}; re-record the case") from None
+        out.append(parse_traffic(stored(full)))
+    return out
