@@ -515,7 +515,7 @@ def test_recordings_carry_their_provenance(tmp_path: Path) -> None:
     for environ, expected in ((ci, "https://ghe.example/acme/evals/actions/runs/123"), ({}, "recorded locally")):
         ctx = CaseContext.for_run(resolve(load_package(pkg), Overrides(), environ))
         save_sessions(ctx, f"a{len(environ)}", Fingerprint.of({"x": "1"}),
-                      [Session(engine="claude-code", model_provider="anthropic")])
+                      [Session(engine="claude-code", model_provider="anthropic")], [])
         saved = agent_cassette.load(agent_cassette.session_path(ctx.settings.cassettes, f"a{len(environ)}", "claude-code"))
         assert saved is not None and saved.provenance == expected
 

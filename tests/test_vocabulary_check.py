@@ -137,9 +137,13 @@ def test_a_recorded_path_escaping_the_workspace_is_never_written(tmp_path: Path)
     case = Case.model_validate({"name": "esc", "input": {"prompt": "p"}, "judge": {"criteria": "c"},
                                 "expected": {"command": "test -f ok.txt"}})
     target = tmp_path / "escaped.txt"
+    # Built without validation: a cassette refuses such paths when it loads; this is the check's
+    # own line of defence behind that.
     hostile = [FileChange(path="ok.txt", status="created", text="x", size=1),
-               FileChange(path=f"../../../../../../..{target}", status="created", text="pwned", size=5),
-               FileChange(path=str(target), status="created", text="pwned", size=5)]
+               FileChange.model_construct(path=f"../../../../../../..{target}", status="created",
+                                          text="pwned", size=5, sha256=None),
+               FileChange.model_construct(path=str(target), status="created", text="pwned", size=5,
+                                          sha256=None)]
     session = Session(engine="claude-code", model_provider="anthropic", files=hostile)
     inputs = CheckInputs(FinishedWorkspace(PackageLayout(pkg), case, session), Sandbox(),
                          command_env={"PATH": "/usr/bin:/bin"})
