@@ -28,6 +28,8 @@ class Provider:
     """Judge model when nothing else is configured."""
     model_prefixes: tuple[str, ...]
     """Model-name prefixes that belong to this provider."""
+    base_url_path: str = ""
+    """What a base URL carries after the host (`/v1` for OpenAI's clients), e.g. for a proxy's URL."""
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -40,7 +42,7 @@ PROVIDERS: dict[str, Provider] = {
         name="openai", key_var="OPENAI_API_KEY", base_url_var="OPENAI_BASE_URL",
         api_host="api.openai.com", default_base_url="https://api.openai.com/v1",
         default_model="gpt-5.5",
-        model_prefixes=("gpt", "o1", "o3", "o4", "codex", "openai", "chatgpt"),
+        model_prefixes=("gpt", "o1", "o3", "o4", "codex", "openai", "chatgpt"), base_url_path="/v1",
     ),
 }
 

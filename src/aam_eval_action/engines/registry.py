@@ -29,6 +29,12 @@ class EngineInfo:
     """Model used when neither eval-config nor `--model` sets one."""
     adapter: str
     """`module:Class` of the adapter, imported on first use."""
+    cli: str = ""
+    """The executable, e.g. `claude` (also how model traffic names the CLI)."""
+    npm_package: str = ""
+    """Where the CLI comes from, for install hints."""
+    user_agent: str = ""
+    """The start of the User-Agent the CLI sends its model requests with (`claude-cli`)."""
     enforces_no_network: bool = False
     """Whether `sandbox.network: false` cuts the agent's own commands off the network, not
     only its web tools (checked: a Bash command connecting to a local listener)."""
@@ -37,9 +43,11 @@ class EngineInfo:
 ENGINES: dict[str, EngineInfo] = {
     # Claude Code: `network: false` denies WebFetch/WebSearch; Bash keeps the network.
     "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
-                              "aam_eval_action.engines.claude_code:ClaudeCode"),
+                              "aam_eval_action.engines.claude_code:ClaudeCode", cli="claude",
+                              npm_package="@anthropic-ai/claude-code", user_agent="claude-cli"),
     # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs.
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
+                        cli="codex", npm_package="@openai/codex", user_agent="codex_",
                         enforces_no_network=True),
 }
 ENGINE_NAMES = tuple(ENGINES)
@@ -50,6 +58,16 @@ RESERVED: dict[str, str] = {
 }
 """Names the AAM spec reserves: valid in a config, refused with an unsupported-engine error."""
 RESERVED_NAMES = tuple(RESERVED)
+
+
+def engine_of_cli(cli: str) -> EngineInfo | None:
+    """The engine whose executable is `cli`."""
+    return next((e for e in ENGINES.values() if e.cli == cli), None)
+
+
+def engine_of_user_agent(agent: str) -> EngineInfo | None:
+    """The engine whose CLI sends this User-Agent."""
+    return next((e for e in ENGINES.values() if e.user_agent and agent.startswith(e.user_agent)), None)
 
 
 def check_engine_name(name: str, where: str = "") -> None:

@@ -12,11 +12,11 @@ import re
 import shutil
 import subprocess
 
+from aam_eval_action.engines.registry import engine_of_cli
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.replay.traffic import ModelTraffic
 
 VERSION = re.compile(r"\d+\.\d+\.\d+\S*")
-PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
 
 
 class CliVersionError(AamEvalError):
@@ -53,7 +53,8 @@ def _version_of(path: str, stamp: int) -> str | None:
 
 def check_version(cli: str, recorded: str | None, installed: str | None) -> None:
     """Raise CliVersionError unless the installed CLI is the recorded version."""
-    package = PACKAGES.get(cli, cli)
+    engine = engine_of_cli(cli)
+    package = engine.npm_package if engine else cli
     if installed is None:
         raise CliVersionError(
             f"cannot re-execute: `{cli}` is not on PATH; install the recorded version "

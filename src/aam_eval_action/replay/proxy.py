@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aam_eval_action.engines.registry import ENGINES, engine_of_user_agent
+from aam_eval_action.providers import PROVIDERS, Provider
 from aam_eval_action.replay.traffic import (
     Divergence,
     Exchange,
@@ -60,7 +62,8 @@ AUTH_HEADERS = ("x-api-key", "authorization")
 PASSED_BACK = {"retry-after", "retry-after-ms", "x-should-retry", "request-id", "x-request-id"}
 RETRY_NOW = (("retry-after", "0"), ("x-should-retry", "true"))
 Headers = Sequence[tuple[str, str]]
-CLI_AGENT = re.compile(r"^(claude-cli|codex_\w+)/(\S+)")
+CLI_AGENT = re.compile(r"^\S+?/(\d\S*)")
+"""A User-Agent's version: `claude-cli/2.1.330 (…)`, `codex_exec/0.169.0 …`."""
 UPSTREAM_TIMEOUT = 600.0
 PREFIX = "aam-eval replay"
 
@@ -95,18 +98,20 @@ class Upstream:
         return base + path
 
 
-DEFAULT_UPSTREAMS = {"claude-code": "https://api.anthropic.com", "codex": "https://api.openai.com/v1"}
-BASE_URL_VARS = {"claude-code": "ANTHROPIC_BASE_URL", "codex": "OPENAI_BASE_URL"}
+def _provider(engine: str) -> Provider:
+    return PROVIDERS[ENGINES[engine].provider]
 
 
 def upstream_for(engine: str, env: Mapping[str, str], key: str | None = None) -> Upstream:
     """Where the engine's CLI would have sent its requests: its `*_BASE_URL` in env, else the API."""
-    return Upstream(env.get(BASE_URL_VARS[engine]) or DEFAULT_UPSTREAMS[engine], key)
+    provider = _provider(engine)
+    return Upstream(env.get(provider.base_url_var) or provider.default_base_url, key)
 
 
 def proxy_env(engine: str, proxy_url: str) -> dict[str, str]:
-    """The run env that points the engine's CLI at a proxy (Codex's provider base URL ends in /v1)."""
-    return {BASE_URL_VARS[engine]: proxy_url + ("/v1" if engine == "codex" else "")}
+    """The run env that points the engine's CLI at a proxy (OpenAI's base URL ends in /v1)."""
+    provider = _provider(engine)
+    return {provider.base_url_var: proxy_url + provider.base_url_path}
 
 
 class _Reply:
@@ -244,9 +249,10 @@ class _Proxy:
 
     def _note_cli(self, agent: str) -> None:
         found = CLI_AGENT.match(agent)
-        if found and self.cli is None:
-            self.cli = "claude" if found.group(1) == "claude-cli" else "codex"
-            self.cli_version = found.group(2)
+        engine = engine_of_user_agent(agent)
+        if found and engine and self.cli is None:
+            self.cli = engine.cli
+            self.cli_version = found.group(1)
 
     def traffic(self) -> ModelTraffic:
         """Every kept exchange in order, in the stored format."""
