@@ -142,6 +142,8 @@ class RerecordedCase(BaseModel):
     """Where the cassette says it was recorded: a CI run URL, or `recorded locally`."""
     head_verdict: Verdict | None = None
     """The case's verdict on the head."""
+
+
 class DivergedCase(BaseModel):
     """A head case whose re-executed session asked the model something the recording cannot answer."""
 

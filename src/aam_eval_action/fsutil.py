@@ -125,3 +125,12 @@ def display_path(path: Path) -> str:
     """A path relative to the current directory when it is below it, else absolute."""
     rel = os.path.relpath(path)
     return path.as_posix() if rel.startswith("..") else Path(rel).as_posix()
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether `path`, symlinks resolved, is `root` or below it."""
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True

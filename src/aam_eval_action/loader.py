@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.fsutil import is_inside
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.spec import Case, EvalConfig, PackageManifest
 
@@ -126,7 +126,7 @@ def _check_cassettes_dir(layout: PackageLayout, config: EvalConfig, rel: str) ->
         raise ConfigError(f"{where}: cassettes: {value!r} is absolute; use a path relative to "
                           "evals/ inside the repository")
     repo = repository_root(layout.root)
-    if not _inside(layout.evals_dir / value, repo.resolve()):
+    if not is_inside(layout.evals_dir / value, repo.resolve()):
         raise ConfigError(f"{where}: cassettes: {value!r} resolves outside the repository "
                           f"({repo}); keep the cassettes inside it")
 
@@ -257,13 +257,13 @@ def check_paths(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
         if not path.exists() and not path.is_symlink():
             where = _show(layout, layout.evals_dir)
             return loc, f"fixture {rel!r} not found in {where}; add it or fix the path"
-        if not _inside(path, evals):
+        if not is_inside(path, evals):
             return loc, f"{rel!r} is a symlink that escapes evals/; copy the file in instead"
         if path.is_dir():
             return loc, f"{rel!r} is a directory; list the files in it one by one"
     for i, rel in enumerate(case.input.workspace_files):
         source = workspace_file_source(layout, rel)
-        if source is not None and not _inside(source, evals):
+        if source is not None and not is_inside(source, evals):
             return ("input", "workspace-files", i), (
                 f"{rel!r}: its content file is a symlink that escapes evals/; copy the file in instead"
             )
@@ -280,14 +280,6 @@ def workspace_file_source(layout: PackageLayout, rel: str) -> Path | None:
         if candidate.is_file() or candidate.is_symlink():
             return candidate
     return None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(root)
-    except ValueError:
-        return False
-    return True
 
 
 def _show(layout: PackageLayout, path: Path) -> str:

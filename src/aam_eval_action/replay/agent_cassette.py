@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aam_eval_action.fsutil import atomic_write, dump_yaml
+from aam_eval_action.fsutil import atomic_write, dump_yaml, is_inside
 from aam_eval_action.replay.untrusted import UntrustedFileError, load_yaml, read_text
 from aam_eval_action.session import Session
 
@@ -129,7 +129,7 @@ def save(path: Path, cassette: AgentCassette, cassettes: Path | None = None) -> 
 
     With `cassettes`, a path that resolves (through a symlinked folder) outside it is refused.
     """
-    if cassettes is not None and not _inside(path.parent, cassettes):
+    if cassettes is not None and not is_inside(path.parent, cassettes):
         raise CassetteError(f"{path.parent}: resolves outside {cassettes} (a symlink?); "
                             "remove it and record again")
     try:
@@ -140,14 +140,6 @@ def save(path: Path, cassette: AgentCassette, cassettes: Path | None = None) -> 
     if existing is not None and dump_yaml(_stable(existing)) == dump_yaml(_stable(cassette)):
         return False
     atomic_write(path, dump_yaml(cassette.model_dump(mode="json", exclude_none=True)))
-    return True
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
     return True
 
 

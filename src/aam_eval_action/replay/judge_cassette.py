@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from aam_eval_action.fsutil import atomic_write
+from aam_eval_action.fsutil import atomic_write, is_inside
 from aam_eval_action.providers import PROVIDERS
 
 # Only these headers are kept: everything else (keys, org ids, cookies, request ids,
@@ -199,7 +199,7 @@ class JudgeCassette:
             return False
         from vcr.serialize import serialize
 
-        if self.inside is not None and not _inside(self.path.parent, self.inside):
+        if self.inside is not None and not is_inside(self.path.parent, self.inside):
             from aam_eval_action.replay.agent_cassette import CassetteError
 
             raise CassetteError(f"{self.path.parent}: resolves outside {self.inside} (a symlink?); "
@@ -348,12 +348,3 @@ class Player:
                 self.taken[i] = not peek
                 return response
         return None
-
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True
