@@ -27,7 +27,7 @@ import json
 import re
 import threading
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,6 +154,10 @@ class _Reply:
         self._h.wfile.flush()
 
 
+STOP_WAIT_SECONDS = 10.0
+"""How long stopping a proxy waits for requests still being served."""
+
+
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -181,11 +185,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         incoming = Incoming("POST", self.path, headers, raw, body if isinstance(body, dict) else {})
         reply = _Reply(self)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        owner = self.server.owner
+        with owner.in_flight(), contextlib.suppress(BrokenPipeError, ConnectionResetError):
             try:
-                self.server.owner.serve(incoming, reply)
+                owner.serve(incoming, reply)
             except Exception as exc:  # a bug must stop the CLI, not make it retry a dead socket
-                self.server.owner.failures.append(f"{type(exc).__name__}: {exc}")
+                owner.failures.append(f"{type(exc).__name__}: {exc}")
                 if not reply.started:
                     _refuse(reply, self.path, 400, f"{PREFIX}: internal error: {exc}")
 
@@ -210,6 +215,8 @@ class _Proxy:
         self.cli_version: str | None = None
         self._exchanges: list[tuple[str, dict[str, Any], RecordedResponse, bool]] = []
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._active = 0
         self._http: _Server | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -233,7 +240,23 @@ class _Proxy:
         self._thread.start()
         return self
 
+    @contextlib.contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Counts a request being served, so `stop` can wait for its exchange to be kept."""
+        with self._lock:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
+                self._idle.notify_all()
+
     def stop(self) -> None:
+        # The CLI may exit as soon as it has read the last answer, before the handler thread
+        # has kept that exchange: wait for requests in flight, or the recording would lose it.
+        with self._lock:
+            self._idle.wait_for(lambda: self._active == 0, timeout=STOP_WAIT_SECONDS)
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
