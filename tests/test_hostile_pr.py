@@ -679,3 +679,20 @@ def test_which_events_count_as_untrusted_pull_requests(
     path.write_text(json.dumps({"pull_request": pr} if pr else {}))
     gh = GitHubContext.from_env({"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(path)})
     assert (gh.untrusted_pr is None) if why is None else (why in (gh.untrusted_pr or ""))
+
+
+def test_re_execute_replay_is_off_on_pull_request_target(tmp_path: Path) -> None:
+    from aam_eval_action.commands.action import snapshot_only_on_pull_request_target
+    from aam_eval_action.github.inputs import ActionInputs, GitHubContext
+
+    target = GitHubContext.from_env({"GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_WORKSPACE": str(tmp_path)})
+    plain = GitHubContext.from_env({"GITHUB_EVENT_NAME": "pull_request", "GITHUB_WORKSPACE": str(tmp_path)})
+    auto = ActionInputs.from_env({"INPUT_RERUN": "auto"})
+    # The PR's hooks and scripts would run next to the job's secrets: snapshots only.
+    assert snapshot_only_on_pull_request_target(auto, target).rerun == "never"
+    assert snapshot_only_on_pull_request_target(ActionInputs.from_env({}), target).rerun == "never"
+    with pytest.raises(UsageError, match="rerun: always is refused on pull_request_target"):
+        snapshot_only_on_pull_request_target(ActionInputs.from_env({"INPUT_RERUN": "always"}), target)
+    trusted = ActionInputs.from_env({"INPUT_RERUN": "auto", "INPUT_ALLOW-LIVE-ON-PR": "true"})
+    assert snapshot_only_on_pull_request_target(trusted, target).rerun == "auto"
+    assert snapshot_only_on_pull_request_target(auto, plain).rerun == "auto"  # forks: no secrets there

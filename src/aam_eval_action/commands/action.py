@@ -53,6 +53,7 @@ def runner_environment(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str
 
 def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, str]) -> int:
     check_live_allowed(inputs, gh)
+    inputs = snapshot_only_on_pull_request_target(inputs, gh)
     console = Console(workflow_commands=True)
     package = (gh.workspace / inputs.package_path).resolve()
     report_path = _report_path(inputs, gh, package)
@@ -86,6 +87,23 @@ def check_live_allowed(inputs: ActionInputs, gh: GitHubContext) -> None:
         "scripts and eval-config the API keys. Use mode: replay for pull requests (no keys "
         "needed), or set allow-live-on-pr: true if you trust every such pull request"
     )
+
+
+def snapshot_only_on_pull_request_target(inputs: ActionInputs, gh: GitHubContext) -> ActionInputs:
+    """Re-execute replay runs the pull request's hooks and scripts for real. On
+    `pull_request_target` the job holds the repository's secrets and a write token, so there
+    replay reads snapshots only, unless `allow-live-on-pr` says every such PR is trusted."""
+    if gh.event_name != "pull_request_target" or inputs.allow_live_on_pr or inputs.mode != "replay":
+        return inputs
+    if inputs.rerun == "always":
+        raise UsageError(
+            "rerun: always is refused on pull_request_target: re-executing runs the pull "
+            "request's hooks and scripts in a job that holds secrets and a write token. Run the "
+            "check on pull_request, or set allow-live-on-pr: true if you trust every such PR"
+        )
+    print("re-execute replay is off on pull_request_target (it would run the pull request's "
+          "hooks and scripts next to this job's secrets): snapshot replay only", flush=True)
+    return inputs.model_copy(update={"rerun": "never"})
 
 
 def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
