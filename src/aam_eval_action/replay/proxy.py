@@ -29,7 +29,7 @@ import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from aam_eval_action.engines.registry import ENGINES, engine_of_user_agent
 from aam_eval_action.providers import PROVIDERS, Provider
@@ -263,6 +263,18 @@ class _Proxy:
         if self._thread is not None:
             self._thread.join()
 
+    def relay(
+        self, incoming: Incoming, upstream: Upstream, reply: _Reply, *, live: bool, prefix: str
+    ) -> None:
+        """Forward to the upstream and keep the exchange; an unreachable upstream is a 502."""
+        try:
+            response = self.forward(incoming, upstream, reply)
+        except OSError as exc:
+            if not reply.started:
+                _refuse(reply, incoming.path, 502, f"{prefix}upstream unreachable: {exc}")
+            return
+        self.keep(incoming, response, live=live)
+
     def keep(self, incoming: Incoming, response: RecordedResponse, live: bool) -> None:
         """Store one exchange, normalised and redacted (headers are never stored)."""
         self._note_cli(incoming.headers.get("user-agent", ""))
@@ -296,8 +308,9 @@ class _Proxy:
         finally:
             conn.close()
 
-    def __enter__(self) -> _Proxy:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -342,17 +355,7 @@ class RecordingProxy(_Proxy):
 
     def serve(self, incoming: Incoming, reply: _Reply) -> None:
         self.count_request()
-        try:
-            response = self.forward(incoming, self.upstream, reply)
-        except OSError as exc:
-            if not reply.started:
-                _refuse(reply, incoming.path, 502, f"upstream unreachable: {exc}")
-            return
-        self.keep(incoming, response, live=False)
-
-    def __enter__(self) -> RecordingProxy:
-        self.start()
-        return self
+        self.relay(incoming, self.upstream, reply, live=False, prefix="")
 
 
 class ReplayProxy(_Proxy):
@@ -413,13 +416,7 @@ class ReplayProxy(_Proxy):
             return
         with self._lock:
             self.live_requests += 1
-        try:
-            response = self.forward(incoming, self.continue_upstream, reply)
-        except OSError as exc:
-            if not reply.started:
-                _refuse(reply, incoming.path, 502, f"{PREFIX}: upstream unreachable: {exc}")
-            return
-        self.keep(incoming, response, live=True)
+        self.relay(incoming, self.continue_upstream, reply, live=True, prefix=f"{PREFIX}: ")
 
     def _match(self, incoming: Incoming) -> tuple[Exchange | None, Divergence | None]:
         """The recorded exchange answering this request, or the divergence it causes."""
@@ -452,9 +449,6 @@ class ReplayProxy(_Proxy):
         data = sse_bytes(served_events(response.events, paths))
         reply.whole(response.status, "text/event-stream", data)
 
-    def __enter__(self) -> ReplayProxy:
-        self.start()
-        return self
 
 
 def _refuse(reply: _Reply, path: str, status: int, message: str) -> None:
