@@ -377,7 +377,7 @@ def test_recording_proxy_streams_chunk_by_chunk_and_never_stores_the_key(slow_up
     assert "CANARY" not in dump_yaml(traffic.model_dump(mode="json"))
 
 
-def test_replay_proxy_answers_by_stream_and_refuses_a_difference_with_400() -> None:
+def test_replay_proxy_answers_by_conversation_and_refuses_a_difference_with_400() -> None:
     counted = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     agent = {"model": "m", "max_tokens": 1000, "tools": [{"name": "Bash"}], "messages": [{"role": "user", "content": "hi"}]}
     traffic = build("claude", "2.1.330", [
@@ -395,7 +395,7 @@ def test_replay_proxy_answers_by_stream_and_refuses_a_difference_with_400() -> N
     assert counted_answer == {"input_tokens": 7}
     assert status == 400 and error["error"]["type"] == "invalid_request_error"
     assert "the CLI sent a request the recording does not have" in error["error"]["message"]
-    assert proxy.served == {"agent": 1, "count_tokens": 1} and proxy.requests == 3
+    assert proxy.served == {"main": 1, "count_tokens": 1} and proxy.requests == 3
     assert proxy.divergence is not None and proxy.divergence.turn == 1
 
 
@@ -417,7 +417,7 @@ def test_a_recorded_overload_is_served_again_for_an_immediate_retry() -> None:
             assert second.status == 200 and b"message_start" in second.read()
         finally:
             conn.close()
-    assert proxy.divergence is None and proxy.served == {"agent": 2}
+    assert proxy.divergence is None and proxy.served == {"main": 2}
 
 
 # --- CLI version -------------------------------------------------------------------------------

@@ -224,6 +224,8 @@ class ReplayDivergence(Part):
     """When the difference is a tool's result: the tool whose call it answers."""
     tool_input: str | None = None
     """That tool call's input, shortened (a command or a path)."""
+    conversation: str | None = None
+    """The conversation it happened in: `main`, or a sub-agent's (`reviewer`, `reviewer-2`)."""
     message: str = ""
     """The whole finding in one line."""
 

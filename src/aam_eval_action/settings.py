@@ -95,6 +95,12 @@ class RunSettings:
         return self.agent_env.get(name) or self.runner_env.get(name) or None
 
     @property
+    def network_env(self) -> dict[str, str]:
+        """The environment the agent's model traffic would see: the runner's, then the agent's
+        own (its proxy and CA variables decide how a recording proxy reaches the API)."""
+        return {**self.runner_env, **self.agent_env}
+
+    @property
     def in_ci(self) -> bool:
         """Running under GitHub Actions (`GITHUB_ACTIONS=true` in the runner's environment)."""
         return self.runner_env.get("GITHUB_ACTIONS") == "true"

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.common import base_env, block, events, finish, one_line
+from aam_eval_action.engines.common import base_env, block, direct_loopback, events, finish, one_line
 from aam_eval_action.engines.install import (
     append_text,
     copy_package,
@@ -114,7 +114,7 @@ class ClaudeCode:
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # Claude Code refuses bypassPermissions as root otherwise
         env.update(run.env)
-        return env
+        return direct_loopback(env)
 
 
 # --- permissions ----------------------------------------------------------------------

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.common import base_env, block, events, finish, one_line, runner_env
+from aam_eval_action.engines.common import (
+    base_env,
+    block,
+    direct_loopback,
+    events,
+    finish,
+    one_line,
+    runner_env,
+)
 from aam_eval_action.engines.install import (
     append_text,
     copy_package,
@@ -102,7 +110,7 @@ class Codex:
         env = base_env(run)
         env["CODEX_HOME"] = str(run.home / ".codex")
         env.update(run.env)
-        return env
+        return direct_loopback(env)
 
 
 def trust_flags(workspace: Path) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.process import Completed
+from aam_eval_action.replay.upstream import with_loopback
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, cap
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME")
@@ -24,12 +25,29 @@ def runner_env(run: AgentRun) -> Mapping[str, str]:
     return os.environ if run.runner_env is None else run.runner_env
 
 
+PROXY_KEYS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
 def base_env(run: AgentRun) -> dict[str, str]:
     """The few runner variables an agent CLI needs, with HOME set to the run's fresh home."""
     source = runner_env(run)
     env = {key: source[key] for key in BASE_ENV_KEYS + NETWORK_ENV_KEYS if key in source}
     env["HOME"] = str(run.home)
     return env
+
+
+def direct_loopback(env: dict[str, str]) -> dict[str, str]:
+    """The CLI's env with the loopback in NO_PROXY and no_proxy, the user's entries kept.
+
+    Every CLI sends its model requests through the proxy variables even to 127.0.0.1 unless
+    NO_PROXY covers it, and a runner's proxy cannot reach the runner's own loopback, where
+    the recording or replay proxy listens.
+    """
+    if not any(env.get(key) for key in PROXY_KEYS):
+        return env
+    user = ",".join(v for v in (env.get("NO_PROXY"), env.get("no_proxy")) if v)
+    value = with_loopback(user)
+    return {**env, "NO_PROXY": value, "no_proxy": value}
 
 
 def events(stdout: str) -> list[dict[str, Any]]:

@@ -158,7 +158,8 @@ def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> 
 def divergence_record(d: Divergence) -> ReplayDivergence:
     """The report's record of a divergence."""
     return ReplayDivergence(turn=d.turn, stream=d.stream, path=d.path, recorded=d.recorded,
-                            live=d.live, tool=d.tool_name, tool_input=d.tool_input, message=d.message)
+                            live=d.live, tool=d.tool_name, tool_input=d.tool_input,
+                            conversation=d.conversation, message=d.message)
 
 
 def _redact_messages(ctx: CaseContext, result: CaseResult) -> None:

@@ -72,7 +72,7 @@ def live_session(
             f"sandbox.network is false, but {s.engine} only denies its web tools: the agent's "
             "shell commands keep network access (report: config.sandbox.network_enforced false)"
         )
-    upstream = upstream_for(s.engine, s.agent_env)
+    upstream = upstream_for(s.engine, s.agent_env, network=s.network_env)
     route = ModelRoute(lambda n: RecordingProxy(upstream, n))
     session, proxy = run_session(ctx, loaded, route, layout)
     return session, proxy.traffic()

@@ -59,7 +59,7 @@ def continue_upstream(ctx: CaseContext) -> Upstream | None:
     key = s.api_key(provider)
     if s.mode != "auto" or not key:
         return None
-    return upstream_for(s.engine, s.agent_env, key)
+    return upstream_for(s.engine, s.agent_env, key, network=s.network_env)
 
 
 def rerun_session(ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic) -> Rerun:

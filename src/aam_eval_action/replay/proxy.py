@@ -6,11 +6,13 @@ provider's `base_url`, i.e. `OPENAI_BASE_URL=proxy.url + "/v1"` in the run's env
 - `RecordingProxy(upstream, normaliser)` forwards every request to the real upstream (the
   gateway or provider base URL the CLI would have used), streams SSE back chunk by chunk as
   it arrives, and keeps each exchange. Auth headers go upstream but are never stored.
-- `ReplayProxy(traffic, normaliser)` has no upstream. The n-th live request of a stream is
-  compared, normalised, with the n-th recorded one; when equal, the recorded answer is sent
-  back as SSE with the paths of the new run; when not, the first difference is kept as
-  `divergence` and the CLI gets HTTP 400 `invalid_request_error`, which stops it at once
-  (429 and 5xx would be retried). With `continue_upstream` (and the runner's real key), the
+- `ReplayProxy(traffic, normaliser)` has no upstream. Each live request is compared,
+  normalised, with the next recorded request of its own conversation (the main agent's, a
+  sub-agent's: `replay.conversations`), whatever order concurrent conversations arrive in;
+  when equal, the recorded answer is sent back as SSE with the paths and ids of the new run,
+  in the recorded order of requests; when not, the first difference is kept as `divergence`
+  and the CLI gets HTTP 400 `invalid_request_error`, which stops it at once (429 and 5xx
+  would be retried). With `continue_upstream` (and the runner's real key), the
   diverging request and everything after it go to the upstream instead and are recorded, so
   `traffic()` is the full new session and `live_requests` / `usage` say what it cost.
 
@@ -26,33 +28,30 @@ import http.server
 import json
 import re
 import threading
-import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
-from aam_eval_action.engines.registry import ENGINES, engine_of_user_agent
-from aam_eval_action.providers import PROVIDERS, Provider
+from aam_eval_action.engines.registry import engine_of_user_agent
+from aam_eval_action.replay.conversations import Tracks, build_traffic
 from aam_eval_action.replay.traffic import (
     Divergence,
     Exchange,
     ModelTraffic,
     Normaliser,
     RecordedResponse,
-    Stream,
-    build,
     classify,
-    first_difference,
     full_requests,
-    missing,
     parse_sse,
     provider_of,
     served_body,
     served_events,
     sse_bytes,
-    turn_of,
     usage,
 )
+from aam_eval_action.replay.upstream import Upstream, proxy_env, upstream_for
+
+__all__ = ["RecordingProxy", "ReplayProxy", "Upstream", "proxy_env", "upstream_for"]
 
 HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
@@ -64,7 +63,6 @@ RETRY_NOW = (("retry-after", "0"), ("x-should-retry", "true"))
 Headers = Sequence[tuple[str, str]]
 CLI_AGENT = re.compile(r"^\S+?/(\d\S*)")
 """A User-Agent's version: `claude-cli/2.1.330 (…)`, `codex_exec/0.169.0 …`."""
-UPSTREAM_TIMEOUT = 600.0
 PREFIX = "aam-eval replay"
 
 
@@ -78,40 +76,6 @@ class Incoming:
     """Header names in lower case."""
     raw: bytes
     body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Upstream:
-    """Where live requests go: a base URL as the CLI would take it, and the key to send."""
-
-    base_url: str
-    """Anthropic: like ANTHROPIC_BASE_URL (`https://api.anthropic.com`); OpenAI: like
-    OPENAI_BASE_URL, ending in `/v1`."""
-    key: str | None = None
-    """Replaces the CLI's own key when set (continue-live: the CLI ran with a dummy key)."""
-
-    def url(self, path: str) -> str:
-        """The upstream URL for a proxied path (a `/v1` base and a `/v1/...` path share it)."""
-        base = self.base_url.rstrip("/")
-        if base.endswith("/v1") and path.startswith("/v1/"):
-            path = path[3:]
-        return base + path
-
-
-def _provider(engine: str) -> Provider:
-    return PROVIDERS[ENGINES[engine].provider]
-
-
-def upstream_for(engine: str, env: Mapping[str, str], key: str | None = None) -> Upstream:
-    """Where the engine's CLI would have sent its requests: its `*_BASE_URL` in env, else the API."""
-    provider = _provider(engine)
-    return Upstream(env.get(provider.base_url_var) or provider.default_base_url, key)
-
-
-def proxy_env(engine: str, proxy_url: str) -> dict[str, str]:
-    """The run env that points the engine's CLI at a proxy (OpenAI's base URL ends in /v1)."""
-    provider = _provider(engine)
-    return {provider.base_url_var: proxy_url + provider.base_url_path}
 
 
 class _Reply:
@@ -271,7 +235,8 @@ class _Proxy:
             response = self.forward(incoming, upstream, reply)
         except OSError as exc:
             if not reply.started:
-                _refuse(reply, incoming.path, 502, f"{prefix}upstream unreachable: {exc}")
+                where = f"{upstream.base_url} ({upstream.via()})"
+                _refuse(reply, incoming.path, 502, f"{prefix}upstream {where} unreachable: {exc}")
             return
         self.keep(incoming, response, live=live)
 
@@ -293,16 +258,13 @@ class _Proxy:
         """Every kept exchange in order, in the stored format."""
         with self._lock:
             kept = list(self._exchanges)
-        return build(self.cli or "unknown", self.cli_version, kept)
+        return build_traffic(self.cli or "unknown", self.cli_version, kept)
 
     def forward(self, incoming: Incoming, upstream: Upstream, reply: _Reply) -> RecordedResponse:
         """Send a request upstream and relay the answer as it arrives; the answer as recorded."""
-        url = urllib.parse.urlsplit(upstream.url(incoming.path))
-        conn_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        conn = conn_type(url.netloc, timeout=UPSTREAM_TIMEOUT)
+        conn, target, proxy_headers = upstream.connect(incoming.path)
         try:
-            target = url.path + (f"?{url.query}" if url.query else "")
-            headers = _upstream_headers(incoming, upstream)
+            headers = {**_upstream_headers(incoming, upstream), **proxy_headers}
             conn.request(incoming.method, target, body=incoming.raw, headers=headers)
             return _relay(conn.getresponse(), reply)
         finally:
@@ -380,21 +342,19 @@ class ReplayProxy(_Proxy):
         self.refused = 0
         """Requests answered with the divergence error (Claude Code re-sends a refused turn in
         a few fallback shapes before it gives up; all are refused)."""
-        self._by_stream: dict[Stream, list[tuple[Exchange, dict[str, Any]]]] = {}
-        for exchange, full in zip(traffic.exchanges, full_requests(traffic), strict=True):
-            self._by_stream.setdefault(exchange.stream, []).append((exchange, full))
-        self._served: dict[Stream, int] = {}
+        self._recorded = traffic.exchanges
+        self._tracks = Tracks(traffic, full_requests(traffic), self.ignore)
+        self._diverged = threading.Event()
 
     @property
-    def served(self) -> dict[Stream, int]:
-        """Recorded answers served per stream."""
-        return dict(self._served)
+    def served(self) -> dict[str, int]:
+        """Recorded answers served per conversation."""
+        return self._tracks.served()
 
     @property
-    def unserved(self) -> dict[Stream, int]:
-        """Recorded exchanges per stream that no live request asked for (the run ended early)."""
-        left = {stream: len(items) - self._served.get(stream, 0) for stream, items in self._by_stream.items()}
-        return {stream: n for stream, n in left.items() if n}
+    def unserved(self) -> dict[str, int]:
+        """Recorded requests per conversation that no live request asked for (the run ended early)."""
+        return self._tracks.unserved()
 
     @property
     def live_usage(self) -> dict[str, int]:
@@ -403,9 +363,16 @@ class ReplayProxy(_Proxy):
 
     def serve(self, incoming: Incoming, reply: _Reply) -> None:
         self.count_request()
-        recorded, divergence = self._match(incoming)
-        if recorded is not None:
-            self._answer(recorded, reply)
+        index, divergence = self._match(incoming)
+        if index is not None:
+            # Concurrent conversations: answer in the recorded order, so that what each one
+            # had seen of the others when it asked is what it had seen then.
+            self._tracks.wait_turn(index, self._diverged)
+            recorded = self._recorded[index]
+            try:
+                self._answer(recorded, reply)
+            finally:
+                self._tracks.answered(index)
             self.keep(incoming, recorded.response, live=False)
             return
         assert divergence is not None
@@ -418,35 +385,32 @@ class ReplayProxy(_Proxy):
             self.live_requests += 1
         self.relay(incoming, self.continue_upstream, reply, live=True, prefix=f"{PREFIX}: ")
 
-    def _match(self, incoming: Incoming) -> tuple[Exchange | None, Divergence | None]:
+    def _match(self, incoming: Incoming) -> tuple[int | None, Divergence | None]:
         """The recorded exchange answering this request, or the divergence it causes."""
         stream = classify(incoming.path, incoming.body)
         live = self.normaliser.request(incoming.body)
-        with self._lock:
-            if self.divergence is not None:  # after a divergence, nothing is replayed any more
-                return None, self.divergence
-            n = self._served.get(stream, 0)
-            candidates = self._by_stream.get(stream, [])
-            if n >= len(candidates):
-                found: Divergence | None = missing(turn_of(live), stream)
-            else:
-                found = first_difference(candidates[n][1], live, stream, self.ignore)
-            if found is None:
-                self._served[stream] = n + 1
-                return candidates[n][0], None
-            self.divergence = found
-            return None, found
+        if self._diverged.is_set():  # after a divergence, nothing is replayed any more
+            return None, self.divergence
+        index, found = self._tracks.match(live, stream)
+        if found is not None:
+            with self._lock:
+                if self.divergence is None:
+                    self.divergence = found
+                found = self.divergence
+            self._diverged.set()
+            self._tracks.release()
+        return index, found
 
     def _answer(self, exchange: Exchange, reply: _Reply) -> None:
-        """A recorded answer re-emitted with this run's paths."""
+        """A recorded answer re-emitted with this run's paths and ids."""
         response = exchange.response
-        paths = self.normaliser.paths
+        live = self.normaliser.live
         if response.events is None:
             # A recorded overload or rate limit is retried by the CLI: at once, as it was then.
             retry = RETRY_NOW if response.status == 429 or response.status >= 500 else ()
-            reply.json(response.status, served_body(response.body, paths), retry)
+            reply.json(response.status, served_body(response.body, live), retry)
             return
-        data = sse_bytes(served_events(response.events, paths))
+        data = sse_bytes(served_events(response.events, live))
         reply.whole(response.status, "text/event-stream", data)
 
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action.redact import Redactor
 
@@ -83,7 +83,26 @@ VOLATILE_TEXT = (
     # The machine, not the package: a recording made on a laptop re-executes on a CI runner.
     (re.compile(r"^( - OS Version: ).*$", re.M), r"\1$OS"),
     (re.compile(r"(<timezone>)[^<]*(</timezone>)"), r"\1$TZ\2"),
+    # Claude Code's background-task notifications: how long a sub-agent took, and its output
+    # file under a temp folder named after the user id.
+    (re.compile(r"(<duration_ms>)\d+(</duration_ms>)"), r"\1$MS\2"),
+    (re.compile(r"^(duration_ms: )\d+$", re.M), r"\1$MS"),
+    (re.compile(r"/claude-\d+/"), "/claude-$UID/"),
 )
+MINTED = (
+    # Claude Code: a sub-agent's (background task's) id, in the Agent tool result
+    # (`agentId: a66f3e8a7c0288ffb (… SendMessage with to: 'a66f…')`) and its notifications.
+    ("AGENT", re.compile(r"\bagentId: (\w+)")),
+    ("AGENT", re.compile(r"<task-id>(\w+)</task-id>")),
+    ("AGENT", re.compile(r"\bResuming agent (\w+)")),  # SendMessage's answer: a short form
+    ("REF", re.compile(r'"ref":"(\w+)"')),  # ... and the pin it returns
+    # Session ids and other UUIDs a CLI makes up per run (in task output paths, for one).
+    ("UUID", re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")),
+)
+"""Ids a CLI makes up per run and shows the model; each value is replaced everywhere by a
+numbered placeholder (`$AGENT1`) in order of first sight."""
+MINTED_PLACEHOLDER = re.compile(r"\$(AGENT|REF|UUID)(\d+)(?!\d)")
+ID_IN_TEXT = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9-]{6,}\b")
 GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
@@ -133,6 +152,27 @@ class Exchange(_Model):
     """The normalised answer."""
     live: bool = False
     """True when this exchange went to the upstream after a divergence (continue-live)."""
+    conversation: str | None = None
+    """The conversation it belongs to (`main`, a sub-agent's, `side`…; see `conversations`);
+    `$history` then counts from the previous request of that conversation. None in traffic
+    recorded before conversations were kept: found again from the requests when replayed."""
+
+
+class Conversation(_Model):
+    """One conversation of a session: the main agent's, a sub-agent's, or side calls."""
+
+    id: str
+    """`main`; a sub-agent's type (`reviewer`, `reviewer-2` for a second one); `side`…"""
+    stream: Stream = "agent"
+    """The stream of its requests."""
+    agent: str | None = None
+    """For a sub-agent: the agent type its starting call named."""
+    description: str | None = None
+    """For a sub-agent: the description its starting call gave."""
+    parent: str | None = None
+    """For a sub-agent: the conversation whose tool call started it."""
+    turn: int | None = None
+    """For a sub-agent: the parent's model turn that started it."""
 
 
 class ModelTraffic(_Model):
@@ -150,7 +190,10 @@ class ModelTraffic(_Model):
     """Tool schemas and long prompt blocks, stored once, keyed by name and a short hash
     (empty when they live in a common store: see `detach_shared`)."""
     exchanges: list[Exchange]
-    """Every request and answer, in order."""
+    """Every request and answer, in the order the requests reached the model."""
+    conversations: list[Conversation] = Field(default_factory=list)
+    """The session's conversations, main first, then sub-agents in the order they were started
+    (empty in traffic recorded before conversations were kept)."""
 
 
 class TrafficError(ValueError):
@@ -266,6 +309,47 @@ class Ids:
         with self._lock:
             return self._names.get(value, value)
 
+    def in_text(self, text: str) -> str:
+        """Issued ids quoted inside a text (`<tool-use-id>toolu_…</tool-use-id>`) by their names."""
+        with self._lock:
+            if not self._names:
+                return text
+            return ID_IN_TEXT.sub(lambda m: self._names.get(m.group(0), m.group(0)), text)
+
+
+class Minted:
+    """Ids the CLI made up in this run (MINTED), numbered in order of first sight."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._values: dict[str, str] = {}
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def normalise(self, text: str) -> str:
+        """Every minted id in a text replaced by its placeholder (new ones registered)."""
+        with self._lock:
+            for kind, pattern in MINTED:
+                for found in pattern.finditer(text):
+                    value = found.group(1)
+                    if value not in self._names and not value.startswith("$"):
+                        self._counts[kind] = self._counts.get(kind, 0) + 1
+                        name = f"${kind}{self._counts[kind]}"
+                        self._names[value], self._values[name] = name, value
+            if not self._names:
+                return text
+            for value in sorted(self._names, key=len, reverse=True):
+                if value in text:
+                    text = text.replace(value, self._names[value])
+            return text
+
+    def live(self, text: str) -> str:
+        """Placeholders in a recorded answer back to this run's values (unknown ones kept)."""
+        if "$" not in text:
+            return text
+        with self._lock:
+            return MINTED_PLACEHOLDER.sub(lambda m: self._values.get(m.group(0), m.group(0)), text)
+
 
 def _rename_ids(value: Any, rename: Callable[[str], str]) -> Any:
     if isinstance(value, dict):
@@ -288,6 +372,7 @@ class Normaliser:
         self.paths = paths
         self.redactor = redactor
         self.ids = Ids()
+        self.minted = Minted()
 
     def text(self, value: str) -> str:
         """One string: paths to placeholders, secrets redacted, volatile parts replaced."""
@@ -296,7 +381,11 @@ class Normaliser:
             value = pattern.sub(repl, value)
         if "gitStatus:" in value:
             value = GIT_STATUS.sub(lambda m: SHA.sub("$SHA", m.group(0)), value)
-        return value
+        return self.ids.in_text(self.minted.normalise(value))
+
+    def live(self, value: str, in_json: bool = False) -> str:
+        """A recorded string for this run: its paths and the ids it minted put back."""
+        return self.minted.live(self.paths.from_placeholders(value, in_json))
 
     def request(self, body: dict[str, Any]) -> dict[str, Any]:
         """A request body without run ids, cache markers, paths, dates or secrets."""
@@ -496,22 +585,31 @@ def _references(value: Any) -> set[str]:
     return set()
 
 
+Raw = tuple[str, dict[str, Any], RecordedResponse, bool]
+"""A kept exchange: path, normalised request, normalised answer, whether it went live."""
+
+
 def build(
-    cli: str, cli_version: str | None, raw: Iterable[tuple[str, dict[str, Any], RecordedResponse, bool]]
+    cli: str, cli_version: str | None, raw: Sequence[Raw],
+    labels: Sequence[str | None] | None = None, conversations: Sequence[Conversation] = (),
 ) -> ModelTraffic:
-    """Traffic from normalised (path, request, response, live) exchanges in order."""
+    """Traffic from normalised exchanges in order, each in its conversation (`labels`; see
+    `conversations.build_traffic`), the history compacted within its conversation."""
     shared: dict[str, Any] = {}
     previous: dict[str, dict[str, Any]] = {}
     exchanges = []
     provider: Provider = "anthropic-messages"
-    for path, request, response, live in raw:
+    for (path, request, response, live), label in zip(raw, labels or [None] * len(raw), strict=True):
         provider = provider_of(path) or provider
         stream = classify(path, request)
-        stored = compact(request, previous.get(stream), shared)
-        previous[stream] = request
-        exchanges.append(Exchange(stream=stream, path=path, request=stored, response=response, live=live))
+        thread = label or stream
+        stored = compact(request, previous.get(thread), shared)
+        previous[thread] = request
+        exchanges.append(Exchange(stream=stream, path=path, request=stored, response=response, live=live,
+                                  conversation=label))
     return ModelTraffic(
-        cli=cli, cli_version=cli_version, provider=provider, shared=shared, exchanges=exchanges
+        cli=cli, cli_version=cli_version, provider=provider, shared=shared, exchanges=exchanges,
+        conversations=list(conversations),
     )
 
 
@@ -520,8 +618,9 @@ def full_requests(traffic: ModelTraffic) -> list[dict[str, Any]]:
     previous: dict[str, dict[str, Any]] = {}
     out = []
     for exchange in traffic.exchanges:
-        full = expand(exchange.request, previous.get(exchange.stream), traffic.shared)
-        previous[exchange.stream] = full
+        thread = exchange.conversation or exchange.stream
+        full = expand(exchange.request, previous.get(thread), traffic.shared)
+        previous[thread] = full
         out.append(full)
     return out
 
@@ -578,11 +677,16 @@ def _join(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return dict(a, delta=str(a.get("delta", "")) + str(b.get("delta", "")))
 
 
-def served_events(events: Sequence[SseEvent], paths: Paths) -> list[SseEvent]:
-    """Recorded events for a new run: placeholders become its paths, sequence renumbered."""
+Live = Callable[[str, bool], str]
+"""Turns a recorded string into this run's (`Normaliser.live`, or only `Paths.from_placeholders`)."""
+
+
+def served_events(events: Sequence[SseEvent], paths: Paths | Live) -> list[SseEvent]:
+    """Recorded events for a new run: placeholders become its paths (and ids), sequence renumbered."""
+    live = paths.from_placeholders if isinstance(paths, Paths) else paths
     out = []
     for number, event in enumerate(events):
-        data = _live_paths(event.data, paths, None)
+        data = _live_paths(event.data, live, None)
         if isinstance(data, dict) and "sequence_number" in data:
             data = dict(data, sequence_number=number)
         out.append(SseEvent(event=event.event, data=data))
@@ -593,19 +697,19 @@ def served_events(events: Sequence[SseEvent], paths: Paths) -> list[SseEvent]:
 JSON_TEXT_KEYS = ("partial_json", "arguments")
 
 
-def _live_paths(value: Any, paths: Paths, key: str | None) -> Any:
+def _live_paths(value: Any, live: Live, key: str | None) -> Any:
     if isinstance(value, str):
-        return paths.from_placeholders(value, in_json=key in JSON_TEXT_KEYS)
+        return live(value, key in JSON_TEXT_KEYS)
     if isinstance(value, dict):
-        return {k: _live_paths(v, paths, k) for k, v in value.items()}
+        return {k: _live_paths(v, live, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_live_paths(v, paths, key) for v in value]
+        return [_live_paths(v, live, key) for v in value]
     return value
 
 
-def served_body(body: Any, paths: Paths) -> Any:
-    """A recorded JSON answer with this run's paths."""
-    return _live_paths(body, paths, None)
+def served_body(body: Any, paths: Paths | Live) -> Any:
+    """A recorded JSON answer with this run's paths (and ids)."""
+    return _live_paths(body, paths.from_placeholders if isinstance(paths, Paths) else paths, None)
 
 
 def sse_bytes(events: Sequence[SseEvent]) -> bytes:
@@ -667,11 +771,15 @@ class Divergence(_Model):
     """The id of that tool call."""
     tool_input: str | None = None
     """That call's input, shortened (the command of a shell call)."""
+    conversation: str | None = None
+    """The recorded conversation the request was meant for (`main`, a sub-agent's)."""
+    where: str | None = None
+    """Where it happened in words: `turn 2 of sub-agent `reviewer`, started at main turn 1`."""
 
     @property
     def message(self) -> str:
         """One line for a report: where, what, and both values."""
-        where = f"turn {self.turn}"
+        where = self.where or f"turn {self.turn}"
         if self.stream != "agent":
             where += f" ({self.stream} request)"
         if not self.path:

@@ -9,6 +9,11 @@ comes from scenarios, each chosen by a substring of the request:
       - skill: "pdf-tools"      # Claude: the Skill tool; Codex: a command reading SKILL.md
       - bash: "cat notes.txt"   # Claude: Bash; Codex: its shell tool
       - write: {path: "output/hello.txt", content: "Hello"}
+      - subagent: {type: "reviewer", prompt: "Review a.txt", description: "Review a"}
+                                # Claude: the Agent tool (a sub-agent; its own scenario answers it)
+      - parallel:               # several tool calls in one answer (sub-agents run concurrently)
+          - subagent: {type: "reviewer", prompt: "Review a.txt"}
+          - bash: "wc -l b.txt"
       - text: "Final answer"    # ends the session
       - sleep: 30               # wait before answering (combines with another key)
       - error: {status: 500, message: "overloaded"}
@@ -86,15 +91,22 @@ class RecordedRequest:
     body: dict[str, Any]
 
 
+Call = tuple[str, dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Reply:
     """What to answer, independent of the wire format."""
 
     text: str = ""
-    tool: str | None = None
-    tool_input: dict[str, Any] | None = None
+    calls: tuple[Call, ...] = ()
+    """Tool calls (name, input), all in one answer."""
     status: int = 200
     delay: float = 0.0
+
+    @property
+    def tool(self) -> str | None:
+        return self.calls[0][0] if self.calls else None
 
 
 # --- request inspection ---------------------------------------------------------------
@@ -268,7 +280,7 @@ def agent_step(scenario: dict[str, Any], turn: int, skills: set[str] | None = No
 def verdict_reply(verdict: dict[str, Any]) -> Reply:
     """A judge verdict as a `record_verdict` call."""
     data = {"result": str(verdict.get("result", "PASS")), "reason": str(verdict.get("reason", ""))}
-    return Reply(tool=JUDGE_TOOL, tool_input=data)
+    return Reply(calls=((JUDGE_TOOL, data),))
 
 
 def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
@@ -278,10 +290,11 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
         err = step["error"]
         return Reply(text=str(err.get("message", "error")), status=int(err["status"]), delay=delay)
     anthropic = "messages" in body
-    call = claude_call(step, workspace_dir(body)) if anthropic else codex_call(step, body)
-    if call is None:
+    steps = [dict(one) for one in step["parallel"]] if "parallel" in step else [step]
+    calls = [claude_call(one, workspace_dir(body)) if anthropic else codex_call(one, body) for one in steps]
+    if not any(calls):
         return Reply(text=str(step.get("text", "Done.")), delay=delay)
-    return Reply(tool=call[0], tool_input=call[1], delay=delay)
+    return Reply(calls=tuple(call for call in calls if call), delay=delay)
 
 
 def claude_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -290,6 +303,10 @@ def claude_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, A
         return "Skill", {"skill": step["skill"]}
     if "bash" in step:
         return "Bash", {"command": step["bash"], "description": "Run a scripted command"}
+    if "subagent" in step:
+        agent = step["subagent"]
+        return "Agent", {"description": str(agent.get("description") or agent["type"]),
+                         "prompt": str(agent["prompt"]), "subagent_type": str(agent["type"])}
     if "write" in step:
         path = str(step["write"]["path"])
         if cwd and not path.startswith("/"):
@@ -338,24 +355,26 @@ ANTHROPIC_ERRORS = {
 }
 
 
+def _call_id(rid: str, index: int) -> str:
+    """The id of the index-th call of an answer: the answer's own for the first, derived after."""
+    return rid if index == 0 else digest(rid, index)
+
+
 def anthropic_message(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, Any]:
     """A complete Anthropic Message for a reply."""
-    if reply.tool:
-        block: dict[str, Any] = {
-            "type": "tool_use",
-            "id": f"toolu_{rid}",
-            "name": reply.tool,
-            "input": reply.tool_input or {},
-        }
-        stop, out = "tool_use", json.dumps(reply.tool_input)
+    blocks: list[dict[str, Any]]
+    if reply.calls:
+        blocks = [{"type": "tool_use", "id": f"toolu_{_call_id(rid, i)}", "name": name, "input": given}
+                  for i, (name, given) in enumerate(reply.calls)]
+        stop, out = "tool_use", "".join(json.dumps(given) for _, given in reply.calls)
     else:
-        block, stop, out = {"type": "text", "text": reply.text}, "end_turn", reply.text
+        blocks, stop, out = [{"type": "text", "text": reply.text}], "end_turn", reply.text
     return {
         "id": f"msg_{rid}",
         "type": "message",
         "role": "assistant",
         "model": str(body.get("model", "")),
-        "content": [block],
+        "content": blocks,
         "stop_reason": stop,
         "stop_sequence": None,
         "usage": {
@@ -369,23 +388,26 @@ def anthropic_message(reply: Reply, body: dict[str, Any], rid: str) -> dict[str,
 
 def anthropic_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The SSE events that stream a Message."""
-    block = message["content"][0]
     start = dict(message, content=[], stop_reason=None)
     start["usage"] = dict(message["usage"], output_tokens=1)
-    if block["type"] == "tool_use":
-        opening = dict(block, input={})
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-    else:
-        opening = {"type": "text", "text": ""}
-        delta = {"type": "text_delta", "text": block["text"]}
-    return [
+    events: list[tuple[str, dict[str, Any]]] = [
         ("message_start", {"type": "message_start", "message": start}),
-        (
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": opening},
-        ),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            opening = dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opening = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        events += [
+            ("content_block_start",
+             {"type": "content_block_start", "index": index, "content_block": opening}),
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ]
+    return [
+        *events,
         (
             "message_delta",
             {
@@ -403,31 +425,31 @@ def anthropic_error(reply: Reply) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": reply.text}}
 
 
-def response_item(reply: Reply, rid: str) -> dict[str, Any]:
-    """The one output item of a Responses answer: a message or a function call."""
-    if reply.tool and reply.tool != JUDGE_TOOL:
-        return {
+def response_items(reply: Reply, rid: str) -> list[dict[str, Any]]:
+    """The output items of a Responses answer: one message, or one function call per call."""
+    if reply.calls and reply.tool != JUDGE_TOOL:
+        return [{
             "type": "function_call",
-            "id": f"fc_{rid}",
-            "call_id": f"call_{rid}",
-            "name": reply.tool,
-            "arguments": json.dumps(reply.tool_input),
+            "id": f"fc_{_call_id(rid, i)}",
+            "call_id": f"call_{_call_id(rid, i)}",
+            "name": name,
+            "arguments": json.dumps(given),
             "status": "completed",
-        }
-    text = json.dumps(reply.tool_input) if reply.tool else reply.text
-    return {
+        } for i, (name, given) in enumerate(reply.calls)]
+    text = json.dumps(reply.calls[0][1]) if reply.calls else reply.text
+    return [{
         "type": "message",
         "id": f"msg_{rid}",
         "status": "completed",
         "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
+    }]
 
 
 def response_object(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, Any]:
     """A complete Responses API Response for a reply."""
-    item = response_item(reply, rid)
-    out = _tokens(json.dumps(item))
+    items = response_items(reply, rid)
+    out = _tokens("".join(json.dumps(item) for item in items))
     inp = _tokens(all_text(body))
     return {
         "id": f"resp_{rid}",
@@ -435,7 +457,7 @@ def response_object(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, A
         "created_at": CREATED_AT,
         "status": "completed",
         "model": str(body.get("model", "")),
-        "output": [item],
+        "output": items,
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
@@ -455,26 +477,18 @@ def response_object(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, A
 
 def response_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The SSE events that stream a Response."""
-    item = response["output"][0]
     pending = dict(response, status="in_progress", output=[], usage=None)
-    opening = dict(item, status="in_progress")
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("response.created", {"response": pending}),
-        ("response.output_item.added", {"output_index": 0, "item": opening}),
-    ]
-    if item["type"] == "message":
-        opening["content"] = []
-        text = item["content"][0]["text"]
-        events.append(
-            (
-                "response.output_text.delta",
-                {"item_id": item["id"], "output_index": 0, "content_index": 0, "delta": text},
-            )
-        )
-    events += [
-        ("response.output_item.done", {"output_index": 0, "item": item}),
-        ("response.completed", {"response": response}),
-    ]
+    events: list[tuple[str, dict[str, Any]]] = [("response.created", {"response": pending})]
+    for index, item in enumerate(response["output"]):
+        opening = dict(item, status="in_progress")
+        events.append(("response.output_item.added", {"output_index": index, "item": opening}))
+        if item["type"] == "message":
+            opening["content"] = []
+            text = item["content"][0]["text"]
+            events.append(("response.output_text.delta",
+                           {"item_id": item["id"], "output_index": index, "content_index": 0, "delta": text}))
+        events.append(("response.output_item.done", {"output_index": index, "item": item}))
+    events.append(("response.completed", {"response": response}))
     return [(name, dict(data, type=name, sequence_number=i)) for i, (name, data) in enumerate(events)]
 
 

@@ -1,0 +1,362 @@
+"""A session's model traffic as a tree of conversations, and replay that follows it.
+
+One agent session talks to its model in several conversations: the main agent's, one per
+sub-agent (Claude Code's `Agent` tool starts one; several in one message run at the same
+time), and side calls. Each conversation is a sequence of requests, each extending the
+previous one's history; across conversations the requests interleave in no fixed order.
+
+**Identity.** A conversation is known by its *root*: the stream, the system prompt (or
+instructions) and the first message, normalised. A request belongs to the conversation of
+its root whose last request its history extends (a retry after an error repeats it). Two
+conversations with the same root (the same sub-agent started twice with the same prompt) are
+told apart by that prefix.
+
+**Names.** The first agent conversation is `main`. A sub-agent's conversation is found by the
+tool call that started it: a call in another conversation whose input carries the
+conversation's prompt (its first message's last text); it is named after the call's
+`subagent_type` (`agent_type`, `name`), with the parent and the parent's turn kept. Side
+calls are `side`, `count_tokens`, `other`, numbered when there are several.
+
+**Replay.** A live request is answered from the recording of its own conversation at its own
+position, never by arrival order (`Tracks`). Answers are also handed out in the recorded
+order of requests (`Tracks.wait_turn`): an answer waits until every request that reached the
+model before it in the recording has arrived, so a sub-agent that finished after the main
+agent's next turn in the recording finishes after it again, and the main agent's requests
+carry the same notifications.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aam_eval_action.replay.traffic import (
+    TOOL_CALL_TYPES,
+    Conversation,
+    Divergence,
+    ModelTraffic,
+    Raw,
+    Stream,
+    apply_ignore,
+    build,
+    classify,
+    first_difference,
+    history_key,
+    missing,
+    short_hash,
+    turn_of,
+)
+
+AGENT_KEYS = ("subagent_type", "agent_type", "agent_name", "agent", "name")
+"""Where a sub-agent-starting call names the agent."""
+HOLD_SECONDS = 3.0
+"""How long an answer waits for the requests recorded before it (they may never come when the
+CLI took another path; the answer then goes out anyway)."""
+
+
+def root_key(request: dict[str, Any], stream: Stream) -> str:
+    """What identifies a request's conversation: stream, system prompt and first message."""
+    system = request.get("system", request.get("instructions"))
+    items = request.get(history_key(request))
+    first = items[0] if isinstance(items, list) and items else items
+    return short_hash([stream, system, first])
+
+
+def _history(request: dict[str, Any]) -> list[Any]:
+    items = request.get(history_key(request))
+    return items if isinstance(items, list) else []
+
+
+def _extends(history: list[Any], before: list[Any], retry: bool) -> bool:
+    if len(history) < len(before) or history[: len(before)] != before:
+        return False
+    return len(history) > len(before) or retry
+
+
+@dataclass
+class _Open:
+    key: str
+    index: int
+    history: list[Any]
+    retry: bool
+
+
+def segment(
+    requests: Sequence[dict[str, Any]], streams: Sequence[Stream], statuses: Sequence[int]
+) -> list[int]:
+    """The conversation (numbered in order of first request) of each request, in arrival order."""
+    opened: list[_Open] = []
+    out = []
+    for request, stream, status in zip(requests, streams, statuses, strict=True):
+        key, history = root_key(request, stream), _history(request)
+        fits = [o for o in opened if o.key == key and _extends(history, o.history, o.retry)]
+        if fits:
+            chosen = max(fits, key=lambda o: len(o.history))
+        else:
+            chosen = _Open(key, len(opened), history, False)
+            opened.append(chosen)
+        chosen.history, chosen.retry = history, status != 200
+        out.append(chosen.index)
+    return out
+
+
+def prompt_of(request: dict[str, Any]) -> str | None:
+    """A conversation's prompt: the last text of its first message (the CLI's reminders come first)."""
+    items = _history(request)
+    first = items[0] if items else None
+    content = first.get("content") if isinstance(first, dict) else None
+    if isinstance(content, str):
+        return content.strip() or None
+    blocks = content if isinstance(content, list) else []
+    texts = [str(b["text"]).strip() for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    texts = [t for t in texts if t]
+    return texts[-1] if texts else None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A tool call in some request's history that may have started a conversation."""
+
+    conversation: int
+    turn: int
+    position: int
+    name: str
+    args: dict[str, Any]
+
+
+def _calls(request: dict[str, Any], conversation: int) -> list[_Call]:
+    items = _history(request)
+    found: list[_Call] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        turn = turn_of({history_key(request): items[:i]})
+        if item.get("type") in TOOL_CALL_TYPES:
+            name, given = str(item.get("name")), _args(item.get("arguments"))
+            found.append(_Call(conversation, turn, len(found), name, given))
+        content = item.get("content") if item.get("role") == "assistant" else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                name, given = str(block.get("name")), _args(block.get("input"))
+                found.append(_Call(conversation, turn, len(found), name, given))
+    return found
+
+
+def _args(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _starter(prompt: str, calls: list[_Call], conversation: int) -> _Call | None:
+    for call in calls:
+        if call.conversation != conversation and any(
+            isinstance(v, str) and v.strip() == prompt for v in call.args.values()
+        ):
+            return call
+    return None
+
+
+def name_conversations(
+    requests: Sequence[dict[str, Any]], streams: Sequence[Stream], numbers: Sequence[int]
+) -> list[Conversation]:
+    """Each conversation (by number) named, with the sub-agents' parents and starting turns."""
+    count = max(numbers, default=-1) + 1
+    first = {n: requests[numbers.index(n)] for n in range(count)}
+    stream = {n: streams[numbers.index(n)] for n in range(count)}
+    calls = [c for r, n in zip(requests, numbers, strict=True) for c in _calls(r, n)]
+    starters: dict[int, _Call] = {}
+    for n in range(count):
+        prompt = prompt_of(first[n])
+        call = _starter(prompt, calls, n) if prompt and stream[n] == "agent" else None
+        if call is not None:
+            starters[n] = call
+    names: dict[int, str] = {}
+    main = next((n for n in range(count) if stream[n] == "agent" and n not in starters), None)
+    if main is not None:
+        names[main] = "main"
+    order = sorted(range(count), key=lambda n: _order(n, starters, names))
+    taken: dict[str, int] = {}
+    out: dict[int, Conversation] = {}
+    for n in order:
+        call = starters.get(n)
+        base = names.get(n) or (_agent_name(call) if call else stream[n])
+        taken[base] = taken.get(base, 0) + 1
+        name = base if taken[base] == 1 else f"{base}-{taken[base]}"
+        names[n] = name
+        parent = names.get(call.conversation) if call else None
+        out[n] = Conversation(
+            id=name, stream=stream[n], agent=_agent_name(call) if call else None,
+            description=_text(call.args.get("description")) if call else None,
+            parent=parent, turn=call.turn if call else None,
+        )
+    return [out[n] for n in range(count)]
+
+
+def _order(n: int, starters: dict[int, _Call], names: dict[int, str]) -> tuple[int, int, int, int, int]:
+    """Main first, then sub-agents by the turn and position of the call that started them."""
+    if names.get(n) == "main":
+        return (0, 0, 0, 0, n)
+    call = starters.get(n)
+    if call is not None:
+        return (1, call.conversation, call.turn, call.position, n)
+    return (2, 0, 0, 0, n)
+
+
+def _agent_name(call: _Call) -> str:
+    for key in AGENT_KEYS:
+        value = call.args.get(key)
+        if isinstance(value, str) and value.strip():
+            return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in value.strip())[:40]
+    return call.name
+
+
+def _text(value: Any) -> str | None:
+    return " ".join(value.split())[:120] if isinstance(value, str) and value.strip() else None
+
+
+def where(conversation: Conversation | None, turn: int) -> str:
+    """`turn 2`, or `turn 2 of sub-agent `counter` (started at main turn 1)`."""
+    if conversation is None or conversation.id == "main" or conversation.stream != "agent":
+        return f"turn {turn}"
+    started = f", started at {conversation.parent} turn {conversation.turn}" if conversation.parent else ""
+    return f"turn {turn} of sub-agent `{conversation.id}`{started}"
+
+
+# --- recording and replay ---------------------------------------------------------------------
+
+
+def build_traffic(cli: str, cli_version: str | None, raw: Sequence[Raw]) -> ModelTraffic:
+    """Traffic from the kept exchanges in arrival order, each labelled with its conversation."""
+    requests = [r[1] for r in raw]
+    streams = [classify(r[0], r[1]) for r in raw]
+    numbers = segment(requests, streams, [r[2].status for r in raw])
+    named = name_conversations(requests, streams, numbers)
+    return build(cli, cli_version, raw, [named[n].id for n in numbers], named)
+
+
+def threads(traffic: ModelTraffic, fulls: Sequence[dict[str, Any]]) -> tuple[list[Conversation], list[int]]:
+    """The recorded conversations and each exchange's, as stored or (older traffic) found again."""
+    ids = {c.id: n for n, c in enumerate(traffic.conversations)}
+    if ids and all(e.conversation in ids for e in traffic.exchanges):
+        return list(traffic.conversations), [ids[str(e.conversation)] for e in traffic.exchanges]
+    streams = [e.stream for e in traffic.exchanges]
+    numbers = segment(fulls, streams, [e.response.status for e in traffic.exchanges])
+    return name_conversations(fulls, streams, numbers), numbers
+
+
+@dataclass
+class _Track:
+    """One recorded conversation being replayed."""
+
+    info: Conversation
+    items: list[tuple[int, dict[str, Any]]]
+    """(index in the recording, full normalised request) in order."""
+    key: str = ""
+    served: int = 0
+    history: list[Any] | None = None
+    """The history of the last live request answered from it (None: not started)."""
+
+
+class Tracks:
+    """The recorded conversations of one session, answering live requests by conversation and
+    position, and handing out answers in the recorded order (thread-safe)."""
+
+    def __init__(self, traffic: ModelTraffic, fulls: Sequence[dict[str, Any]],
+                 ignore: Sequence[re.Pattern[str]] = ()) -> None:
+        conversations, numbers = threads(traffic, fulls)
+        self.ignore = list(ignore)
+        indexed = list(enumerate(zip(fulls, numbers, strict=True)))
+        self.tracks = [_Track(info, [(i, full) for i, (full, n) in indexed if n == k])
+                       for k, info in enumerate(conversations)]
+        for track in self.tracks:
+            if track.items:
+                track.key = root_key(apply_ignore(track.items[0][1], self.ignore), track.info.stream)
+        self._sent: set[int] = set()
+        self._lock = threading.Condition()
+
+    def match(self, live: dict[str, Any], stream: Stream) -> tuple[int | None, Divergence | None]:
+        """The recording's index answering `live`, or the divergence it is."""
+        key = root_key(apply_ignore(live, self.ignore), stream)
+        history = _history(live)
+        with self._lock:
+            same = [t for t in self.tracks if t.key == key]
+            for track in [t for t in same if t.history is not None] + [t for t in same if t.history is None]:
+                if track.served < len(track.items) and first_difference(
+                    track.items[track.served][1], live, stream, self.ignore
+                ) is None:
+                    index = track.items[track.served][0]
+                    track.served += 1
+                    track.history = history
+                    return index, None
+            return None, self._divergence(live, stream, key, history)
+
+    def _divergence(self, live: dict[str, Any], stream: Stream, key: str, history: list[Any]) -> Divergence:
+        track = self._likely(live, stream, key, history)
+        found = None
+        if track is not None and track.served < len(track.items):
+            found = first_difference(track.items[track.served][1], live, stream, self.ignore)
+        found = found or missing(turn_of(live), stream)
+        info = track.info if track else None
+        update = {"conversation": info.id if info else None, "where": where(info, found.turn)}
+        return found.model_copy(update=update)
+
+    def _likely(self, live: dict[str, Any], stream: Stream, key: str, history: list[Any]) -> _Track | None:
+        """The recorded conversation a request that matches nothing was most likely meant for:
+        one it continues, else a fresh one with its root, its first message, its system prompt,
+        or its stream."""
+        same = [t for t in self.tracks if t.key == key]
+        for track in same:
+            if track.history is not None and _extends(history, track.history, True):
+                return track
+        fresh = [t for t in self.tracks if t.history is None and t.info.stream == stream and t.items]
+        system = live.get("system", live.get("instructions"))
+        for pick in (
+            [t for t in same if t.history is None],
+            [t for t in fresh if _history(t.items[0][1])[:1] == history[:1]],
+            [t for t in fresh if t.items[0][1].get("system", t.items[0][1].get("instructions")) == system],
+            fresh,
+        ):
+            if pick:
+                return pick[0]
+        return None
+
+    def unserved(self) -> dict[str, int]:
+        """Recorded requests per conversation that no live request asked for."""
+        with self._lock:
+            return {t.info.id: len(t.items) - t.served for t in self.tracks if len(t.items) > t.served}
+
+    def served(self) -> dict[str, int]:
+        """Recorded answers served per conversation."""
+        with self._lock:
+            return {t.info.id: t.served for t in self.tracks if t.served}
+
+    def wait_turn(self, index: int, give_up: threading.Event) -> None:
+        """Hold the answer to recorded request `index` until every request recorded before it has
+        arrived and been answered. After HOLD_SECONDS those still missing are taken as never
+        coming (the CLI took another path), so no later answer waits for them again."""
+        earlier = range(index)
+        with self._lock:
+            done = self._lock.wait_for(
+                lambda: give_up.is_set() or all(i in self._sent for i in earlier), timeout=HOLD_SECONDS
+            )
+            if not done:
+                self._sent.update(earlier)
+
+    def answered(self, index: int) -> None:
+        """The answer to recorded request `index` has been handed to the CLI."""
+        with self._lock:
+            self._sent.add(index)
+            self._lock.notify_all()
+
+    def release(self) -> None:
+        """Wake every held answer (after a divergence nothing is replayed any more)."""
+        with self._lock:
+            self._lock.notify_all()
