@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.live import DUMMY_KEY, ModelRoute, run_session
-from aam_eval_action.replay.cli_version import check_installed
+from aam_eval_action.replay.cli_version import CliVersionError, check_installed
+from aam_eval_action.replay.decision import not_reexecutable
 from aam_eval_action.replay.proxy import ReplayProxy, Upstream, upstream_for
 from aam_eval_action.replay.traffic import Divergence, ModelTraffic, Normaliser, usage
 from aam_eval_action.session import Session
@@ -63,7 +64,11 @@ def continue_upstream(ctx: CaseContext) -> Upstream | None:
 
 
 def rerun_session(ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic) -> Rerun:
-    """The case run by the real CLI against `traffic` (CliVersionError for another CLI version)."""
+    """The case run by the real CLI against `traffic` (CliVersionError for another CLI version,
+    or for a recording that cannot be re-executed at all)."""
+    unusable = not_reexecutable(traffic)
+    if unusable:
+        raise CliVersionError(f"cannot re-execute: {unusable}")
     check_installed(traffic)
     upstream = continue_upstream(ctx)
     ignore = ctx.settings.rerun_ignore

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
+from aam_eval_action.engines.registry import engine_of_cli
 from aam_eval_action.fsutil import display_path
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.agent_cassette import AgentCassette, CassetteError
@@ -147,6 +148,9 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
         if s.mode == "replay":
             raise Miss("damaged", "agent", str(exc), rerecord_command(s, name)) from None
         return f"model traffic unusable: {exc}"
+    unusable = next((why for why in map(not_reexecutable, traffic) if why), None)
+    if unusable:
+        return f"not re-executable: {unusable}"
     first = traffic[0]
     installed = installed_version(first.cli)
     if s.rerun == "always":
@@ -159,6 +163,17 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
     changes = tuple(explain(recorded.fingerprint.inputs, fp.inputs))
     why = "re-execute: " + ("; ".join(changes) + " since recording" if changes else "forced")
     return Decision(True, why, recorded, rerun=True, traffic=traffic, changes=changes)
+
+
+def not_reexecutable(traffic: ModelTraffic) -> str | None:
+    """Why a recording cannot be re-executed whatever CLI is installed, in words; None if it can."""
+    if not traffic.exchanges:
+        return ("the recorded session sent no request to the model (it ended before its first "
+                "turn), so there is nothing to answer a re-executed CLI with; re-record the case")
+    if engine_of_cli(traffic.cli) is None or traffic.cli_version is None:
+        return ("the recording does not say which CLI and version made it (its requests carried no "
+                "User-Agent of a known agent CLI); re-record the case")
+    return None
 
 
 def diverged(settings: RunSettings, name: str, divergence: Divergence, changes: tuple[str, ...]) -> Miss:

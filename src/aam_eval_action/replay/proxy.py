@@ -264,9 +264,13 @@ class _Proxy:
         """Send a request upstream and relay the answer as it arrives; the answer as recorded."""
         conn, target, proxy_headers = upstream.connect(incoming.path)
         try:
-            headers = {**_upstream_headers(incoming, upstream), **proxy_headers}
+            headers = {**_upstream_headers(incoming, upstream), **(proxy_headers or {})}
             conn.request(incoming.method, target, body=incoming.raw, headers=headers)
-            return _relay(conn.getresponse(), reply)
+            resp = conn.getresponse()
+            if proxy_headers is not None and _from_proxy(resp):
+                said = resp.read(300).decode("utf-8", "replace")
+                raise OSError(f"the proxy answered HTTP {resp.status}: {said}")
+            return _relay(resp, reply)
         finally:
             conn.close()
 
@@ -276,6 +280,12 @@ class _Proxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _from_proxy(resp: http.client.HTTPResponse) -> bool:
+    """An error the runner's proxy made itself (the APIs answer errors in JSON)."""
+    kind = resp.getheader("content-type", "")
+    return resp.status >= 400 and "json" not in kind and "event-stream" not in kind
 
 
 def _upstream_headers(incoming: Incoming, upstream: Upstream) -> dict[str, str]:

@@ -142,9 +142,10 @@ class Upstream:
         proxy = self.network.proxy_for(self.base_url)
         return f"through proxy {shown(proxy)}" if proxy else "directly"
 
-    def connect(self, path: str) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
+    def connect(self, path: str) -> tuple[http.client.HTTPConnection, str, dict[str, str] | None]:
         """A connection for a request to `path`, the request target to send on it, and the
-        headers the proxy needs on that request (its credentials, for an `http` API)."""
+        headers a proxy carrying the request needs (its credentials; None: no proxy carries it,
+        it goes direct or through a CONNECT tunnel)."""
         url = urllib.parse.urlsplit(self.url(path))
         target = url.path + (f"?{url.query}" if url.query else "")
         https = url.scheme == "https"
@@ -152,9 +153,9 @@ class Upstream:
         context = self.network.ssl_context() if https else None
         if proxy is None and https:
             direct = http.client.HTTPSConnection(url.netloc, timeout=UPSTREAM_TIMEOUT, context=context)
-            return direct, target, {}
+            return direct, target, None
         if proxy is None:
-            return http.client.HTTPConnection(url.netloc, timeout=UPSTREAM_TIMEOUT), target, {}
+            return http.client.HTTPConnection(url.netloc, timeout=UPSTREAM_TIMEOUT), target, None
         p = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         if p.scheme not in ("http", ""):
             raise OSError(f"proxy {shown(proxy)}: only http:// proxies are supported")
@@ -164,7 +165,7 @@ class Upstream:
             conn = http.client.HTTPSConnection(p.hostname or "", p.port or 80, timeout=UPSTREAM_TIMEOUT,
                                                context=context)
             conn.set_tunnel(url.hostname or "", url.port or 443, headers=auth)
-            return conn, target, {}
+            return conn, target, None
         conn = http.client.HTTPConnection(p.hostname or "", p.port or 80, timeout=UPSTREAM_TIMEOUT)
         return conn, urllib.parse.urlunsplit((url.scheme, url.netloc, url.path, url.query, "")), auth
 
