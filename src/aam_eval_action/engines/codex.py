@@ -43,7 +43,9 @@ PROVIDER = "aam"
 DEFAULT_BASE_URL = PROVIDERS["openai"].default_base_url
 PROFILE = "aam"
 """The permission profile used when only some workspace paths are writable."""
-OFFLINE_CONFIG = ("analytics.enabled=false", "check_for_update_on_startup=false")
+OFFLINE_CONFIG = ("analytics.enabled=false", "check_for_update_on_startup=false", "features.plugins=false")
+"""No metrics at exit (ab.chatgpt.com), no update check, no curated-plugins sync at start-up
+(github.com, api.github.com, chatgpt.com): Codex calls nothing but its model."""
 BYPASS_WARNING = "--dangerously-bypass-hook-trust"
 HOOK_BLOCK = re.compile(r"Command blocked by \w+ hook: .*")
 """A blocked call leaves no `--json` item; Codex logs it on stderr in these words."""

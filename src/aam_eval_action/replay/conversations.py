@@ -19,10 +19,12 @@ calls are `side`, `count_tokens`, `other`, numbered when there are several.
 
 **Replay.** A live request is answered from the recording of its own conversation at its own
 position, never by arrival order (`Tracks`). Answers are also handed out in the recorded
-order of requests (`Tracks.wait_turn`): an answer waits until every request that reached the
-model before it in the recording has arrived, so a sub-agent that finished after the main
-agent's next turn in the recording finishes after it again, and the main agent's requests
-carry the same notifications.
+order (`Tracks.wait_turn`): an answer waits for the answers recorded before it, and for as
+many requests as had reached the model when it was recorded (`Exchange.after`), and where
+the recording switched from one conversation to another, for as long as it paused there
+(`Exchange.gap_ms`, up to 2 s). So a sub-agent that finished after the main agent's next turn
+in the recording finishes after it again, and the main agent's requests carry the same
+notifications.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +56,9 @@ from aam_eval_action.replay.traffic import (
 
 AGENT_KEYS = ("subagent_type", "agent_type", "agent_name", "agent", "name")
 """Where a sub-agent-starting call names the agent."""
+GAP_MIN_MS = 10
+GAP_CAP_MS = 2000
+"""Recorded gaps between answers of different conversations are kept from 10 ms, up to 2 s."""
 HOLD_SECONDS = 3.0
 """How long an answer waits for the requests recorded before it (they may never come when the
 CLI took another path; the answer then goes out anyway)."""
@@ -233,13 +239,24 @@ def where(conversation: Conversation | None, turn: int) -> str:
 # --- recording and replay ---------------------------------------------------------------------
 
 
-def build_traffic(cli: str, cli_version: str | None, raw: Sequence[Raw]) -> ModelTraffic:
-    """Traffic from the kept exchanges in arrival order, each labelled with its conversation."""
+def build_traffic(
+    cli: str, cli_version: str | None, raw: Sequence[Raw], arrivals: Sequence[int] | None = None,
+    times: Sequence[float] | None = None,
+) -> ModelTraffic:
+    """Traffic from the kept exchanges in the order they were answered, each labelled with its
+    conversation; `arrivals`: how many requests had arrived at each answer; `times`: when
+    each answer was handed out (monotonic seconds)."""
     requests = [r[1] for r in raw]
     streams = [classify(r[0], r[1]) for r in raw]
     numbers = segment(requests, streams, [r[2].status for r in raw])
     named = name_conversations(requests, streams, numbers)
-    return build(cli, cli_version, raw, [named[n].id for n in numbers], named)
+    traffic = build(cli, cli_version, raw, [named[n].id for n in numbers], named, arrivals)
+    if times and len({n for n, s in zip(numbers, streams, strict=True) if s == "agent"}) > 1:
+        for i in range(1, len(traffic.exchanges)):
+            if numbers[i] != numbers[i - 1]:
+                gap = round((times[i] - times[i - 1]) * 1000)
+                traffic.exchanges[i].gap_ms = min(gap, GAP_CAP_MS) if gap >= GAP_MIN_MS else None
+    return traffic
 
 
 def threads(traffic: ModelTraffic, fulls: Sequence[dict[str, Any]]) -> tuple[list[Conversation], list[int]]:
@@ -279,7 +296,11 @@ class Tracks:
         for track in self.tracks:
             if track.items:
                 track.key = root_key(apply_ignore(track.items[0][1], self.ignore), track.info.stream)
+        self._after = [e.after or i + 1 for i, e in enumerate(traffic.exchanges)]
+        self._gaps = [(e.gap_ms or 0) / 1000 for e in traffic.exchanges]
+        self._last_sent = 0.0
         self._sent: set[int] = set()
+        self._arrivals = 0
         self._lock = threading.Condition()
 
     def match(self, live: dict[str, Any], stream: Stream) -> tuple[int | None, Divergence | None]:
@@ -338,22 +359,35 @@ class Tracks:
         with self._lock:
             return {t.info.id: t.served for t in self.tracks if t.served}
 
-    def wait_turn(self, index: int, give_up: threading.Event) -> None:
-        """Hold the answer to recorded request `index` until every request recorded before it has
-        arrived and been answered. After HOLD_SECONDS those still missing are taken as never
-        coming (the CLI took another path), so no later answer waits for them again."""
-        earlier = range(index)
+    def arrived(self) -> None:
+        """A live request reached the proxy."""
         with self._lock:
-            done = self._lock.wait_for(
-                lambda: give_up.is_set() or all(i in self._sent for i in earlier), timeout=HOLD_SECONDS
-            )
+            self._arrivals += 1
+            self._lock.notify_all()
+
+    def wait_turn(self, index: int, give_up: threading.Event) -> None:
+        """Hold the answer to recorded exchange `index` until the answers recorded before it have
+        been handed out and as many requests have arrived as had when it was recorded. After
+        HOLD_SECONDS those still missing are taken as never coming (the CLI took another path),
+        so no later answer waits for them again."""
+        earlier, after = range(index), self._after[index]
+        with self._lock:
+            def ready() -> bool:
+                return self._arrivals >= after and all(i in self._sent for i in earlier)
+
+            done = self._lock.wait_for(lambda: give_up.is_set() or ready(), timeout=HOLD_SECONDS)
             if not done:
                 self._sent.update(earlier)
+                self._arrivals = max(self._arrivals, after)
+            pause = self._last_sent + self._gaps[index] - time.monotonic()
+        if pause > 0 and not give_up.is_set():
+            give_up.wait(pause)
 
     def answered(self, index: int) -> None:
         """The answer to recorded request `index` has been handed to the CLI."""
         with self._lock:
             self._sent.add(index)
+            self._last_sent = time.monotonic()
             self._lock.notify_all()
 
     def release(self) -> None:

@@ -28,6 +28,7 @@ import http.server
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
@@ -39,6 +40,7 @@ from aam_eval_action.replay.traffic import (
     Exchange,
     ModelTraffic,
     Normaliser,
+    Raw,
     RecordedResponse,
     classify,
     full_requests,
@@ -84,6 +86,12 @@ class _Reply:
     def __init__(self, handler: _Handler) -> None:
         self._h = handler
         self.started = False
+        self.mark = (0, 0, 0.0)
+        """(write order, requests arrived, time) taken just before the last write to the CLI:
+        when the CLI had the answer, and how many requests had reached the proxy by then."""
+
+    def _marked(self) -> None:
+        self.mark = self._h.server.owner.delivery_mark()
 
     def whole(self, status: int, content_type: str, data: bytes, headers: Headers = ()) -> None:
         self._h.send_response(status)
@@ -91,6 +99,7 @@ class _Reply:
         self._h.send_header("content-length", str(len(data)))
         for name, value in headers:
             self._h.send_header(name, value)
+        self._marked()
         self._h.end_headers()
         self._h.wfile.write(data)
         self.started = True
@@ -110,6 +119,7 @@ class _Reply:
 
     def chunk(self, data: bytes) -> None:
         if data:
+            self._marked()
             self._h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self._h.wfile.flush()
 
@@ -141,6 +151,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.server.owner.count_connection()
 
     def do_POST(self) -> None:
+        self.server.owner.arrive()
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         try:
             body = json.loads(raw or b"{}")
@@ -177,7 +188,11 @@ class _Proxy:
         """Errors inside the proxy itself (each answered with a 400 so the CLI stops)."""
         self.cli: str | None = None
         self.cli_version: str | None = None
-        self._exchanges: list[tuple[str, dict[str, Any], RecordedResponse, bool]] = []
+        self._exchanges: list[tuple[tuple[int, int, float], Raw]] = []
+        """Each kept exchange with its reply's mark: (write order, requests arrived by then)."""
+        self._writes = 0
+        self.arrivals = 0
+        """Requests that reached the proxy (counted as they arrive, before they are served)."""
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._active = 0
@@ -192,6 +207,17 @@ class _Proxy:
     def count_request(self) -> None:
         with self._lock:
             self.requests += 1
+
+    def arrive(self) -> None:
+        """A request reached the proxy (before it is read through or served)."""
+        with self._lock:
+            self.arrivals += 1
+
+    def delivery_mark(self) -> tuple[int, int, float]:
+        """A write to the CLI is about to happen: its order, the requests arrived so far, the time."""
+        with self._lock:
+            self._writes += 1
+            return self._writes, self.arrivals, time.monotonic()
 
     def serve(self, incoming: Incoming, reply: _Reply) -> None:
         raise NotImplementedError
@@ -238,14 +264,17 @@ class _Proxy:
                 where = f"{upstream.base_url} ({upstream.via()})"
                 _refuse(reply, incoming.path, 502, f"{prefix}upstream {where} unreachable: {exc}")
             return
-        self.keep(incoming, response, live=live)
+        self.keep(incoming, response, live=live, mark=reply.mark)
 
-    def keep(self, incoming: Incoming, response: RecordedResponse, live: bool) -> None:
+    def keep(
+        self, incoming: Incoming, response: RecordedResponse, live: bool, mark: tuple[int, int, float]
+    ) -> None:
         """Store one exchange, normalised and redacted (headers are never stored)."""
         self._note_cli(incoming.headers.get("user-agent", ""))
         request = self.normaliser.request(incoming.body)
+        answer = self.normaliser.response(response)
         with self._lock:
-            self._exchanges.append((incoming.path, request, self.normaliser.response(response), live))
+            self._exchanges.append((mark, (incoming.path, request, answer, live)))
 
     def _note_cli(self, agent: str) -> None:
         found = CLI_AGENT.match(agent)
@@ -257,8 +286,10 @@ class _Proxy:
     def traffic(self) -> ModelTraffic:
         """Every kept exchange in order, in the stored format."""
         with self._lock:
-            kept = list(self._exchanges)
-        return build_traffic(self.cli or "unknown", self.cli_version, kept)
+            kept = sorted(self._exchanges, key=lambda e: e[0])  # in the order the CLI had the answers
+        exchanges, arrivals = [e[1] for e in kept], [e[0][1] for e in kept]
+        times = [e[0][2] for e in kept]
+        return build_traffic(self.cli or "unknown", self.cli_version, exchanges, arrivals, times)
 
     def forward(self, incoming: Incoming, upstream: Upstream, reply: _Reply) -> RecordedResponse:
         """Send a request upstream and relay the answer as it arrives; the answer as recorded."""
@@ -356,6 +387,10 @@ class ReplayProxy(_Proxy):
         self._tracks = Tracks(traffic, full_requests(traffic), self.ignore)
         self._diverged = threading.Event()
 
+    def arrive(self) -> None:
+        super().arrive()
+        self._tracks.arrived()
+
     @property
     def served(self) -> dict[str, int]:
         """Recorded answers served per conversation."""
@@ -383,7 +418,7 @@ class ReplayProxy(_Proxy):
                 self._answer(recorded, reply)
             finally:
                 self._tracks.answered(index)
-            self.keep(incoming, recorded.response, live=False)
+            self.keep(incoming, recorded.response, live=False, mark=reply.mark)
             return
         assert divergence is not None
         if self.continue_upstream is None:

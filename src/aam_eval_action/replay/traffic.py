@@ -152,6 +152,14 @@ class Exchange(_Model):
     """The normalised answer."""
     live: bool = False
     """True when this exchange went to the upstream after a divergence (continue-live)."""
+    after: int | None = None
+    """How many requests had reached the model when this answer was handed to the CLI, when
+    that is more than the exchanges before it (concurrent conversations: a later request of
+    another conversation came first); replay hands it out only after as many. None in a
+    sequential session."""
+    gap_ms: int | None = None
+    """Milliseconds between the answer before it and this one, when they belong to different
+    conversations of a session with sub-agents (replay keeps at least that pause, up to 2 s)."""
     conversation: str | None = None
     """The conversation it belongs to (`main`, a sub-agent's, `side`…; see `conversations`);
     `$history` then counts from the previous request of that conversation. None in traffic
@@ -190,7 +198,8 @@ class ModelTraffic(_Model):
     """Tool schemas and long prompt blocks, stored once, keyed by name and a short hash
     (empty when they live in a common store: see `detach_shared`)."""
     exchanges: list[Exchange]
-    """Every request and answer, in the order the requests reached the model."""
+    """Every request and answer, in the order the answers were handed to the CLI (the order
+    of the requests within each conversation)."""
     conversations: list[Conversation] = Field(default_factory=list)
     """The session's conversations, main first, then sub-agents in the order they were started
     (empty in traffic recorded before conversations were kept)."""
@@ -592,21 +601,27 @@ Raw = tuple[str, dict[str, Any], RecordedResponse, bool]
 def build(
     cli: str, cli_version: str | None, raw: Sequence[Raw],
     labels: Sequence[str | None] | None = None, conversations: Sequence[Conversation] = (),
+    arrivals: Sequence[int] | None = None,
 ) -> ModelTraffic:
-    """Traffic from normalised exchanges in order, each in its conversation (`labels`; see
-    `conversations.build_traffic`), the history compacted within its conversation."""
+    """Traffic from normalised exchanges in the order they were answered, each in its
+    conversation (`labels`; see `conversations.build_traffic`), the history compacted within
+    its conversation; `arrivals` counts the requests that had arrived at each answer."""
     shared: dict[str, Any] = {}
     previous: dict[str, dict[str, Any]] = {}
     exchanges = []
     provider: Provider = "anthropic-messages"
-    for (path, request, response, live), label in zip(raw, labels or [None] * len(raw), strict=True):
+    counts = arrivals or [i + 1 for i in range(len(raw))]
+    for i, ((path, request, response, live), label) in enumerate(
+        zip(raw, labels or [None] * len(raw), strict=True)
+    ):
         provider = provider_of(path) or provider
         stream = classify(path, request)
         thread = label or stream
         stored = compact(request, previous.get(thread), shared)
         previous[thread] = request
+        after = counts[i] if counts[i] > i + 1 else None
         exchanges.append(Exchange(stream=stream, path=path, request=stored, response=response, live=live,
-                                  conversation=label))
+                                  after=after, conversation=label))
     return ModelTraffic(
         cli=cli, cli_version=cli_version, provider=provider, shared=shared, exchanges=exchanges,
         conversations=list(conversations),
