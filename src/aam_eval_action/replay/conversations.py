@@ -228,6 +228,21 @@ def _text(value: Any) -> str | None:
     return " ".join(value.split())[:120] if isinstance(value, str) and value.strip() else None
 
 
+def _stored_order(conversation: Conversation, named: list[Conversation]) -> tuple[int, int, int]:
+    """Main, then the sub-agents as they were named (by the turn and place of their call), then
+    side conversations."""
+    if conversation.id == "main":
+        return (0, 0, 0)
+    if conversation.parent is not None:
+        return (1, conversation.turn or 0, _suffix(conversation.id))
+    return (2, 0, named.index(conversation))
+
+
+def _suffix(name: str) -> int:
+    head, _, tail = name.rpartition("-")
+    return int(tail) if head and tail.isdigit() else 1
+
+
 def where(conversation: Conversation | None, turn: int) -> str:
     """`turn 2`, or `turn 2 of sub-agent `counter` (started at main turn 1)`."""
     if conversation is None or conversation.id == "main" or conversation.stream != "agent":
@@ -250,7 +265,8 @@ def build_traffic(
     streams = [classify(r[0], r[1]) for r in raw]
     numbers = segment(requests, streams, [r[2].status for r in raw])
     named = name_conversations(requests, streams, numbers)
-    traffic = build(cli, cli_version, raw, [named[n].id for n in numbers], named, arrivals)
+    ordered = sorted(named, key=lambda c: _stored_order(c, named))
+    traffic = build(cli, cli_version, raw, [named[n].id for n in numbers], ordered, arrivals)
     if times and len({n for n, s in zip(numbers, streams, strict=True) if s == "agent"}) > 1:
         for i in range(1, len(traffic.exchanges)):
             if numbers[i] != numbers[i - 1]:

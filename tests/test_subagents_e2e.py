@@ -1,0 +1,111 @@
+"""Parallel sub-agents with the real `claude` CLI against the scripted model server.
+
+`tests/fixtures/subagents-pkg` has one AAM sub-agent, `counter`; its `parallel-count` case makes
+the main agent start two counters in one message (they run at the same time, each its own
+conversation, each running a command), and `one-counter` starts one. Recorded once per module;
+each test replays a private copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.replay.traffic_store import load_traffic
+from aam_eval_action.testing.model_server import ModelServer, load_scenarios
+
+from conftest import ROOT, aam_eval
+
+pytestmark = pytest.mark.cli
+PACKAGE = ROOT / "tests/fixtures/subagents-pkg"
+SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-scenarios.yaml")
+KEY = "sk-ant-CANARY-subagents-4e1f"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(the recorded package, the recording run's report)."""
+    reason = get_engine("claude-code").available()
+    if reason:
+        pytest.skip(reason)
+    pkg = tmp_path_factory.mktemp("subagents") / "pkg"
+    shutil.copytree(PACKAGE, pkg)
+    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=KEY) as server:
+        mp.setenv("ANTHROPIC_BASE_URL", server.url)
+        mp.setenv("ANTHROPIC_API_KEY", KEY)
+        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "2", "-o", str(pkg.parent / "rec.json"))
+    assert result.code == 0, result.out + result.err
+    yield pkg, json.loads((pkg.parent / "rec.json").read_text())
+
+
+def _copy(recorded: tuple[Path, dict[str, Any]], tmp_path: Path) -> Path:
+    shutil.copytree(recorded[0], tmp_path / "pkg")
+    return tmp_path / "pkg"
+
+
+def _run(pkg: Path, *args: str) -> tuple[dict[str, Any], str]:
+    out = pkg.parent / f"run-{len(list(pkg.parent.glob('run-*.json')))}.json"
+    result = aam_eval("run", "--package", str(pkg), *args, "-o", str(out))
+    return json.loads(out.read_text()), result.out + result.err
+
+
+def _verdicts(report: dict[str, Any]) -> dict[str, str]:
+    return {c["name"]: c["verdict"] for c in report["cases"]}
+
+
+def test_recording_keeps_the_main_agent_and_each_sub_agent_as_its_own_conversation(
+    recorded: tuple[Path, dict[str, Any]]
+) -> None:
+    pkg, report = recorded
+    assert _verdicts(report) == {"parallel-count": "PASS", "one-counter": "PASS"}
+    cassette = pkg / "evals/cassettes/parallel-count/claude-code.session.yaml"
+    traffic = load_traffic(pkg / "evals/cassettes", yaml.safe_load(cassette.read_text())["model_traffic"])[0]
+    assert [(c.id, c.agent, c.parent, c.turn) for c in traffic.conversations] == [
+        ("main", None, None, None), ("counter", "counter", "main", 1), ("counter-2", "counter", "main", 1)]
+    assert {e.conversation for e in traffic.exchanges} == {"main", "counter", "counter-2"}
+    text = cassette.read_text()
+    # The ids Claude Code makes up per run are stored as placeholders, and no key is stored.
+    assert "agentId: $AGENT1" in text and "/tasks/$AGENT2.output" in text and KEY not in text
+
+
+def test_snapshot_replay_gives_the_recorded_verdicts(recorded: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    report, _ = _run(_copy(recorded, tmp_path), "--replay", "--no-rerun")
+    assert _verdicts(report) == _verdicts(recorded[1])
+    assert all(c["replay_kind"] == "snapshot" for c in report["cases"])
+
+
+def test_re_execution_with_concurrent_sub_agents_gives_the_same_verdict_every_time(
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    pkg = _copy(recorded, tmp_path)
+    for attempt in range(5):
+        report, log = _run(pkg, "--replay", "--rerun", "--jobs", "2")
+        misses = [c["miss"]["reason"] for c in report["cases"] if c.get("miss")]
+        assert _verdicts(report) == _verdicts(recorded[1]), f"attempt {attempt + 1}: {misses}"
+        assert all(c["replay_kind"] == "rerun" and not c.get("miss") for c in report["cases"]), log
+        outputs = {c["name"]: c["agent_output_snippet"] for c in report["cases"]}
+        assert outputs == {c["name"]: c["agent_output_snippet"] for c in recorded[1]["cases"]}
+
+
+def test_an_edited_sub_agent_prompt_diverges_in_that_sub_agents_conversation(
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    pkg = _copy(recorded, tmp_path)
+    prompt = pkg / "agents/counter/system-prompt.md"
+    prompt.write_text(prompt.read_text().replace("number only", "number and the word lines"))
+    report, log = _run(pkg, "--replay", "--rerun", "parallel-count")
+    case = report["cases"][0]
+    assert case["verdict"] == "ERROR" and case["miss"]["kind"] == "diverged", log
+    found = case["miss"]["divergence"]
+    assert found["conversation"] in ("counter", "counter-2") and found["turn"] == 1
+    assert found["message"].startswith(f"turn 1 of sub-agent `{found['conversation']}`, started at main turn 1: "
+                                       "the request changed at system[2].text")
+    assert "number and the word lines" in found["live"] and "number only" in found["recorded"]
+    assert "agents/counter/system-prompt.md" in case["miss"]["reason"]
