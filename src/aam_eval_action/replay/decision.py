@@ -222,10 +222,11 @@ def open_judge(
     if s.mode == "live":
         return None
     from aam_eval_action.replay.judge_cassette import JudgeCassette
+    from aam_eval_action.replay.upstream import Network
 
     path = agent_cassette.judge_path(s.cassettes, name, s.engine, variant)
     try:
-        jc = JudgeCassette(path, s.mode, s.judge_provider, redact, s.cassettes)
+        jc = JudgeCassette(path, s.mode, s.judge_provider, redact, s.cassettes, Network.of(s.network_env))
     except UntrustedFileError as exc:  # our own safe read: the message names file and line
         where, _, what = str(exc).partition(": ")
         raise Miss("damaged", "judge", f"{where}: damaged judge cassette ({what})",

@@ -24,6 +24,7 @@ import httpx2
 
 from aam_eval_action.fsutil import atomic_write, is_inside
 from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.replay.upstream import Network
 
 # Only these headers are kept: everything else (keys, org ids, cookies, request ids,
 # dates, x-stainless-* platform details) is dropped. An allow-list, not a deny-list.
@@ -111,11 +112,13 @@ class JudgeCassette:
 
     def __init__(
         self, path: Path, mode: str, provider: str, redact: Callable[[str], str] = str,
-        inside: Path | None = None,
+        inside: Path | None = None, network: Network | None = None,
     ) -> None:
-        """`inside`: the cassettes folder; a cassette resolving outside it is refused."""
+        """`inside`: the cassettes folder; a cassette resolving outside it is refused.
+        `network`: the runner's proxy and CA settings, for the calls that go to the API."""
         self.path = path
         self.inside = inside
+        self.network = network or Network()
         self.mode = mode
         self.provider = provider
         self.redact = redact
@@ -236,7 +239,7 @@ class _Transport(httpx2.BaseTransport):
                 return _to_response(played)
         if owner.mode == "replay":
             raise miss_error(owner.provider, NOT_RECORDED)
-        response = self._real().handle_request(request)
+        response = self._real(str(request.url)).handle_request(request)
         content = response.read()
         serialized = {
             "status": {"code": response.status_code, "message": response.reason_phrase},
@@ -268,9 +271,12 @@ class _Transport(httpx2.BaseTransport):
             owner.played += 1
         return _to_response(played)
 
-    def _real(self) -> httpx2.HTTPTransport:
+    def _real(self, url: str) -> httpx2.HTTPTransport:
+        """The SDK's own way to the API: through the runner's proxy unless NO_PROXY covers it,
+        trusting its CA bundles (a transport given to the SDK skips its proxy lookup)."""
         if self._inner is None:
-            self._inner = httpx2.HTTPTransport()
+            network = self.owner.network
+            self._inner = httpx2.HTTPTransport(proxy=network.proxy_for(url), verify=network.ssl_context())
         return self._inner
 
     def close(self) -> None:
