@@ -8,7 +8,8 @@ Everything goes through `aam-eval run` on a private copy of the shipped example
 
 1. per case: a live session against the scripted model server (`--record`, jobs 1), a snapshot
    replay (`--replay --no-rerun`) and a re-execution of the real CLI against the recorded traffic
-   (`--replay --rerun`), each case's own duration from the report;
+   (`--replay --rerun`), each case's own duration from the report; the same for the parallel
+   sub-agent package of the tests (tests/fixtures/subagents-pkg: two `counter` sub-agents at once);
 2. `--jobs` scaling: the whole re-execute run with jobs 1 and jobs 2 (wall time);
 3. sizes: each session cassette with and without its model traffic, and the shared stores.
 """
@@ -35,15 +36,17 @@ from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
+SUBAGENTS = ROOT / "tests/fixtures/subagents-pkg"
+SUBAGENT_SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-scenarios.yaml")
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-bench-key", "OPENAI_API_KEY": "sk-openai-bench-key"}
 CODEX = ["csv-summary-e2e", "--engine", "codex", "--model", "gpt-5.5"]
 CLI = [sys.executable, "-m", "aam_eval_action", "run"]
 
 
-def package() -> Path:
-    """A private copy of the example with its cassettes inside it."""
+def package(source: Path = ROOT / "examples/csv-tools") -> Path:
+    """A private copy of a package with its cassettes inside it."""
     pkg = Path(tempfile.mkdtemp(prefix="aam-eval-bench-rerun-")) / "pkg"
-    shutil.copytree(ROOT / "examples/csv-tools", pkg)
+    shutil.copytree(source, pkg)
     config = pkg / "evals/eval-config.json"
     config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes"}))
     return pkg
@@ -67,17 +70,18 @@ def record(pkg: Path, server: ModelServer, *args: str) -> dict[str, Any]:
     return run(pkg, "--record", "--jobs", "1", *args, env=env)[0]
 
 
-def times(pkg: Path, rounds: int, *extra: str) -> list[tuple[str, float, float, float, bool]]:
+def times(pkg: Path, rounds: int, *extra: str, scenarios: list[dict[str, Any]] = SCENARIOS
+          ) -> list[tuple[str, float, float, float, bool]]:
     """(case, live s, snapshot s, rerun s, same verdicts) per case, medians over rounds."""
     live, snap, rerun = [], [], []
     for _ in range(rounds):
-        with ModelServer(SCENARIOS) as server:
+        with ModelServer(scenarios) as server:
             recorded = record(pkg, server, *extra)
         live.append(per_case(recorded))
         snap.append(per_case(run(pkg, "--replay", "--no-rerun", *extra)[0]))
         rerun_report = run(pkg, "--replay", "--rerun", "--jobs", "1", *extra)[0]
         rerun.append(per_case(rerun_report))
-    same = {c["name"]: c["verdict"] == v["verdict"] and c.get("replay_kind") == "rerun"
+    same = {c["name"]: c["verdict"] == v["verdict"] and c.get("replay_kind") == "rerun" and not c.get("miss")
             for c, v in zip(rerun_report["cases"], recorded["cases"], strict=True)}
     return [(name, statistics.median(r[name] for r in live), statistics.median(r[name] for r in snap),
              statistics.median(r[name] for r in rerun), same[name]) for name in sorted(live[0])]
@@ -105,10 +109,15 @@ def main() -> None:
     for engine, extra in (("claude-code", []), ("codex", CODEX)):
         measured = times(pkg, args.rounds, *extra)
         rows += [(n, engine, live, snap, rerun, same) for n, live, snap, rerun, same in measured]
+    sub = package(SUBAGENTS)
+    measured = times(sub, args.rounds, scenarios=SUBAGENT_SCENARIOS)
+    rows += [(n, "claude-code", live, snap, rerun, same) for n, live, snap, rerun, same in measured]
     print(f"{'case':24} {'engine':11} {'live s':>7} {'snapshot s':>10} {'rerun s':>8} {'same':>5}")
     for name, engine, live, snap, rerun, same in rows:
         print(f"{name:24} {engine:11} {live:7.2f} {snap:10.3f} {rerun:8.2f} {same!s:>5}")
-    claude = [r for r in rows if r[1] == "claude-code"]
+    print("(parallel-count and one-counter: the main agent and 2 or 1 concurrent sub-agents;"
+          " their scripted answers wait 0.1-0.6 s, which live and rerun both include)")
+    claude = [r for r in rows if r[1] == "claude-code" and r[0] not in ("parallel-count", "one-counter")]
     print(f"claude-code median per case: live {statistics.median(r[2] for r in claude):.2f} s, "
           f"snapshot {statistics.median(r[3] for r in claude):.3f} s, "
           f"rerun {statistics.median(r[4] for r in claude):.2f} s")
@@ -125,6 +134,7 @@ def main() -> None:
     for store in sorted((pkg / "evals/cassettes/_shared").glob("*.yaml")):
         print(f"shared store {store.name}: {store.stat().st_size} B (once per cassettes directory)")
     shutil.rmtree(pkg.parent)
+    shutil.rmtree(sub.parent)
 
 
 if __name__ == "__main__":

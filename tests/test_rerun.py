@@ -192,6 +192,28 @@ def test_a_cassette_without_traffic_cannot_be_forced_to_rerun(example: Path) -> 
     assert _case(example)["replay_kind"] == "snapshot"
 
 
+@pytest.mark.parametrize(("damage", "expected"), [
+    ("no-requests", "the recorded session sent no request to the model (it ended before its first turn)"),
+    ("unknown-cli", "the recording does not say which CLI and version made it"),
+])
+def test_traffic_that_cannot_be_re_executed_says_why_in_words(example: Path, damage: str, expected: str) -> None:
+    path = example / "evals/cassettes/changelog-entry/claude-code.session.yaml"
+    data = yaml.safe_load(path.read_text())
+    for attempt in data["model_traffic"]:
+        if damage == "no-requests":
+            attempt["exchanges"], attempt["conversations"] = [], []
+        else:
+            attempt["cli"] = "unknown"
+            attempt.pop("cli_version", None)
+    path.write_text(yaml.safe_dump(data))
+    shared = example / "evals/cassettes/_shared"  # as recorded: the store is named after the CLI
+    shutil.copy(shared / "claude-2.1.330.yaml", shared / "unknown-unknown.yaml")
+    case = _case(example, "--rerun")
+    assert case["replay_miss"] == "no-cassette" and expected in case["error"], case["error"]
+    assert "re-record the case" in case["error"] and "unknown@None" not in case["error"]
+    assert "not on PATH" not in case["error"]
+
+
 # --- the comment -------------------------------------------------------------------------------
 
 
