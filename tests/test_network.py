@@ -126,3 +126,15 @@ def _post_key(url: str, body: dict[str, object]) -> tuple[int, bytes]:
     finally:
         conn.close()
 
+
+
+def test_a_proxy_password_from_the_runner_is_a_secret_never_written(tmp_path: Path) -> None:
+    from aam_eval_action.loader import load_package
+    from aam_eval_action.settings import Overrides, resolve
+    from aam_eval_action.testing.packages import simple_case, write_package
+
+    pkg = write_package(tmp_path / "pkg", [simple_case("a")], config={"version": 1, "engine": "claude-code"})
+    runner = {"HTTPS_PROXY": "http://ci-bot:Pr0xy%23Pass@proxy.corp:3128", "PATH": "/usr/bin"}
+    redactor = resolve(load_package(pkg), Overrides(), runner).redactor()
+    said = "CONNECT failed via http://ci-bot:Pr0xy#Pass@proxy.corp:3128 (Pr0xy#Pass)"
+    assert "Pr0xy#Pass" not in redactor.text(said) and "[REDACTED:HTTPS_PROXY_PASSWORD]" in redactor.text(said)

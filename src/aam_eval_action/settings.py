@@ -149,12 +149,29 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         timeout=o.timeout or cfg.timeout,
         cassettes=(o.cassettes or package.layout.evals_dir / cfg.cassettes).resolve(),
         agent_env=env,
-        secret_values=secrets,
+        secret_values={**proxy_passwords({**runner_env, **env}), **secrets},
         runner_env=runner_env,
         baseline=cfg.baseline if o.baseline is None else o.baseline,
         rerun=o.rerun or cfg.rerun,
         rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
     )
+
+
+def proxy_passwords(env: Mapping[str, str]) -> dict[str, str]:
+    """The passwords in proxy URLs (`http://user:pass@proxy:3128`), as secrets: a CLI or a proxy
+    error may print the URL."""
+    import urllib.parse
+
+    found = {}
+    for name, value in env.items():
+        if "PROXY" in name.upper() and "@" in value:
+            try:
+                password = urllib.parse.urlsplit(value if "://" in value else f"http://{value}").password
+            except ValueError:
+                continue
+            if password:
+                found[f"{name.upper()}_PASSWORD"] = urllib.parse.unquote(password)
+    return found
 
 
 def check_ci_env(package: LoadedPackage, mode: Mode) -> None:
