@@ -96,12 +96,15 @@ MINTED = (
     ("AGENT", re.compile(r"<task-id>(\w+)</task-id>")),
     ("AGENT", re.compile(r"\bResuming agent (\w+)")),  # SendMessage's answer: a short form
     ("REF", re.compile(r'"ref":"(\w+)"')),  # ... and the pin it returns
+    # A shell command run in the background: its task id (then in its output path, and in the
+    # model's later calls to read or stop it).
+    ("TASK", re.compile(r"running in background with ID: (\w+)")),
     # Session ids and other UUIDs a CLI makes up per run (in task output paths, for one).
     ("UUID", re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")),
 )
 """Ids a CLI makes up per run and shows the model; each value is replaced everywhere by a
 numbered placeholder (`$AGENT1`) in order of first sight."""
-MINTED_PLACEHOLDER = re.compile(r"\$(AGENT|REF|UUID)(\d+)(?!\d)")
+MINTED_PLACEHOLDER = re.compile(r"\$(AGENT|REF|TASK|UUID)(\d+)(?!\d)")
 ID_IN_TEXT = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9-]{6,}\b")
 GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
