@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,3 +139,73 @@ def test_a_proxy_password_from_the_runner_is_a_secret_never_written(tmp_path: Pa
     redactor = resolve(load_package(pkg), Overrides(), runner).redactor()
     said = "CONNECT failed via http://ci-bot:Pr0xy#Pass@proxy.corp:3128 (Pr0xy#Pass)"
     assert "Pr0xy#Pass" not in redactor.text(said) and "[REDACTED:HTTPS_PROXY_PASSWORD]" in redactor.text(said)
+
+
+def _tls_server(tmp_path: Path, host: str) -> tuple[Any, Path]:
+    """An HTTPS API on 127.0.0.1 with a certificate for `host`, and the CA file that trusts it."""
+    import datetime
+    import http.server
+    import ssl
+    import threading
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "ca.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = json.dumps({"type": "message", "content": [{"type": "text", "text": "over TLS"}]}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, cert_file
+
+
+def test_an_https_api_is_reached_through_a_connect_tunnel_trusting_the_runners_ca_bundle(tmp_path: Path) -> None:
+    server, ca = _tls_server(tmp_path, "api.secure.test")
+    port = server.server_address[1]
+    try:
+        with ForwardProxy({"api.secure.test": ("127.0.0.1", port)}) as corp:
+            for trusted, status in ((True, 200), (False, 502)):
+                network = {"HTTPS_PROXY": corp.url, **({"SSL_CERT_FILE": str(ca)} if trusted else {})}
+                upstream = upstream_for("claude-code", {"ANTHROPIC_BASE_URL": f"https://api.secure.test:{port}"},
+                                        network=network)
+                with RecordingProxy(upstream, NORM) as recording:
+                    got, body = _post_key(recording.url, REQUEST)
+                assert got == status, body
+                if trusted:
+                    assert json.loads(body)["content"][0]["text"] == "over TLS"
+                else:
+                    assert "CERTIFICATE_VERIFY_FAILED" in json.loads(body)["error"]["message"]
+            assert [(s.method, s.target, s.outcome) for s in corp.log()] == [
+                ("CONNECT", f"api.secure.test:{port}", "tunnelled")] * 2
+    finally:
+        server.shutdown()
+        server.server_close()
