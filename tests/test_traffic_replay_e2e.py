@@ -161,7 +161,7 @@ def test_rerun_of_an_unchanged_package_is_identical_and_offline(
 
     proxy = replayed.proxy
     assert isinstance(proxy, ReplayProxy) and proxy.divergence is None
-    assert proxy.served == {"agent": 3} and proxy.requests == len(traffic.exchanges) == 3
+    assert proxy.served == {"main": 3} and proxy.requests == len(traffic.exchanges) == 3
     assert replayed.session.output == recorded.session.output
     assert "Total revenue: 952.75" in replayed.session.output
     assert not replayed.session.is_error and replayed.session.exit_code == 0
@@ -227,7 +227,7 @@ def test_a_hook_that_no_longer_blocks_diverges_at_the_write(package: PackageLayo
         "turn 2: the Write tool result ($WORKSPACE/.env) changed: recorded `PreToolUse:Write hook error"
     )
     # Nothing after the divergence is answered from the recording: the CLI gives up.
-    assert replayed.proxy.served == {"agent": 1} and replayed.proxy.refused >= 1
+    assert replayed.proxy.served == {"main": 1} and replayed.proxy.refused >= 1
     assert replayed.proxy.requests == 1 + replayed.proxy.refused
     assert replayed.session.is_error and "diverged from the recording" in (replayed.session.error or "")
 
@@ -250,7 +250,7 @@ def test_a_changed_script_diverges_naming_its_call(
     assert "summarize.py" in (divergence.tool_input or "")
     assert "Total units: 35" in (divergence.recorded or "") and "Sum of units: 35" in (divergence.live or "")
     assert replayed.session.is_error and "diverged from the recording" in (replayed.session.error or "")
-    assert replayed.proxy.served == {"agent": 2} and replayed.proxy.unserved == {"agent": 1}
+    assert replayed.proxy.served == {"main": 2} and replayed.proxy.unserved == {"main": 1}
     print(f"{engine.name}: {replayed.proxy.refused} refused request(s), {replayed.session.duration_seconds:.2f} s")
 
 
@@ -287,7 +287,7 @@ def test_after_a_divergence_the_session_continues_live_for_the_remaining_turns(
     assert isinstance(proxy, ReplayProxy) and proxy.divergence is not None
     assert proxy.divergence.turn == 3
     # Turns 1 and 2 came from the recording; only the third went to the model.
-    assert proxy.served == {"agent": 2} and proxy.live_requests == 1
+    assert proxy.served == {"main": 2} and proxy.live_requests == 1
     assert len(upstream_server.requests) == 1
     sent = upstream_server.requests[0].headers
     assert "sk-live-KEY-from-runner" in (sent.get("x-api-key") or sent.get("authorization") or "")
