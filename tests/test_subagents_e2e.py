@@ -1,9 +1,11 @@
-"""Parallel sub-agents with the real `claude` CLI against the scripted model server.
+"""Parallel sub-agents with the real `claude` and `codex` CLIs against the scripted model server.
 
 `tests/fixtures/subagents-pkg` has one AAM sub-agent, `counter`; its `parallel-count` case makes
 the main agent start two counters in one message (they run at the same time, each its own
-conversation, each running a command), and `one-counter` starts one. Recorded once per module;
-each test replays a private copy.
+conversation, each running a command), and `one-counter` starts one. Claude Code starts them
+with its `Agent` tool (the package's `counter` agent); Codex with its `spawn_agent` tool (its
+own generic sub-agent: Codex has no agent definitions). Recorded once per engine; each test
+replays a private copy.
 """
 
 from __future__ import annotations
@@ -26,33 +28,39 @@ from conftest import ROOT, aam_eval
 pytestmark = pytest.mark.cli
 PACKAGE = ROOT / "tests/fixtures/subagents-pkg"
 SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-scenarios.yaml")
-KEY = "sk-ant-CANARY-subagents-4e1f"
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-subagents-4e1f", "OPENAI_API_KEY": "sk-openai-CANARY-subagents-77a0"}
+ENGINE_ARGS = {"claude-code": (), "codex": ("--engine", "codex", "--model", "gpt-5.5")}
+Recorded = tuple[Path, dict[str, Any], str]
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """(the recorded package, the recording run's report)."""
-    reason = get_engine("claude-code").available()
+@pytest.fixture(scope="module", params=list(ENGINE_ARGS))
+def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    """(the recorded package, the recording run's report, the engine)."""
+    engine = request.param
+    reason = get_engine(engine).available()
     if reason:
         pytest.skip(reason)
-    pkg = tmp_path_factory.mktemp("subagents") / "pkg"
+    pkg = tmp_path_factory.mktemp(f"subagents-{engine}") / "pkg"
     shutil.copytree(PACKAGE, pkg)
-    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=KEY) as server:
+    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
         mp.setenv("ANTHROPIC_BASE_URL", server.url)
-        mp.setenv("ANTHROPIC_API_KEY", KEY)
-        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "2", "-o", str(pkg.parent / "rec.json"))
+        mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        for name, value in KEYS.items():
+            mp.setenv(name, value)
+        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "2", *ENGINE_ARGS[engine],
+                          "-o", str(pkg.parent / "rec.json"))
     assert result.code == 0, result.out + result.err
-    yield pkg, json.loads((pkg.parent / "rec.json").read_text())
+    yield pkg, json.loads((pkg.parent / "rec.json").read_text()), engine
 
 
-def _copy(recorded: tuple[Path, dict[str, Any]], tmp_path: Path) -> Path:
+def _copy(recorded: Recorded, tmp_path: Path) -> Path:
     shutil.copytree(recorded[0], tmp_path / "pkg")
     return tmp_path / "pkg"
 
 
-def _run(pkg: Path, *args: str) -> tuple[dict[str, Any], str]:
+def _run(pkg: Path, engine: str, *args: str) -> tuple[dict[str, Any], str]:
     out = pkg.parent / f"run-{len(list(pkg.parent.glob('run-*.json')))}.json"
-    result = aam_eval("run", "--package", str(pkg), *args, "-o", str(out))
+    result = aam_eval("run", "--package", str(pkg), *args, *ENGINE_ARGS[engine], "-o", str(out))
     return json.loads(out.read_text()), result.out + result.err
 
 
@@ -60,33 +68,36 @@ def _verdicts(report: dict[str, Any]) -> dict[str, str]:
     return {c["name"]: c["verdict"] for c in report["cases"]}
 
 
-def test_recording_keeps_the_main_agent_and_each_sub_agent_as_its_own_conversation(
-    recorded: tuple[Path, dict[str, Any]]
-) -> None:
-    pkg, report = recorded
+def test_recording_keeps_the_main_agent_and_each_sub_agent_as_its_own_conversation(recorded: Recorded) -> None:
+    pkg, report, engine = recorded
     assert _verdicts(report) == {"parallel-count": "PASS", "one-counter": "PASS"}
-    cassette = pkg / "evals/cassettes/parallel-count/claude-code.session.yaml"
+    cassette = pkg / f"evals/cassettes/parallel-count/{engine}.session.yaml"
     traffic = load_traffic(pkg / "evals/cassettes", yaml.safe_load(cassette.read_text())["model_traffic"])[0]
+    name = "counter" if engine == "claude-code" else "spawn_agent"
     assert [(c.id, c.agent, c.parent, c.turn) for c in traffic.conversations] == [
-        ("main", None, None, None), ("counter", "counter", "main", 1), ("counter-2", "counter", "main", 1)]
-    assert {e.conversation for e in traffic.exchanges} == {"main", "counter", "counter-2"}
+        ("main", None, None, None), (name, name, "main", 1), (f"{name}-2", name, "main", 1)]
+    assert {e.conversation for e in traffic.exchanges} == {"main", name, f"{name}-2"}
     text = cassette.read_text()
-    # The ids Claude Code makes up per run are stored as placeholders, and no key is stored.
-    assert "agentId: $AGENT1" in text and "/tasks/$AGENT2.output" in text and KEY not in text
+    # The ids the CLIs make up per run are stored as placeholders, and no key is stored.
+    if engine == "claude-code":
+        assert "agentId: $AGENT1" in text and "/tasks/$AGENT2.output" in text
+    else:
+        assert '"agent_id":"$UUID1","nickname":"$NICK"' in text
+    assert not any(key in text for key in KEYS.values())
 
 
-def test_snapshot_replay_gives_the_recorded_verdicts(recorded: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
-    report, _ = _run(_copy(recorded, tmp_path), "--replay", "--no-rerun")
+def test_snapshot_replay_gives_the_recorded_verdicts(recorded: Recorded, tmp_path: Path) -> None:
+    report, _ = _run(_copy(recorded, tmp_path), recorded[2], "--replay", "--no-rerun")
     assert _verdicts(report) == _verdicts(recorded[1])
     assert all(c["replay_kind"] == "snapshot" for c in report["cases"])
 
 
 def test_re_execution_with_concurrent_sub_agents_gives_the_same_verdict_every_time(
-    recorded: tuple[Path, dict[str, Any]], tmp_path: Path
+    recorded: Recorded, tmp_path: Path
 ) -> None:
     pkg = _copy(recorded, tmp_path)
     for attempt in range(5):
-        report, log = _run(pkg, "--replay", "--rerun", "--jobs", "2")
+        report, log = _run(pkg, recorded[2], "--replay", "--rerun", "--jobs", "2")
         misses = [c["miss"]["reason"] for c in report["cases"] if c.get("miss")]
         assert _verdicts(report) == _verdicts(recorded[1]), f"attempt {attempt + 1}: {misses}"
         assert all(c["replay_kind"] == "rerun" and not c.get("miss") for c in report["cases"]), log
@@ -94,13 +105,15 @@ def test_re_execution_with_concurrent_sub_agents_gives_the_same_verdict_every_ti
         assert outputs == {c["name"]: c["agent_output_snippet"] for c in recorded[1]["cases"]}
 
 
+# Codex has no agent definitions: its sub-agents take no system prompt from the package.
+@pytest.mark.parametrize("recorded", ["claude-code"], indirect=True)
 def test_an_edited_sub_agent_prompt_diverges_in_that_sub_agents_conversation(
-    recorded: tuple[Path, dict[str, Any]], tmp_path: Path
+    recorded: Recorded, tmp_path: Path
 ) -> None:
     pkg = _copy(recorded, tmp_path)
     prompt = pkg / "agents/counter/system-prompt.md"
     prompt.write_text(prompt.read_text().replace("number only", "number and the word lines"))
-    report, log = _run(pkg, "--replay", "--rerun", "parallel-count")
+    report, log = _run(pkg, recorded[2], "--replay", "--rerun", "parallel-count")
     case = report["cases"][0]
     assert case["verdict"] == "ERROR" and case["miss"]["kind"] == "diverged", log
     found = case["miss"]["divergence"]

@@ -111,10 +111,10 @@ def segment(
 
 
 def prompt_of(request: dict[str, Any]) -> str | None:
-    """A conversation's prompt: the last text of its first message (the CLI's reminders come first)."""
-    items = _history(request)
-    first = items[0] if items else None
-    content = first.get("content") if isinstance(first, dict) else None
+    """A conversation's prompt: the last text of the last user message of its first request (the
+    CLI's reminders come before it; Codex puts its instructions and context first)."""
+    users = [m for m in _history(request) if isinstance(m, dict) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
     if isinstance(content, str):
         return content.strip() or None
     blocks = content if isinstance(content, list) else []
@@ -140,7 +140,10 @@ def _calls(request: dict[str, Any], conversation: int) -> list[_Call]:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
-        turn = turn_of({history_key(request): items[:i]})
+        start = i  # the answer this item belongs to starts after the last thing sent back
+        while start and _model_item(items[start - 1]):
+            start -= 1
+        turn = turn_of({history_key(request): items[:start]})
         if item.get("type") in TOOL_CALL_TYPES:
             name, given = str(item.get("name")), _args(item.get("arguments"))
             found.append(_Call(conversation, turn, len(found), name, given))
@@ -150,6 +153,13 @@ def _calls(request: dict[str, Any], conversation: int) -> list[_Call]:
                 name, given = str(block.get("name")), _args(block.get("input"))
                 found.append(_Call(conversation, turn, len(found), name, given))
     return found
+
+
+def _model_item(item: Any) -> bool:
+    """An item the model produced (a call, its text, its reasoning; an assistant message)."""
+    if not isinstance(item, dict):
+        return False
+    return item.get("role") == "assistant" or item.get("type") in (*TOOL_CALL_TYPES, "reasoning")
 
 
 def _args(value: Any) -> dict[str, Any]:

@@ -88,6 +88,8 @@ VOLATILE_TEXT = (
     (re.compile(r"(<duration_ms>)\d+(</duration_ms>)"), r"\1$MS\2"),
     (re.compile(r"^(duration_ms: )\d+$", re.M), r"\1$MS"),
     (re.compile(r"/claude-\d+/"), "/claude-$UID/"),
+    # Codex: the random nickname its spawn_agent result gives a sub-agent (`"nickname":"Nash"`).
+    (re.compile(r'("nickname":")[^"\\]*(")'), r"\1$NICK\2"),
 )
 MINTED = (
     # Claude Code: a sub-agent's (background task's) id, in the Agent tool result
@@ -485,13 +487,21 @@ def history_key(body: dict[str, Any]) -> str:
 
 
 def turn_of(body: dict[str, Any]) -> int:
-    """The 1-based model turn a request asks for: one more than the model turns it carries."""
+    """The 1-based model turn a request asks for: one more than the model turns it carries
+    (Anthropic: assistant messages; Responses: runs of the model's own items, so several calls
+    in one answer are one turn)."""
     items = body.get(history_key(body))
     if not isinstance(items, list):
         return 1
     if "messages" in body:
         return 1 + sum(1 for m in items if isinstance(m, dict) and m.get("role") == "assistant")
-    return 1 + sum(1 for m in items if isinstance(m, dict) and m.get("type") in TOOL_CALL_TYPES)
+    runs, inside = 0, False
+    for item in items:
+        mine = isinstance(item, dict) and (
+            item.get("type") in (*TOOL_CALL_TYPES, "reasoning") or item.get("role") == "assistant")
+        runs += mine and not inside
+        inside = mine
+    return 1 + runs
 
 
 # --- compact storage -----------------------------------------------------------------------

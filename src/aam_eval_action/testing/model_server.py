@@ -10,7 +10,9 @@ comes from scenarios, each chosen by a substring of the request:
       - bash: "cat notes.txt"   # Claude: Bash; Codex: its shell tool
       - write: {path: "output/hello.txt", content: "Hello"}
       - subagent: {type: "reviewer", prompt: "Review a.txt", description: "Review a"}
-                                # Claude: the Agent tool (a sub-agent; its own scenario answers it)
+                                # Claude: the Agent tool; Codex: `spawn_agent` (namespace
+                                # `multi_agent_v1`) with the prompt as its message. Either way
+                                # a sub-agent, which its own scenario answers (by its prompt)
       - parallel:               # several tool calls in one answer (sub-agents run concurrently)
           - subagent: {type: "reviewer", prompt: "Review a.txt"}
           - bash: "wc -l b.txt"
@@ -31,6 +33,15 @@ the Skill tool:" then `- name: description` lines); Codex lists them in its
 The turn index is stateless: it is the number of model turns already in the request
 (assistant messages for Anthropic, function calls for Responses), so retries of a turn
 get the same answer. After the last step the last `text` answers again (or `Done.`).
+`codex exec` stops its sub-agents when the main agent's turn ends, so a Codex conversation
+that has started sub-agents waits for them: a text step while some have not reported yet
+answers with the text and a `wait_agent` call on the first (then only `wait_agent` until
+all have reported; those answers take no step), and the next step comes once all have. Such a
+conversation counts its answers instead of its calls (what the model gave in one answer is
+one turn, as for Claude). That answer is held until the sub-agents (known by their
+`thread-id` header, which is their agent id) have had their last answer, and a moment more:
+Codex then has their `<subagent_notification>` messages queued when `wait_agent` returns,
+and sends them in the very next request, instead of racing them against it.
 An agent request that matches no scenario gets `OK.`; side requests without tools
 (titles, quota probes) get `OK.` and never use the script. Judge requests are those
 offering the `record_verdict` tool (Anthropic) or asking for the `verdict` JSON format
@@ -79,6 +90,18 @@ INJECTED_PREFIXES = (
     "<permissions instructions>",
 )
 CODEX_SHELL_TOOLS = ("exec_command", "shell_command", "shell")
+CODEX_AGENT_TOOLS = "multi_agent_v1"
+"""The namespace tool through which Codex starts sub-agents (its `spawn_agent` takes a `message`)."""
+CODEX_SPAWN = "spawn_agent"
+CODEX_WAIT = "wait_agent"
+CODEX_WAIT_MS = 300_000
+"""How long one `wait_agent` call waits (it returns as soon as one of its targets finishes)."""
+HOLD_MAX_SECONDS = 60.0
+HOLD_AFTER_SECONDS = 0.3
+"""How long an answer waits at most for the sub-agents it waits on, then after their last answer."""
+NAMESPACE_SEP = "."
+"""Between a namespace and a tool name in a call's name (`multi_agent_v1.spawn_agent`): function
+names cannot contain it, and a Responses answer sends the two apart (`namespace`, `name`)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +126,8 @@ class Reply:
     """Tool calls (name, input), all in one answer."""
     status: int = 200
     delay: float = 0.0
+    hold: tuple[str, ...] = ()
+    """Codex sub-agents (thread ids) that must have had their last answer before this one."""
 
     @property
     def tool(self) -> str | None:
@@ -162,12 +187,77 @@ def is_agent_turn(body: dict[str, Any]) -> bool:
     return bool(body.get("tools")) and int(body.get("max_tokens") or 4096) > 64
 
 
+RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+
+
 def turn_index(body: dict[str, Any]) -> int:
-    """Model turns already taken: assistant messages or function calls in the history."""
+    """Model turns already taken: assistant messages or function calls in the history (for a
+    Codex conversation that started sub-agents, the model's answers: see `answers_given`)."""
     if "messages" in body:
         return sum(1 for m in _messages(body) if m.get("role") == "assistant")
-    calls = ("function_call", "custom_tool_call", "local_shell_call")
-    return sum(1 for m in _messages(body) if m.get("type") in calls)
+    items = _messages(body)
+    if any(_agent_tool(m) for m in items):
+        waits_only = (all(_agent_tool(m, CODEX_WAIT) for m in answer) for answer in answers_given(items))
+        return sum(1 for only in waits_only if not only)
+    return sum(1 for m in items if m.get("type") in RESPONSES_CALLS)
+
+
+def _model_item(item: dict[str, Any]) -> bool:
+    return item.get("type") in (*RESPONSES_CALLS, "reasoning") or item.get("role") == "assistant"
+
+
+def _agent_tool(item: dict[str, Any], name: str | None = None) -> bool:
+    """Whether an item is a call to Codex's sub-agent tools (to one of them, given its name)."""
+    return (item.get("type") == "function_call" and item.get("namespace") == CODEX_AGENT_TOOLS
+            and name in (None, item.get("name")))
+
+
+def answers_given(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The model's answers in a Responses history: each run of its own items (calls, assistant
+    messages, reasoning) with nothing sent back in between is one answer."""
+    answers: list[list[dict[str, Any]]] = []
+    for i, item in enumerate(items):
+        if _model_item(item):
+            if i and _model_item(items[i - 1]):
+                answers[-1].append(item)
+            else:
+                answers.append([item])
+    return answers
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except json.JSONDecodeError:
+        return None
+
+
+SUBAGENT_NOTIFICATION = re.compile(r"<subagent_notification>\s*(\{.*?\})\s*</subagent_notification>", re.S)
+
+
+def codex_sub_agents(items: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """(the sub-agents a Codex conversation started that have not reported yet, in the order they
+    were started; whether its last answer waited for them). An agent has reported once a
+    `wait_agent` result or a `<subagent_notification>` gives it a final status."""
+    spawns = {m.get("call_id") for m in items if _agent_tool(m, CODEX_SPAWN)}
+    started: list[str] = []
+    reported: set[str] = set()
+    for item in items:
+        output = _json(item.get("output")) if item.get("type") == "function_call_output" else None
+        agent = output.get("agent_id") if isinstance(output, dict) else None
+        if item.get("call_id") in spawns and isinstance(agent, str):
+            started.append(agent)
+        if isinstance(output, dict) and isinstance(output.get("status"), dict):  # a wait_agent result
+            reported |= {k for k, v in output["status"].items() if v not in ("pending_init", "running")}
+        if item.get("role") == "user":
+            for text in _texts(item.get("content")):
+                for found in SUBAGENT_NOTIFICATION.finditer(text):
+                    note = _json(found.group(1))
+                    if isinstance(note, dict) and isinstance(note.get("agent_path"), str):
+                        reported.add(note["agent_path"])
+    answers = answers_given(items)
+    waited = bool(answers) and any(_agent_tool(m, CODEX_WAIT) for m in answers[-1])
+    return [a for a in started if a not in reported], waited
 
 
 def workspace_dir(body: dict[str, Any]) -> str | None:
@@ -215,7 +305,8 @@ class Script:
         found = self.find(prompt_text(body))
         if found is None:
             return Reply(text="OK.")
-        return step_reply(agent_step(found[1], turn_index(body), listed_skills(body)), body)
+        reply = step_reply(agent_step(found[1], turn_index(body), listed_skills(body)), body)
+        return reply if "messages" in body else codex_wait(reply, body)
 
     def judge_reply(self, body: dict[str, Any]) -> Reply:
         found = self.find(all_text(body))
@@ -330,17 +421,56 @@ def codex_command(step: dict[str, Any]) -> str | None:
 
 
 def codex_call(step: dict[str, Any], body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """A call to whichever shell tool the Codex request offers."""
+    """A call to whichever shell tool the Codex request offers (for a sub-agent, `spawn_agent`)."""
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    if "subagent" in step:
+        if not offers_spawn(body):
+            return None
+        return codex_agent_tool(CODEX_SPAWN), {"message": str(step["subagent"]["prompt"])}
     command = codex_command(step)
     if command is None:
         return None
-    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     tool = next((n for n in CODEX_SHELL_TOOLS if n in names), "exec_command")
     if tool == "exec_command":
         return tool, {"cmd": command}
     if tool == "shell":
         return tool, {"command": ["bash", "-lc", command]}
     return tool, {"command": command}
+
+
+DEFERRED_AGENT_TOOLS = re.compile(
+    rf"^<tools>\nDeferred tool namespaces:\n(?:- .*\n)*?- {CODEX_AGENT_TOOLS}:", re.M)
+"""How Codex lists the namespace when it defers it behind `tool_search` (for models such as
+gpt-5.5); a call to `spawn_agent` with the namespace is accepted then too."""
+
+
+def offers_spawn(body: dict[str, Any]) -> bool:
+    """Whether a Codex request offers `spawn_agent`: in its sub-agent namespace tool, or that
+    namespace listed as deferred (a sub-agent's own requests offer neither: it cannot start
+    further sub-agents)."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    for tool in tools:
+        if tool.get("type") == "namespace" and tool.get("name") == CODEX_AGENT_TOOLS:
+            return any(isinstance(t, dict) and t.get("name") == CODEX_SPAWN for t in tool.get("tools") or [])
+    return any(DEFERRED_AGENT_TOOLS.search(text) for text in _texts_of_messages(body))
+
+
+def codex_agent_tool(name: str) -> str:
+    """The name of a call to one of Codex's sub-agent tools (`multi_agent_v1.spawn_agent`)."""
+    return f"{CODEX_AGENT_TOOLS}{NAMESPACE_SEP}{name}"
+
+
+def codex_wait(reply: Reply, body: dict[str, Any]) -> Reply:
+    """A text answer of a Codex conversation whose sub-agents have not all reported: the text
+    and a `wait_agent` call, or once it has said the text, the call alone. It waits on the
+    first of them only: Codex lists the statuses of several in no fixed order."""
+    if reply.calls or reply.status != 200:
+        return reply
+    pending, waited = codex_sub_agents(_messages(body))
+    if not pending:
+        return reply
+    wait = (codex_agent_tool(CODEX_WAIT), {"targets": pending[:1], "timeout_ms": CODEX_WAIT_MS})
+    return Reply(text="" if waited else reply.text, calls=(wait,), delay=reply.delay, hold=tuple(pending))
 
 
 # --- wire formats -------------------------------------------------------------------------
@@ -426,24 +556,37 @@ def anthropic_error(reply: Reply) -> dict[str, Any]:
 
 
 def response_items(reply: Reply, rid: str) -> list[dict[str, Any]]:
-    """The output items of a Responses answer: one message, or one function call per call."""
+    """The output items of a Responses answer: one message, or one function call per call
+    (after a message when the reply has a text too)."""
     if reply.calls and reply.tool != JUDGE_TOOL:
-        return [{
-            "type": "function_call",
-            "id": f"fc_{_call_id(rid, i)}",
-            "call_id": f"call_{_call_id(rid, i)}",
-            "name": name,
-            "arguments": json.dumps(given),
-            "status": "completed",
-        } for i, (name, given) in enumerate(reply.calls)]
+        calls = [function_call(name, given, _call_id(rid, i)) for i, (name, given) in enumerate(reply.calls)]
+        return [message_item(reply.text, rid), *calls] if reply.text else calls
     text = json.dumps(reply.calls[0][1]) if reply.calls else reply.text
-    return [{
+    return [message_item(text, rid)]
+
+
+def message_item(text: str, rid: str) -> dict[str, Any]:
+    return {
         "type": "message",
         "id": f"msg_{rid}",
         "status": "completed",
         "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }]
+    }
+
+
+def function_call(name: str, given: dict[str, Any], cid: str) -> dict[str, Any]:
+    """A function_call output item; a namespaced tool's call names its namespace apart."""
+    namespace, _, name = name.rpartition(NAMESPACE_SEP)
+    item = {
+        "type": "function_call",
+        "id": f"fc_{cid}",
+        "call_id": f"call_{cid}",
+        "name": name,
+        "arguments": json.dumps(given),
+        "status": "completed",
+    }
+    return {**item, "namespace": namespace} if namespace else item
 
 
 def response_object(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, Any]:
@@ -609,8 +752,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._answer(route, {}, refused)
             return
         reply = owner.script.judge_reply(body) if is_judge(body) else owner.agent_reply(body)
+        owner.sub_agent_asked(headers)
+        if reply.hold:
+            owner.hold(reply.hold)
         if owner.wait(owner.latency + reply.delay):
             self._answer(route, body, reply)
+            owner.sub_agent_answered(headers, reply)
 
     def _answer(self, route: str, body: dict[str, Any], reply: Reply) -> None:
         anthropic = route == "/v1/messages"
@@ -665,6 +812,9 @@ class ModelServer:
         self._port = port
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._sub_agents: dict[str, bool] = {}
+        """Codex sub-agents seen (thread id), and whether their last answer was a final text."""
+        self._sub_agents_changed = threading.Condition(self._lock)
         self._http: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -679,6 +829,30 @@ class ModelServer:
 
     def agent_reply(self, body: dict[str, Any]) -> Reply:
         return self.script.agent_reply(body) if is_agent_turn(body) else Reply(text="OK.")
+
+    def sub_agent_asked(self, headers: dict[str, str]) -> None:
+        """A Codex sub-agent's request: it is working."""
+        self._sub_agent(headers, False)
+
+    def sub_agent_answered(self, headers: dict[str, str], reply: Reply) -> None:
+        """A Codex sub-agent's answer went out: it has finished when that was a final text."""
+        self._sub_agent(headers, not reply.calls and reply.status == 200)
+
+    def _sub_agent(self, headers: dict[str, str], finished: bool) -> None:
+        thread = headers.get("thread-id")
+        if headers.get("x-openai-subagent") and thread:
+            with self._sub_agents_changed:
+                self._sub_agents[thread] = finished
+                self._sub_agents_changed.notify_all()
+
+    def hold(self, threads: tuple[str, ...]) -> None:
+        """Wait until these Codex sub-agents have had their final answers (at most
+        HOLD_MAX_SECONDS), then HOLD_AFTER_SECONDS for Codex to queue their notifications."""
+        with self._sub_agents_changed:
+            self._sub_agents_changed.wait_for(
+                lambda: self._stopping.is_set() or all(self._sub_agents.get(t) for t in threads),
+                timeout=HOLD_MAX_SECONDS)
+        self.wait(HOLD_AFTER_SECONDS)
 
     def wait(self, seconds: float) -> bool:
         """Sleep unless the server stops first; True when the answer should still go out."""
@@ -697,6 +871,8 @@ class ModelServer:
     def stop(self) -> None:
         """Stop like a crashed server: open keep-alive connections are cut too."""
         self._stopping.set()
+        with self._sub_agents_changed:
+            self._sub_agents_changed.notify_all()
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
