@@ -75,7 +75,7 @@ def times(pkg: Path, rounds: int, *extra: str, scenarios: list[dict[str, Any]] =
     """(case, live s, snapshot s, rerun s, same verdicts) per case, medians over rounds."""
     live, snap, rerun = [], [], []
     for _ in range(rounds):
-        with ModelServer(scenarios) as server:
+        with ModelServer(scenarios, api_key=tuple(KEYS.values())) as server:
             recorded = record(pkg, server, *extra)
         live.append(per_case(recorded))
         snap.append(per_case(run(pkg, "--replay", "--no-rerun", *extra)[0]))
