@@ -125,12 +125,12 @@ def test_check_command_exit_codes(tmp_path: Path) -> None:
     assert missing.code == 2 and "no package.agent.json" in missing.err
 
 
-@pytest.mark.parametrize("engine", ["copilot", "cursor"])
-def test_reserved_engines_fail_clearly(tmp_path: Path, engine: str) -> None:
-    pkg = write_package(tmp_path / "pkg", [simple_case("a")], config={"engine": engine})
+def test_the_reserved_cursor_engine_fails_clearly_saying_why(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("a")], config={"engine": "cursor"})
     result = aam_eval("run", "--package", str(pkg), "--replay")
     assert result.code == 2
-    assert f"unsupported engine '{engine}'" in result.err
+    assert "unsupported engine 'cursor'" in result.err
+    assert "not on a package registry" in result.err and "your own endpoint" in result.err
     assert issubclass(UnsupportedEngineError, ConfigError)
 
 

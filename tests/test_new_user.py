@@ -45,10 +45,10 @@ def test_dry_run_of_valid_cases_exits_0(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("verb", [("run", "--replay"), ("check",), ("run", "--dry-run")])
 def test_a_reserved_engine_in_eval_config_names_the_file_and_line(tmp_path: Path, verb: tuple[str, ...]) -> None:
-    pkg = write_package(tmp_path / "pkg", [simple_case("a")], config={"engine": "copilot"})
+    pkg = write_package(tmp_path / "pkg", [simple_case("a")], config={"engine": "cursor"})
     result = aam_eval(*verb, "--package", str(pkg))
     assert result.code == 2
-    assert "evals/eval-config.json:3: engine: unsupported engine 'copilot'" in result.err
+    assert "evals/eval-config.json:3: engine: unsupported engine 'cursor'" in result.err
 
 
 def test_a_reserved_engine_flag_names_the_flag(tmp_path: Path) -> None:

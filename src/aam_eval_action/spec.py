@@ -107,7 +107,7 @@ class EvalConfig(Strict):
     version: Literal[1]
     """Eval config format version. Currently `1`."""
     engine: str
-    """Agent runtime: `claude-code` or `codex` (`copilot`, `cursor` are reserved)."""
+    """Agent runtime: `claude-code`, `codex` or `copilot` (`cursor` is reserved: no CLI to drive)."""
     timeout: float = Field(default=120, gt=0)
     """Max seconds per eval case."""
     judge: str | None = None

@@ -1,14 +1,14 @@
 """Engine-neutral tool names, mapped from each CLI's own tool names, and skill-trigger detection.
 
-| neutral | Claude Code                             | Codex                                           |
-| ------- | --------------------------------------- | ----------------------------------------------- |
-| read    | Read, NotebookRead                      | -                                               |
-| write   | Write                                   | file_change adding a file                       |
-| edit    | Edit, MultiEdit, NotebookEdit           | file_change updating or deleting a file         |
-| shell   | Bash, BashOutput                        | command_execution                               |
-| skill   | Skill, or a Read of a skill's SKILL.md  | a command_execution reading a skill's SKILL.md  |
-| search  | Glob, Grep                              | -                                               |
-| web     | WebFetch, WebSearch                     | web_search                                      |
+| neutral | Claude Code                    | Codex                        | Copilot                    |
+| ------- | ------------------------------ | ---------------------------- | -------------------------- |
+| read    | Read, NotebookRead             | -                            | view                       |
+| write   | Write                          | file_change adding a file    | create                     |
+| edit    | Edit, MultiEdit, NotebookEdit  | file_change updating/deleting| edit                       |
+| shell   | Bash, BashOutput               | command_execution            | bash, read_bash, write_bash|
+| skill   | Skill, or a Read of a SKILL.md | a command reading a SKILL.md | skill, or a view of one    |
+| search  | Glob, Grep                     | -                            | glob, grep                 |
+| web     | WebFetch, WebSearch            | web_search                   | web_fetch                  |
 
 Codex has no read, search or skill tool: it reads, greps and loads skills through its shell.
 """
@@ -33,13 +33,18 @@ CLAUDE_TOOLS: dict[str, NeutralTool] = {
     "WebFetch": "web", "WebSearch": "web",
 }
 CODEX_TOOLS: dict[str, NeutralTool] = {"command_execution": "shell", "web_search": "web"}
+COPILOT_TOOLS: dict[str, NeutralTool] = {
+    "view": "read", "create": "write", "edit": "edit",
+    "bash": "shell", "read_bash": "shell", "write_bash": "shell",
+    "skill": "skill", "glob": "search", "grep": "search", "web_fetch": "web",
+}
 _SKILL_FILE = re.compile(r"skills/([A-Za-z0-9._-]+)/SKILL\.md")
 
 
 def neutral_names(call: ToolCall) -> list[NeutralTool]:
     """The engine-neutral names one recorded call counts as (none for unmapped tools, e.g. MCP)."""
     names: list[NeutralTool] = []
-    mapped = CLAUDE_TOOLS.get(call.name) or CODEX_TOOLS.get(call.name)
+    mapped = CLAUDE_TOOLS.get(call.name) or CODEX_TOOLS.get(call.name) or COPILOT_TOOLS.get(call.name)
     if mapped:
         names.append(mapped)
     elif call.name == "file_change":
@@ -56,12 +61,12 @@ def _file_change_kind(call: ToolCall) -> NeutralTool:
 
 def skills_loaded(call: ToolCall) -> list[str]:
     """Names of the skills this call loaded: the Skill tool, or a Read or command of a SKILL.md."""
-    if call.name == "Skill":
+    if call.name in ("Skill", "skill"):
         name = str(call.input.get("skill") or call.input.get("command") or "")
         return [name.rsplit(":", 1)[-1]] if name else []
-    if call.name == "Read":
-        return _SKILL_FILE.findall(str(call.input.get("file_path") or ""))
-    if call.name in ("Bash", "command_execution"):
+    if call.name in ("Read", "view"):
+        return _SKILL_FILE.findall(str(call.input.get("file_path") or call.input.get("path") or ""))
+    if call.name in ("Bash", "command_execution", "bash"):
         return _SKILL_FILE.findall(str(call.input.get("command") or ""))
     return []
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS_FILE = ROOT / "requirements" / "agent-clis.txt"
-COMMANDS = {"@anthropic-ai/claude-code": "claude", "@openai/codex": "codex"}
+COMMANDS = {"@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "@github/copilot": "copilot"}
 CACHE_ENV = "AAM_EVAL_CLI_CACHE"
 
 
@@ -70,7 +70,8 @@ def reported_version(executable: str | Path) -> str:
 def is_pinned(executable: str | Path | None, pin: Pin) -> bool:
     if executable is None:
         return False
-    return re.search(rf"(?<![\d.]){re.escape(pin.version)}(?![\d.])", reported_version(executable)) is not None
+    # Copilot ends its line with a full stop: "GitHub Copilot CLI 1.0.102."
+    return re.search(rf"(?<![\d.]){re.escape(pin.version)}(?!\.?\d)", reported_version(executable)) is not None
 
 
 def cache_root() -> Path:

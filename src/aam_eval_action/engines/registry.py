@@ -49,12 +49,16 @@ ENGINES: dict[str, EngineInfo] = {
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",
                         enforces_no_network=True),
+    # Copilot, offline with an Anthropic provider of ours: no web tool; its bash keeps the network.
+    "copilot": EngineInfo("copilot", "anthropic", "claude-sonnet-4-6",
+                          "aam_eval_action.engines.copilot:Copilot", cli="copilot",
+                          npm_package="@github/copilot"),
 }
 ENGINE_NAMES = tuple(ENGINES)
 
 RESERVED: dict[str, str] = {
-    "copilot": "GitHub Copilot has no public headless eval mode",
-    "cursor": "Cursor has no headless mode",
+    "cursor": ("Cursor's agent CLI is not on a package registry and talks only to Cursor's own "
+               "service, so it can neither be installed here nor pointed at your own endpoint"),
 }
 """Names the AAM spec reserves: valid in a config, refused with an unsupported-engine error."""
 RESERVED_NAMES = tuple(RESERVED)
@@ -78,7 +82,7 @@ def check_engine_name(name: str, where: str = "") -> None:
     prefix = f"{where}: " if where else ""
     if name in RESERVED:
         raise UnsupportedEngineError(
-            f"{prefix}unsupported engine {name!r}: {RESERVED[name]} yet; use engine {_choices()}"
+            f"{prefix}unsupported engine {name!r}: {RESERVED[name]}; use engine {_choices()}"
         )
     if name not in ENGINES:
         raise ConfigError(f"{prefix}unknown engine {name!r}; use {_choices()}")

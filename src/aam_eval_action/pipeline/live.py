@@ -83,7 +83,8 @@ def run_session(
 ) -> tuple[Session, Proxy]:
     """Fresh workspace, package installed, the real CLI run with its model calls going `route`."""
     from aam_eval_action.engines.base import AgentRun
-    from aam_eval_action.engines.registry import get_engine
+    from aam_eval_action.engines.registry import ENGINES, get_engine
+    from aam_eval_action.replay.cli_version import installed_version
 
     s = ctx.settings
     engine = get_engine(s.engine)
@@ -94,6 +95,8 @@ def run_session(
             engine.install(layout, ws.root, loaded.case.target)
         before = workspace.snapshot(ws.root)
         proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
+        if isinstance(proxy, RecordingProxy):  # not every CLI names itself in its User-Agent
+            proxy.identify(ENGINES[s.engine].cli, installed_version(ENGINES[s.engine].cli))
         with proxy:
             env = {**s.agent_env, **proxy_env(s.engine, proxy.url)}
             if route.key is not None:

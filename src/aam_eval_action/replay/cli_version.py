@@ -16,7 +16,9 @@ from aam_eval_action.engines.registry import engine_of_cli
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.replay.traffic import ModelTraffic
 
-VERSION = re.compile(r"\d+\.\d+\.\d+\S*")
+VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]*[0-9A-Za-z])?")
+"""A version in `--version` output (`2.1.330 (Claude Code)`, `codex-cli 0.169.0`, `GitHub Copilot CLI
+1.0.102.`): the trailing full stop is not part of it."""
 
 
 class CliVersionError(AamEvalError):

@@ -192,7 +192,7 @@ def likely_causes(changes: tuple[str, ...], divergence: Divergence) -> list[str]
     (a hook's script in its error, a script in its command), or the files of the skill whose
     loading diverged; all of them when none does."""
     seen = " ".join(x for x in (divergence.tool_input, divergence.recorded, divergence.live) if x)
-    skill = f"skills/{divergence.tool_input}/" if divergence.tool_name == "Skill" else None
+    skill = f"skills/{divergence.tool_input}/" if divergence.tool_name in ("Skill", "skill") else None
 
     def named(change: str) -> bool:
         paths = [w for w in change.split() if "/" in w]

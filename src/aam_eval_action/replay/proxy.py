@@ -276,6 +276,10 @@ class _Proxy:
         with self._lock:
             self._exchanges.append((mark, (incoming.path, request, answer, live)))
 
+    def identify(self, cli: str, version: str | None) -> None:
+        """The CLI this proxy serves, when known beforehand (its User-Agent may not say)."""
+        self.cli, self.cli_version = cli, version
+
     def _note_cli(self, agent: str) -> None:
         found = CLI_AGENT.match(agent)
         engine = engine_of_user_agent(agent)

@@ -78,6 +78,7 @@ VOLATILE_KEYS = ("cache_control",)
 VOLATILE_TEXT = (
     (re.compile(r"(Today's date is )\d{4}-\d{2}-\d{2}"), r"\1$DATE"),
     (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1$DATE\2"),
+    (re.compile(r"(<current_datetime>)[^<]*(</current_datetime>)"), r"\1$DATETIME\2"),  # Copilot
     (re.compile(r"^(Chunk ID: )\w+$", re.M), r"\1$ID"),
     (re.compile(r"^(Wall time: )[\d.]+( seconds)$", re.M), r"\1$SECONDS\2"),
     # The machine, not the package: a recording made on a laptop re-executes on a CI runner.
@@ -918,13 +919,22 @@ def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
 
 def _result_beside(items: list[Any], where: Path_) -> dict[str, Any] | None:
     """The one tool result in the message a differing block belongs to: Claude Code answers a
-    Skill call with the result and, beside it in the same message, the skill's body."""
+    Skill call with the result and, beside it in the same message, the skill's body. Copilot
+    sends the body as the next user message (`<skill-context>`): then the one tool result of the
+    message before it."""
     if len(where) < 3 or not isinstance(where[1], int) or where[2] != "content" or where[1] >= len(items):
         return None
-    content = items[where[1]].get("content") if isinstance(items[where[1]], dict) else None
-    results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-        if isinstance(content, list) else []
-    return results[0] if len(results) == 1 else None
+    for index in (where[1], where[1] - 1):
+        results = _results(items[index]) if index >= 0 else []
+        if results:
+            return results[0] if len(results) == 1 else None
+    return None
+
+
+def _results(item: Any) -> list[dict[str, Any]]:
+    content = item.get("content") if isinstance(item, dict) else None
+    blocks = content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
 def _find_call(items: list[Any], call_id: str) -> tuple[str, Any] | None:

@@ -263,7 +263,8 @@ def codex_sub_agents(items: list[dict[str, Any]]) -> tuple[list[str], bool]:
 def workspace_dir(body: dict[str, Any]) -> str | None:
     """The agent's working directory, as Claude Code or Codex states it in the request."""
     text = all_text(body)
-    found = re.search(r"Primary working directory: (\S+)", text) or re.search(r"<cwd>([^<]+)</cwd>", text)
+    found = (re.search(r"Primary working directory: (\S+)", text) or re.search(r"<cwd>([^<]+)</cwd>", text)
+             or re.search(r"Current working directory: (\S+)", text))
     return found.group(1) if found else None
 
 
@@ -340,11 +341,14 @@ class Script:
 
 def listed_skills(body: dict[str, Any]) -> set[str]:
     """Names of the skills the CLI lists to the model in this request (`- name: ...` lines of
-    Claude Code's skills reminder or Codex's skills instructions)."""
+    Claude Code's skills reminder or Codex's skills instructions, Copilot's `<available_skills>`)."""
     names: set[str] = set()
     for text in _texts_of_messages(body):
         if "skills are available" in text or "<skills_instructions>" in text:
             names |= set(re.findall(r"^- ([A-Za-z0-9._:-]+): ", text, re.MULTILINE))
+    for text in _texts(body.get("system")):  # Copilot: `<available_skills><skill><name>x</name>`
+        for listing in re.findall(r"<available_skills>(.*?)</available_skills>", text, re.S):
+            names |= set(re.findall(r"<name>([A-Za-z0-9._:-]+)</name>", listing))
     return names
 
 
@@ -382,10 +386,34 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
         return Reply(text=str(err.get("message", "error")), status=int(err["status"]), delay=delay)
     anthropic = "messages" in body
     steps = [dict(one) for one in step["parallel"]] if "parallel" in step else [step]
-    calls = [claude_call(one, workspace_dir(body)) if anthropic else codex_call(one, body) for one in steps]
+    cwd = workspace_dir(body)
+    if anthropic and is_copilot(body):
+        calls = [copilot_call(one, cwd) for one in steps]
+    else:
+        calls = [claude_call(one, cwd) if anthropic else codex_call(one, body) for one in steps]
     if not any(calls):
         return Reply(text=str(step.get("text", "Done.")), delay=delay)
     return Reply(calls=tuple(call for call in calls if call), delay=delay)
+
+
+def is_copilot(body: dict[str, Any]) -> bool:
+    """Copilot CLI speaks Anthropic Messages too; its tools are `bash`, `view`, `create`…"""
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    return {"bash", "create", "view"} <= names
+
+
+def copilot_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:
+    """The Copilot CLI tool call for a step (None for a text step)."""
+    if "skill" in step:
+        return "skill", {"skill": step["skill"]}
+    if "bash" in step:
+        return "bash", {"command": step["bash"], "description": "Run a scripted command"}
+    if "write" in step:
+        path = str(step["write"]["path"])
+        if cwd and not path.startswith("/"):
+            path = f"{cwd.rstrip('/')}/{path}"
+        return "create", {"path": path, "file_text": str(step["write"].get("content", ""))}
+    return None
 
 
 def claude_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:

@@ -1,0 +1,204 @@
+"""GitHub Copilot CLI (`copilot -p`): install a package the way Copilot reads it, run it offline
+against a model provider of our own, parse its JSONL events.
+
+Copilot runs with `COPILOT_OFFLINE=true` (no GitHub sign-in, no calls home) and a bring-your-own-
+key provider: Anthropic Messages at the run's `ANTHROPIC_BASE_URL` (the recording or replay
+proxy), so the agent's model is a Claude model. Its first start unpacks about 235 MB into
+`$XDG_CACHE_HOME`, which is shared between runs (under the runner's own cache folder).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from aam_eval_action.engines.base import AgentRun
+from aam_eval_action.engines.claude_code import write_agents
+from aam_eval_action.engines.common import (
+    base_env,
+    block,
+    direct_loopback,
+    events,
+    finish,
+    one_line,
+    runner_env,
+)
+from aam_eval_action.engines.install import (
+    append_text,
+    copy_package,
+    copy_skills,
+    hooks_config,
+    instructions,
+    mcp_servers,
+    merge_json,
+)
+from aam_eval_action.engines.process import run_process
+from aam_eval_action.engines.registry import ENGINES
+from aam_eval_action.package import PackageLayout
+from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+
+CLI = "copilot"
+HOOK_DENIED = re.compile(r"^Denied by \w+ hook: ")
+"""How Copilot words the tool result of a call a hook refused."""
+
+
+class Copilot:
+    """GitHub's Copilot CLI, driven headless with `copilot -p`."""
+
+    name = "copilot"
+    provider = ENGINES["copilot"].provider
+    default_model = ENGINES["copilot"].default_model
+
+    def available(self) -> str | None:
+        """None when `copilot` is on PATH, else how to get it."""
+        if shutil.which(CLI):
+            return None
+        return "the `copilot` CLI is not on PATH (npm install -g @github/copilot)"
+
+    def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
+        """Skills into `.agents/skills/`, agents into `.claude/agents/` (Copilot reads both),
+        rules and AGENTS.md into AGENTS.md, hooks (Claude's format) into `.claude/settings.json`,
+        MCP servers into `.mcp.json`."""
+        copy_skills(package, target, workspace / ".agents" / "skills")
+        root = copy_package(package, target, workspace)
+        hooks = hooks_config(package, root)
+        if hooks:
+            merge_json(workspace / ".claude" / "settings.json", {"hooks": hooks})
+        servers = mcp_servers(package, root)
+        if servers:
+            merge_json(workspace / ".mcp.json", {"mcpServers": servers})
+        append_text(workspace / "AGENTS.md", instructions(package))
+        write_agents(package, workspace / ".claude" / "agents")
+
+    def run(self, run: AgentRun) -> Session:
+        """Run `copilot -p` in the workspace and parse its JSONL events."""
+        usage_file = run.home / "copilot-usage.json"
+        argv, env = self.argv(run, usage_file), self.env(run)
+        done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
+        session = Session(
+            engine=self.name, model_provider=self.provider, model=run.model, runtime_version=cli_version(),
+            stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
+            duration_seconds=done.duration_seconds,
+        )
+        parse_events(done.stdout, session)
+        session.usage = read_usage(usage_file)
+        finish(session, done, run.timeout)
+        return session
+
+    def argv(self, run: AgentRun, usage_file: Path) -> list[str]:
+        """Headless, every tool allowed (the sandbox is the workspace), JSONL out, hooks trusted."""
+        argv = [CLI, "-p", run.prompt, "--allow-all-tools", "--output-format", "json", "--no-color",
+                "--disable-client-telemetry", "--usage-output-file", str(usage_file),
+                "--log-dir", str(run.home / "copilot-logs")]
+        if (run.workspace / ".claude" / "settings.json").is_file() or (run.workspace / ".mcp.json").is_file():
+            argv.append("--trust-folder")  # project hooks and MCP servers load only when trusted
+        return argv  # offline, Copilot has no web tool: `sandbox.network` false needs nothing more
+
+    def env(self, run: AgentRun) -> dict[str, str]:
+        """Offline, with our provider: the run's Anthropic base URL and key become Copilot's."""
+        env = base_env(run)
+        env.update(run.env)
+        anthropic = PROVIDERS["anthropic"]
+        env.update({
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_BASE_URL": run.env.get(anthropic.base_url_var) or anthropic.default_base_url,
+            "COPILOT_PROVIDER_API_KEY": run.env.get(anthropic.key_var, ""),
+            "COPILOT_MODEL": run.model,
+            "XDG_CONFIG_HOME": str(run.home / ".config"),
+            "XDG_STATE_HOME": str(run.home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(shared_cache(runner_env(run))),
+        })
+        return direct_loopback(env)
+
+
+def shared_cache(environ: Any) -> Path:
+    """Where Copilot unpacks itself: the runner's cache folder, shared by every run."""
+    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or "/tmp") / ".cache")
+    return Path(base) / "aam-eval-action" / "copilot"
+
+
+@functools.cache
+def cli_version() -> str | None:
+    """`copilot --version` ("GitHub Copilot CLI 1.0.102.") as a bare version."""
+    try:
+        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60, check=False,
+                             env={"PATH": os.environ.get("PATH", ""), "HOME": "/tmp"}).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"(\d+\.\d+\.\d+)", out)
+    return found.group(1) if found else None
+
+
+# --- JSONL events ---------------------------------------------------------------------
+
+
+def parse_events(stdout: str, session: Session) -> None:
+    """Fill a session from Copilot's `--output-format json` events."""
+    calls: dict[str, ToolCall] = {}
+    texts: list[str] = []
+    for event in events(stdout):
+        kind, data = event.get("type"), event.get("data") or {}
+        if kind == "assistant.message":
+            if str(data.get("content") or "").strip():
+                texts.append(str(data["content"]))
+            for request in data.get("toolRequests") or []:
+                call = ToolCall(name=str(request.get("name")), input=_arguments(request.get("arguments")))
+                calls[str(request.get("toolCallId"))] = call
+                session.tool_calls.append(call)
+        elif kind == "tool.execution_complete":
+            on_tool_done(data, session, calls)
+        elif kind == "session.error":
+            session.is_error = True
+            session.error = one_line(str(data.get("message") or data))
+        elif kind == "result":
+            session.session_id = event.get("sessionId")
+            if event.get("exitCode") not in (0, None):
+                session.is_error = True
+    session.output = texts[-1] if texts else ""
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {"arguments": value}
+    return value if isinstance(value, dict) else {}
+
+
+def on_tool_done(data: dict[str, Any], session: Session, calls: dict[str, ToolCall]) -> None:
+    call = calls.get(str(data.get("toolCallId")))
+    if call is None:
+        return
+    result = data.get("result") or {}
+    error = data.get("error") or {}
+    text = str(result.get("content") or error.get("message") or "")
+    call.result = cap(text, TOOL_RESULT_CAP)
+    call.is_error = not data.get("success", True)
+    if HOOK_DENIED.match(text):
+        block(session, text.strip())
+
+
+def read_usage(path: Path) -> Usage:
+    """Token counts from `--usage-output-file` (summed over the models used)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Usage()
+    totals = {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0,
+              "cache_creation_input_tokens": 0}
+    for metrics in (data.get("modelMetrics") or {}).values():
+        usage = (metrics or {}).get("usage") or {}
+        totals["input_tokens"] += int(usage.get("inputTokens") or 0)
+        totals["output_tokens"] += int(usage.get("outputTokens") or 0)
+        totals["cache_read_input_tokens"] += int(usage.get("cacheReadTokens") or 0)
+        totals["cache_creation_input_tokens"] += int(usage.get("cacheWriteTokens") or 0)
+    return Usage(**{k: v for k, v in totals.items() if k in Usage.model_fields})
