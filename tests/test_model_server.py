@@ -273,3 +273,165 @@ def test_latency_delays_every_answer() -> None:
         started = time.monotonic()
         judge_claude(client, "grade the csv task")
         assert time.monotonic() - started >= 0.3
+
+
+# --- Gemini API (as Gemini CLI calls it) ---------------------------------------------------
+
+GEMINI_MODEL = "gemini-2.5-pro"
+GEMINI_TOOLS: Any = [{"functionDeclarations": [
+    {"name": name, "description": name, "parametersJsonSchema": {"type": "object"}}
+    for name in ("run_shell_command", "write_file", "activate_skill", "read_file")
+]}]  # fmt: skip
+SESSION_CONTEXT = (
+    "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+    "Today's date is Monday, January 5, 2026 (formatted according to the user's locale).\n"
+    "My operating system is: linux\n- **Workspace Directories:**\n  - /work/ws\n"
+    "- **Directory Structure:**\n\n/work/ws/\n└───data.csv\n\n</session_context>"
+)
+SKILLS_LISTING = (
+    "# Available Agent Skills\n\n<available_skills>\n  <skill>\n    <name>csv-summary</name>\n"
+    "    <description>Summarise a CSV.</description>\n  </skill>\n</available_skills>"
+)
+
+
+def gemini_body(prompt: str, *history: dict[str, Any], system: str = "You are Gemini CLI.") -> dict[str, Any]:
+    return {
+        "contents": [{"role": "user", "parts": [{"text": SESSION_CONTEXT}, {"text": prompt}]}, *history],
+        "systemInstruction": {"role": "user", "parts": [{"text": system}]},
+        "tools": GEMINI_TOOLS,
+        "generationConfig": {"temperature": 1, "thinkingConfig": {"includeThoughts": True}},
+    }
+
+
+def gemini_post(server: ModelServer, method: str, body: Any, key: str | None = DEFAULT_API_KEY,
+                query: str = "") -> tuple[int, str, bytes]:
+    """A raw Gemini API request through http.client: (status, content type, body)."""
+    import http.client
+
+    host, port = server.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        headers = {"content-type": "application/json", **({"x-goog-api-key": key} if key else {})}
+        conn.request("POST", f"/v1beta/models/{GEMINI_MODEL}:{method}{query}", json.dumps(body), headers)
+        response = conn.getresponse()
+        return response.status, response.getheader("content-type") or "", response.read()
+    finally:
+        conn.close()
+
+
+def sse_data(raw: bytes) -> list[Any]:
+    events = raw.decode().split("\n\n")
+    assert events[-1] == "" and all(e.startswith("data: ") for e in events[:-1]), raw
+    return [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
+
+
+def model_parts(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    candidate = answer["candidates"][0]
+    assert candidate["content"]["role"] == "model" and candidate["finishReason"] == "STOP"
+    parts: list[dict[str, Any]] = candidate["content"]["parts"]
+    return parts
+
+
+def test_gemini_agent_turns_stream_the_script_statelessly(server: ModelServer) -> None:
+    body = gemini_body("Please grade the csv task.")
+    status, kind, raw = gemini_post(server, "streamGenerateContent", body, query="?alt=sse")
+    assert status == 200 and kind == "text/event-stream"
+    [first] = sse_data(raw)
+    [part] = model_parts(first)
+    call = part["functionCall"]
+    assert call["name"] == "run_shell_command" and call["id"].startswith("call_")
+    assert call["args"] == {"command": "wc -l data.csv", "description": "Run a scripted command"}
+    usage = first["usageMetadata"]
+    assert usage["totalTokenCount"] == usage["promptTokenCount"] + usage["candidatesTokenCount"] > 0
+    assert first["modelVersion"] == GEMINI_MODEL and first["responseId"]
+    assert gemini_post(server, "streamGenerateContent", body, query="?alt=sse")[2] == raw  # same bytes
+
+    result = {"functionResponse": {"id": call["id"], "name": call["name"], "response": {"output": "3"}}}
+    second_body = gemini_body("Please grade the csv task.", {"role": "model", "parts": [part]},
+                              {"role": "user", "parts": [result]})
+    [second] = sse_data(gemini_post(server, "streamGenerateContent", second_body, query="?alt=sse")[2])
+    assert model_parts(second) == [{"text": "There are 3 rows."}]
+    assert server.requests[0].path == f"/v1beta/models/{GEMINI_MODEL}:streamGenerateContent?alt=sse"
+
+
+def test_gemini_non_stream_answers_and_side_requests(server: ModelServer) -> None:
+    status, kind, raw = gemini_post(server, "generateContent", gemini_body("Please grade the csv task."))
+    assert status == 200 and kind == "application/json"
+    assert "functionCall" in model_parts(json.loads(raw))[0]
+    # without alt=sse a stream is one JSON array of responses
+    status, _, raw = gemini_post(server, "streamGenerateContent", gemini_body("Please grade the csv task."))
+    assert status == 200 and "functionCall" in model_parts(json.loads(raw)[0])[0]
+
+    side = {"contents": [{"role": "user", "parts": [{"text": "Please grade the csv task."}]}]}
+    status, _, raw = gemini_post(server, "generateContent", side)  # no tools: not a turn of the script
+    assert status == 200 and model_parts(json.loads(raw)) == [{"text": "OK."}]
+    next_speaker = {"type": "object", "required": ["reasoning", "next_speaker"], "properties": {
+        "reasoning": {"type": "string"}, "next_speaker": {"type": "string", "enum": ["model", "user"]}}}
+    schema_side = dict(side, generationConfig={"responseMimeType": "application/json",
+                                               "responseJsonSchema": next_speaker})
+    [part] = model_parts(json.loads(gemini_post(server, "generateContent", schema_side)[2]))
+    assert json.loads(part["text"]) == {"reasoning": "scripted", "next_speaker": "user"}
+
+
+def test_gemini_judge_gets_a_json_verdict(server: ModelServer) -> None:
+    body = {"contents": [{"role": "user", "parts": [{"text": "<task>grade the csv task</task>"}]}],
+            "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": VERDICT_SCHEMA}}
+    [part] = model_parts(json.loads(gemini_post(server, "generateContent", body)[2]))
+    assert json.loads(part["text"]) == {"result": "FAIL", "reason": "the row count is wrong"}
+
+
+@pytest.mark.parametrize("key", [None, "sk-wrong"])
+def test_gemini_a_missing_or_wrong_key_is_refused(server: ModelServer, key: str | None) -> None:
+    status, _, raw = gemini_post(server, "streamGenerateContent", gemini_body("hello"), key=key, query="?alt=sse")
+    error = json.loads(raw)["error"]
+    assert status == 401 and error["code"] == 401 and error["status"] == "UNAUTHENTICATED"
+    assert error["message"]
+
+
+def test_gemini_the_key_is_accepted_as_a_query_parameter(server: ModelServer) -> None:
+    status, _, raw = gemini_post(server, "generateContent", gemini_body("hello"), key=None,
+                                 query=f"?key={server.api_key}")
+    assert status == 200 and model_parts(json.loads(raw)) == [{"text": "OK."}]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"generationConfig": {}}, "contents"),
+    ({"contents": []}, "contents"),
+    ({"contents": [{"role": "bot", "parts": [{"text": "x"}]}]}, "contents[0].role"),
+    ({"contents": [{"role": "user", "parts": []}]}, "contents[0].parts"),
+])  # fmt: skip
+def test_gemini_a_malformed_request_is_a_400(server: ModelServer, body: dict[str, Any], field: str) -> None:
+    status, _, raw = gemini_post(server, "generateContent", body)
+    error = json.loads(raw)["error"]
+    assert status == 400 and error["status"] == "INVALID_ARGUMENT" and field in error["message"]
+
+
+def test_gemini_parallel_calls_and_workspace_paths(server: ModelServer) -> None:
+    server.add({"match": "do two things", "agent": [
+        {"parallel": [{"bash": "wc -l data.csv"}, {"write": {"path": "out/a.txt", "content": "A"}}]},
+        {"text": "Both done."}]})  # fmt: skip
+    [answer] = sse_data(gemini_post(server, "streamGenerateContent", gemini_body("do two things"),
+                                    query="?alt=sse")[2])
+    calls = [part["functionCall"] for part in model_parts(answer)]
+    assert [c["name"] for c in calls] == ["run_shell_command", "write_file"]
+    assert calls[1]["args"] == {"file_path": "/work/ws/out/a.txt", "content": "A"}
+    assert len({c["id"] for c in calls}) == 2
+
+
+def test_gemini_skills_listed_in_the_system_instruction(server: ModelServer) -> None:
+    server.add({"match": "summarise data.csv", "needs-skill": "csv-summary",
+                "agent": [{"skill": "csv-summary"}], "without-skill": [{"text": "No skill here."}]})
+    listed = gemini_body("summarise data.csv", system=f"You are Gemini CLI.\n\n{SKILLS_LISTING}")
+    [part] = model_parts(json.loads(gemini_post(server, "generateContent", listed)[2]))
+    assert part["functionCall"]["name"] == "activate_skill"
+    assert part["functionCall"]["args"] == {"name": "csv-summary"}
+    unlisted = gemini_body("summarise data.csv")
+    assert model_parts(json.loads(gemini_post(server, "generateContent", unlisted)[2])) == [
+        {"text": "No skill here."}]
+
+
+def test_gemini_error_steps_answer_in_the_gemini_error_shape(server: ModelServer) -> None:
+    server.add({"match": "break now", "agent": [{"error": {"status": 503, "message": "overloaded"}}]})
+    status, _, raw = gemini_post(server, "streamGenerateContent", gemini_body("break now"), query="?alt=sse")
+    assert status == 503 and json.loads(raw) == {
+        "error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}

@@ -174,3 +174,19 @@ def test_action_outputs_and_min_pass_rate_count_only_graded_cases(tmp_path: Path
     assert exit_code(at_90, d, interrupted=False) == 0  # 2 of 2 graded passed
     # The stale case was not evaluated, so `regression` still fails the step (re-record it).
     assert exit_code(ActionInputs.from_env({}), d, interrupted=False) == 1
+
+
+@pytest.mark.parametrize("verb", [("run", "--replay"), ("check",)])
+def test_a_gemini_judge_is_a_config_error_naming_the_line_and_what_is_supported(
+    tmp_path: Path, verb: tuple[str, ...]
+) -> None:
+    pkg = write_package(tmp_path / "pkg", [simple_case("a")],
+                        config={"version": 1, "engine": "claude-code", "judge": "gemini-2.5-pro"})
+    result = aam_eval(*verb, "--package", str(pkg))
+    line = next(i for i, text in enumerate((pkg / "evals/eval-config.json").read_text().splitlines(), 1)
+                if '"judge"' in text)
+    assert result.code == 2
+    assert f"evals/eval-config.json:{line}: judge: judge 'gemini-2.5-pro' is not supported" in result.err
+    assert "the judge runs on the anthropic or openai SDK" in result.err and "claude-sonnet-4-6" in result.err
+    flag = aam_eval("run", "--replay", "--package", str(pkg), "--judge", "gemini-2.5-flash")
+    assert flag.code == 2 and "--judge: judge 'gemini-2.5-flash' is not supported" in flag.err

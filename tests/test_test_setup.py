@@ -52,7 +52,7 @@ def test_skips_can_be_allowed_explicitly(tmp_path: Path) -> None:
 def test_the_pins_name_every_engines_cli() -> None:
     from aam_eval_action.engines.registry import ENGINES
 
-    assert {p.command for p in read_pins()} == {e.cli for e in ENGINES.values()} == {"claude", "codex", "copilot"}
+    assert {p.command for p in read_pins()} == {e.cli for e in ENGINES.values()} == {"claude", "codex", "copilot", "gemini"}
     assert all(p.version[0].isdigit() for p in read_pins())
 
 

@@ -1,4 +1,4 @@
-"""Model providers: one table of what differs between Anthropic and OpenAI.
+"""Model providers: one table of what differs between Anthropic, OpenAI and Gemini.
 
 Everything provider-specific that is not an SDK call lives here: which variable holds the
 key and the base URL, the public API host (judge cassettes are canonicalised to it), the
@@ -30,6 +30,8 @@ class Provider:
     """Model-name prefixes that belong to this provider."""
     base_url_path: str = ""
     """What a base URL carries after the host (`/v1` for OpenAI's clients), e.g. for a proxy's URL."""
+    judge: bool = True
+    """Whether the judge can run on this provider's models (through its SDK)."""
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -44,9 +46,17 @@ PROVIDERS: dict[str, Provider] = {
         default_model="gpt-5.5",
         model_prefixes=("gpt", "o1", "o3", "o4", "codex", "openai", "chatgpt"), base_url_path="/v1",
     ),
+    # The Gemini API: the Gemini CLI's models. The judge does not run on it (no SDK of ours).
+    "gemini": Provider(
+        name="gemini", key_var="GEMINI_API_KEY", base_url_var="GOOGLE_GEMINI_BASE_URL",
+        api_host="generativelanguage.googleapis.com",
+        default_base_url="https://generativelanguage.googleapis.com", default_model="gemini-2.5-pro",
+        model_prefixes=("gemini",), judge=False,
+    ),
 }
 
 KEY_VARS = tuple(p.key_var for p in PROVIDERS.values())
+JUDGE_PROVIDERS = tuple(p.name for p in PROVIDERS.values() if p.judge)
 BASE_URL_VARS = tuple(p.base_url_var for p in PROVIDERS.values())
 
 

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedPackage
 from aam_eval_action.modes import Mode, Rerun
-from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS, provider_for_model
+from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
 
@@ -154,6 +154,22 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         baseline=cfg.baseline if o.baseline is None else o.baseline,
         rerun=o.rerun or cfg.rerun,
         rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
+    )
+
+
+def check_judge(settings: RunSettings, where: str | None) -> None:
+    """The judge runs on the anthropic or openai SDK: a judge model of another provider (Gemini)
+    is a config error naming where it was set, or that it was the agent's model by default."""
+    from aam_eval_action.errors import ConfigError
+
+    if settings.judge_provider in JUDGE_PROVIDERS:
+        return
+    models = " or ".join(PROVIDERS[p].default_model for p in JUDGE_PROVIDERS)
+    said = f"{where}: judge" if where else f"judge (the agent's model, {settings.model}, by default)"
+    raise ConfigError(
+        f"{said} {settings.judge_model!r} is not supported: the judge runs on the "
+        f"{' or '.join(JUDGE_PROVIDERS)} SDK; set `judge` in eval-config (or --judge) to a Claude "
+        f"or GPT model, e.g. {models}"
     )
 
 

@@ -107,7 +107,8 @@ class EvalConfig(Strict):
     version: Literal[1]
     """Eval config format version. Currently `1`."""
     engine: str
-    """Agent runtime: `claude-code`, `codex` or `copilot` (`cursor` is reserved: no CLI to drive)."""
+    """Agent runtime: `claude-code`, `codex`, `copilot` or `gemini-cli` (`cursor` is reserved: no CLI
+    to drive)."""
     timeout: float = Field(default=120, gt=0)
     """Max seconds per eval case."""
     judge: str | None = None

@@ -10,6 +10,10 @@
 | search  | Glob, Grep                     | -                            | glob, grep                 |
 | web     | WebFetch, WebSearch            | web_search                   | web_fetch                  |
 
+Gemini CLI: read_file → read, write_file → write, replace → edit, run_shell_command → shell,
+activate_skill → skill, glob / grep_search / list_directory → search, web_fetch /
+google_web_search → web.
+
 Codex has no read, search or skill tool: it reads, greps and loads skills through its shell.
 """
 
@@ -33,6 +37,12 @@ CLAUDE_TOOLS: dict[str, NeutralTool] = {
     "WebFetch": "web", "WebSearch": "web",
 }
 CODEX_TOOLS: dict[str, NeutralTool] = {"command_execution": "shell", "web_search": "web"}
+GEMINI_TOOLS: dict[str, NeutralTool] = {
+    "read_file": "read", "read_many_files": "read", "write_file": "write", "replace": "edit",
+    "run_shell_command": "shell", "activate_skill": "skill",
+    "glob": "search", "grep_search": "search", "list_directory": "search",
+    "web_fetch": "web", "google_web_search": "web",
+}
 COPILOT_TOOLS: dict[str, NeutralTool] = {
     "view": "read", "create": "write", "edit": "edit",
     "bash": "shell", "read_bash": "shell", "write_bash": "shell",
@@ -44,7 +54,8 @@ _SKILL_FILE = re.compile(r"skills/([A-Za-z0-9._-]+)/SKILL\.md")
 def neutral_names(call: ToolCall) -> list[NeutralTool]:
     """The engine-neutral names one recorded call counts as (none for unmapped tools, e.g. MCP)."""
     names: list[NeutralTool] = []
-    mapped = CLAUDE_TOOLS.get(call.name) or CODEX_TOOLS.get(call.name) or COPILOT_TOOLS.get(call.name)
+    mapped = (CLAUDE_TOOLS.get(call.name) or CODEX_TOOLS.get(call.name) or COPILOT_TOOLS.get(call.name)
+              or GEMINI_TOOLS.get(call.name))
     if mapped:
         names.append(mapped)
     elif call.name == "file_change":
@@ -61,12 +72,12 @@ def _file_change_kind(call: ToolCall) -> NeutralTool:
 
 def skills_loaded(call: ToolCall) -> list[str]:
     """Names of the skills this call loaded: the Skill tool, or a Read or command of a SKILL.md."""
-    if call.name in ("Skill", "skill"):
-        name = str(call.input.get("skill") or call.input.get("command") or "")
+    if call.name in ("Skill", "skill", "activate_skill"):
+        name = str(call.input.get("skill") or call.input.get("name") or call.input.get("command") or "")
         return [name.rsplit(":", 1)[-1]] if name else []
-    if call.name in ("Read", "view"):
+    if call.name in ("Read", "view", "read_file"):
         return _SKILL_FILE.findall(str(call.input.get("file_path") or call.input.get("path") or ""))
-    if call.name in ("Bash", "command_execution", "bash"):
+    if call.name in ("Bash", "command_execution", "bash", "run_shell_command"):
         return _SKILL_FILE.findall(str(call.input.get("command") or ""))
     return []
 

@@ -22,7 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS_FILE = ROOT / "requirements" / "agent-clis.txt"
-COMMANDS = {"@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "@github/copilot": "copilot"}
+COMMANDS = {
+    "@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "@github/copilot": "copilot",
+    "@google/gemini-cli": "gemini",
+}
 CACHE_ENV = "AAM_EVAL_CLI_CACHE"
 
 

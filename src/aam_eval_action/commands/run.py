@@ -23,7 +23,7 @@ from aam_eval_action.report import (
     file_error_results,
     to_json,
 )
-from aam_eval_action.settings import Overrides, resolve
+from aam_eval_action.settings import Overrides, check_judge, resolve
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,8 @@ def execute(
     # Reserved or unknown engines fail before any case runs, pointing at where the name was set.
     check_engine_name(settings.engine, "--engine" if args.overrides.engine else
                       package.config_location("engine"))
+    check_judge(settings, "--judge" if args.overrides.judge else package.config_location("judge")
+                if package.config.judge else None)
     durations = recorded_durations(settings) if args.shard else None
     selected = select(package.cases, args.cases, args.target, args.shard, durations)
     errors = [e for e in package.errors if not args.cases or e.case_name in args.cases]

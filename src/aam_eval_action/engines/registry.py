@@ -53,6 +53,10 @@ ENGINES: dict[str, EngineInfo] = {
     "copilot": EngineInfo("copilot", "anthropic", "claude-sonnet-4-6",
                           "aam_eval_action.engines.copilot:Copilot", cli="copilot",
                           npm_package="@github/copilot"),
+    # Gemini CLI: `network: false` removes its web tools; its shell keeps the network.
+    "gemini-cli": EngineInfo("gemini-cli", "gemini", "gemini-2.5-pro",
+                             "aam_eval_action.engines.gemini_cli:GeminiCli", cli="gemini",
+                             npm_package="@google/gemini-cli", user_agent="GeminiCLI"),
 }
 ENGINE_NAMES = tuple(ENGINES)
 

@@ -114,7 +114,7 @@ def prompt_of(request: dict[str, Any]) -> str | None:
     """A conversation's prompt: the last text of the last user message of its first request (the
     CLI's reminders come before it; Codex puts its instructions and context first)."""
     users = [m for m in _history(request) if isinstance(m, dict) and m.get("role") == "user"]
-    content = users[-1].get("content") if users else None
+    content = users[-1].get("content", users[-1].get("parts")) if users else None
     if isinstance(content, str):
         return content.strip() or None
     blocks = content if isinstance(content, list) else []
@@ -147,10 +147,15 @@ def _calls(request: dict[str, Any], conversation: int) -> list[_Call]:
         if item.get("type") in TOOL_CALL_TYPES:
             name, given = str(item.get("name")), _args(item.get("arguments"))
             found.append(_Call(conversation, turn, len(found), name, given))
-        content = item.get("content") if item.get("role") == "assistant" else None
+        mine = item.get("role") in ("assistant", "model")
+        content = item.get("content", item.get("parts")) if mine else None
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 name, given = str(block.get("name")), _args(block.get("input"))
+                found.append(_Call(conversation, turn, len(found), name, given))
+            call = block.get("functionCall") if isinstance(block, dict) else None
+            if isinstance(call, dict):  # Gemini
+                name, given = str(call.get("name")), _args(call.get("args"))
                 found.append(_Call(conversation, turn, len(found), name, given))
     return found
 
@@ -159,7 +164,7 @@ def _model_item(item: Any) -> bool:
     """An item the model produced (a call, its text, its reasoning; an assistant message)."""
     if not isinstance(item, dict):
         return False
-    return item.get("role") == "assistant" or item.get("type") in (*TOOL_CALL_TYPES, "reasoning")
+    return item.get("role") in ("assistant", "model") or item.get("type") in (*TOOL_CALL_TYPES, "reasoning")
 
 
 def _args(value: Any) -> dict[str, Any]:

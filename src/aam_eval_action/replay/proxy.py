@@ -59,7 +59,7 @@ HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
     "upgrade", "host", "content-length", "accept-encoding",
 }  # fmt: skip
-AUTH_HEADERS = ("x-api-key", "authorization")
+AUTH_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
 PASSED_BACK = {"retry-after", "retry-after-ms", "x-should-retry", "request-id", "x-request-id"}
 RETRY_NOW = (("retry-after", "0"), ("x-should-retry", "true"))
 Headers = Sequence[tuple[str, str]]
@@ -469,6 +469,10 @@ def _refuse(reply: _Reply, path: str, status: int, message: str) -> None:
     if provider_of(path) == "openai-responses":
         kind = "invalid_request_error" if status < 500 else "server_error"
         reply.json(status, {"error": {"message": message, "type": kind, "param": None, "code": "replay"}})
+        return
+    if provider_of(path) == "gemini-generate-content":
+        kind = "INVALID_ARGUMENT" if status == 400 else "UNAVAILABLE"
+        reply.json(status, {"error": {"code": status, "message": message, "status": kind}})
         return
     kind = "invalid_request_error" if status == 400 else "api_error"
     reply.json(status, {"type": "error", "error": {"type": kind, "message": message}})

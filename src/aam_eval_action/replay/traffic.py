@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aam_eval_action.redact import Redactor
 
 TRAFFIC_VERSION = 1
-Provider = Literal["anthropic-messages", "openai-responses"]
+Provider = Literal["anthropic-messages", "openai-responses", "gemini-generate-content"]
 Stream = Literal["agent", "side", "count_tokens", "other"]
 SHARED = "$shared"
 HISTORY = "$history"
@@ -77,6 +77,10 @@ RUN_ID_KEYS = ("metadata", "client_metadata", "prompt_cache_key")
 VOLATILE_KEYS = ("cache_control",)
 VOLATILE_TEXT = (
     (re.compile(r"(Today's date is )\d{4}-\d{2}-\d{2}"), r"\1$DATE"),
+    # Gemini CLI: the date in the user's locale, a shell's process group, its install prefix.
+    (re.compile(r"(Today's date is ).*?( \(formatted according to the user's locale\))"), r"\1$DATE\2"),
+    (re.compile(r"(Process Group PGID: )\d+"), r"\1$PGID"),
+    (re.compile(r"(<location>)[^<]*/@google/gemini-cli/"), r"\1$GEMINI_CLI/"),
     (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1$DATE\2"),
     (re.compile(r"(<current_datetime>)[^<]*(</current_datetime>)"), r"\1$DATETIME\2"),  # Copilot
     (re.compile(r"^(Chunk ID: )\w+$", re.M), r"\1$ID"),
@@ -102,14 +106,21 @@ MINTED = (
     # A shell command run in the background: its task id (then in its output path, and in the
     # model's later calls to read or stop it).
     ("TASK", re.compile(r"running in background with ID: (\w+)")),
+    # Gemini CLI: a tool call's id made from the clock when the model gave none
+    # (`run_shell_command_1763891234567_0`).
+    ("CALL", re.compile(r"\b([a-z][a-z_]*_1\d{12}_\d+)\b")),
     # Session ids and other UUIDs a CLI makes up per run (in task output paths, for one).
     ("UUID", re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")),
 )
 """Ids a CLI makes up per run and shows the model; each value is replaced everywhere by a
 numbered placeholder (`$AGENT1`) in order of first sight."""
-MINTED_PLACEHOLDER = re.compile(r"\$(AGENT|REF|TASK|UUID)(\d+)(?!\d)")
+MINTED_PLACEHOLDER = re.compile(r"\$(AGENT|CALL|REF|TASK|UUID)(\d+)(?!\d)")
 ID_IN_TEXT = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9-]{6,}\b")
 GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
+SKILL_LISTING = re.compile(r"(<available_skills>)(.*?)(</available_skills>)", re.S)
+SKILL_ENTRY = re.compile(r"<skill>.*?</skill>", re.S)
+"""Gemini CLI and Copilot list skills as `<skill>` entries, in an order that varies between runs
+(they load concurrently): compared and stored sorted."""
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
 ID_KEYS = ("id", "call_id", "item_id", "tool_use_id")
@@ -396,6 +407,8 @@ class Normaliser:
             value = pattern.sub(repl, value)
         if "gitStatus:" in value:
             value = GIT_STATUS.sub(lambda m: SHA.sub("$SHA", m.group(0)), value)
+        if "<available_skills>" in value:
+            value = SKILL_LISTING.sub(_sorted_skills, value)
         return self.ids.in_text(self.minted.normalise(value))
 
     def live(self, value: str, in_json: bool = False) -> str:
@@ -428,6 +441,15 @@ class Normaliser:
         if isinstance(value, list):
             return [self._deep(v) for v in value]
         return value
+
+
+def _sorted_skills(listing: re.Match[str]) -> str:
+    entries = SKILL_ENTRY.findall(listing.group(2))
+    if not entries:
+        return listing.group(0)
+    gaps = SKILL_ENTRY.split(listing.group(2))  # the text around the entries stays where it was
+    body = gaps[0] + "".join(e + g for e, g in zip(sorted(entries), gaps[1:], strict=True))
+    return listing.group(1) + body + listing.group(3)
 
 
 def _without(item: Any, key: str) -> Any:
@@ -466,13 +488,15 @@ def provider_of(path: str) -> Provider | None:
         return "anthropic-messages"
     if route.endswith("/responses"):
         return "openai-responses"
+    if route.endswith((":streamGenerateContent", ":generateContent")):
+        return "gemini-generate-content"
     return None
 
 
 def classify(path: str, body: dict[str, Any]) -> Stream:
     """The stream of a request: agent turns offer tools; side calls do not."""
     route = path.split("?", 1)[0]
-    if route.endswith("/count_tokens"):
+    if route.endswith(("/count_tokens", ":countTokens")):
         return "count_tokens"
     if provider_of(path) is None:
         return "other"
@@ -483,8 +507,10 @@ def classify(path: str, body: dict[str, Any]) -> Stream:
 
 
 def history_key(body: dict[str, Any]) -> str:
-    """Where the conversation is: Anthropic `messages`, Responses `input`."""
-    return "messages" if "messages" in body else "input"
+    """Where the conversation is: Anthropic `messages`, Responses `input`, Gemini `contents`."""
+    if "messages" in body:
+        return "messages"
+    return "contents" if "contents" in body else "input"
 
 
 def turn_of(body: dict[str, Any]) -> int:
@@ -496,6 +522,8 @@ def turn_of(body: dict[str, Any]) -> int:
         return 1
     if "messages" in body:
         return 1 + sum(1 for m in items if isinstance(m, dict) and m.get("role") == "assistant")
+    if "contents" in body:
+        return 1 + sum(1 for m in items if isinstance(m, dict) and m.get("role") == "model")
     runs, inside = 0, False
     for item in items:
         mine = isinstance(item, dict) and (
@@ -524,7 +552,7 @@ def _share(value: Any, shared: dict[str, Any], label: str) -> dict[str, str]:
 def compact(full: dict[str, Any], previous: dict[str, Any] | None, shared: dict[str, Any]) -> dict[str, Any]:
     """A normalised request as stored: big parts shared, history carried over from `previous`."""
     stored = dict(full)
-    for key in ("system", "instructions"):
+    for key in ("system", "instructions", "systemInstruction"):
         if isinstance(stored.get(key), list):  # blocks one by one: a short one varies by prompt
             stored[key] = [_share_big(block, shared, key) for block in stored[key]]
         elif stored.get(key):
@@ -556,10 +584,11 @@ def _share_injected(item: Any, shared: dict[str, Any]) -> Any:
     They are the same in every case run by one CLI version, so a store common to all cases can
     hold them once; tool results stay inline, they are what a reviewer reads.
     """
-    content = item.get("content") if isinstance(item, dict) else None
+    key = "parts" if isinstance(item, dict) and "parts" in item else "content"  # Gemini: `parts`
+    content = item.get(key) if isinstance(item, dict) else None
     if not isinstance(content, list):
         return item
-    return dict(item, content=[_share_big(block, shared, "text") for block in content])
+    return {**item, key: [_share_big(block, shared, "text") for block in content]}
 
 
 def expand(stored: dict[str, Any], previous: dict[str, Any] | None, shared: dict[str, Any]) -> dict[str, Any]:
@@ -903,18 +932,24 @@ def _with_tool(divergence: Divergence, live: dict[str, Any], where: Path_) -> Di
 
 
 def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
-    """The innermost `tool_result` / `function_call_output` on the path, if any."""
+    """The innermost `tool_result` / `function_call_output` / `functionResponse` on the path."""
     found = None
     for part in where:
-        if isinstance(value, dict) and value.get("type") in ("tool_result", "function_call_output"):
-            found = value
+        found = _as_result(value) or found
         try:
             value = value[part]
         except (KeyError, IndexError, TypeError):
             break
-    if isinstance(value, dict) and value.get("type") in ("tool_result", "function_call_output"):
-        found = value
-    return found
+    return _as_result(value) or found
+
+
+def _as_result(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    if value.get("type") in ("tool_result", "function_call_output"):
+        return value
+    answer = value.get("functionResponse")  # Gemini: a part answering the call with its id
+    return {"call_id": answer.get("id") or answer.get("name")} if isinstance(answer, dict) else None
 
 
 def _result_beside(items: list[Any], where: Path_) -> dict[str, Any] | None:
@@ -944,10 +979,13 @@ def _find_call(items: list[Any], call_id: str) -> tuple[str, Any] | None:
             continue
         if item.get("type") in TOOL_CALL_TYPES and item.get("call_id") == call_id:
             return str(item.get("name")), item.get("arguments")
-        content = item.get("content")
+        content = item.get("content", item.get("parts"))
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == call_id:
                 return str(block.get("name")), block.get("input")
+            call = block.get("functionCall") if isinstance(block, dict) else None
+            if isinstance(call, dict) and call_id in (call.get("id"), call.get("name")):
+                return str(call.get("name")), call.get("args")
     return None
 
 
@@ -1002,4 +1040,8 @@ def _usages(response: RecordedResponse) -> list[dict[str, Any]]:
         elif kind == "response.completed":
             counts = (data.get("response") or {}).get("usage") or {}
             found.update({k: v for k, v in counts.items() if isinstance(v, int)})
+        elif isinstance(data.get("usageMetadata"), dict):  # Gemini: running totals, the last wins
+            meta = data["usageMetadata"]
+            found.update({"input_tokens": int(meta.get("promptTokenCount") or 0),
+                          "output_tokens": int(meta.get("candidatesTokenCount") or 0)})
     return [found] if found else []

@@ -1,17 +1,22 @@
 """A scripted model server on 127.0.0.1 for the real agent CLIs and the judge SDKs.
 
-It speaks the Anthropic Messages API (`POST /v1/messages`, SSE when `stream` is set) and
-the OpenAI Responses API (`POST /v1/responses`, SSE when `stream` is set). What it answers
-comes from scenarios, each chosen by a substring of the request:
+It speaks the Anthropic Messages API (`POST /v1/messages`, SSE when `stream` is set),
+the OpenAI Responses API (`POST /v1/responses`, SSE when `stream` is set) and the Gemini API
+as Gemini CLI calls it (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, one
+`data:` event; `:generateContent`, one JSON object). What it answers comes from scenarios,
+each chosen by a substring of the request:
 
     match: "substring of the user's prompt"
     agent:                      # one step per model turn
-      - skill: "pdf-tools"      # Claude: the Skill tool; Codex: a command reading SKILL.md
-      - bash: "cat notes.txt"   # Claude: Bash; Codex: its shell tool
-      - write: {path: "output/hello.txt", content: "Hello"}
+      - skill: "pdf-tools"      # Claude: the Skill tool; Codex: a command reading SKILL.md;
+                                # Gemini: activate_skill
+      - bash: "cat notes.txt"   # Claude: Bash; Codex: its shell tool; Gemini: run_shell_command
+                                # (which refuses `$(...)`, backticks, `<(...)`)
+      - write: {path: "output/hello.txt", content: "Hello"}   # Gemini: write_file
       - subagent: {type: "reviewer", prompt: "Review a.txt", description: "Review a"}
                                 # Claude: the Agent tool; Codex: `spawn_agent` (namespace
-                                # `multi_agent_v1`) with the prompt as its message. Either way
+                                # `multi_agent_v1`) with the prompt as its message; Gemini:
+                                # `invoke_agent` {agent_name, prompt}. Either way
                                 # a sub-agent, which its own scenario answers (by its prompt)
       - parallel:               # several tool calls in one answer (sub-agents run concurrently)
           - subagent: {type: "reviewer", prompt: "Review a.txt"}
@@ -28,10 +33,14 @@ comes from scenarios, each chosen by a substring of the request:
 Whether a skill is listed is read from the request as each CLI sends it: Claude Code lists
 skills in a `<system-reminder>` user block ("The following skills are available for use with
 the Skill tool:" then `- name: description` lines); Codex lists them in its
-`<skills_instructions>` user block as `- name: description (file: .../name/SKILL.md)` lines.
+`<skills_instructions>` user block as `- name: description (file: .../name/SKILL.md)` lines;
+Copilot and Gemini CLI in their system prompt as `<available_skills><skill><name>name</name>`.
+Gemini CLI's prompt is the first user text part that is not its `<session_context>` (which
+states the workspace: `- **Workspace Directories:**` then `  - DIR`).
 
 The turn index is stateless: it is the number of model turns already in the request
-(assistant messages for Anthropic, function calls for Responses), so retries of a turn
+(assistant messages for Anthropic, `model` contents for Gemini, function calls for
+Responses), so retries of a turn
 get the same answer. After the last step the last `text` answers again (or `Done.`).
 `codex exec` stops its sub-agents when the main agent's turn ends, so a Codex conversation
 that has started sub-agents waits for them: a text step while some have not reported yet
@@ -42,18 +51,24 @@ one turn, as for Claude). That answer is held until the sub-agents (known by the
 `thread-id` header, which is their agent id) have had their last answer, and a moment more:
 Codex then has their `<subagent_notification>` messages queued when `wait_agent` returns,
 and sends them in the very next request, instead of racing them against it.
-An agent request that matches no scenario gets `OK.`; side requests without tools
-(titles, quota probes) get `OK.` and never use the script. Judge requests are those
-offering the `record_verdict` tool (Anthropic) or asking for the `verdict` JSON format
-(OpenAI); one that matches no scenario gets a 400 `invalid_request_error`, so a judge
-prompt that lost the text a scenario looks for fails loudly instead of passing. Answers
-are deterministic: ids derive from the request content, so identical requests get
-byte-identical answers.
+An agent request that matches no scenario gets `OK.`; side requests without tools (titles,
+quota probes) get `OK.` and never use the script. A Gemini side request asking for JSON
+(`generationConfig.responseJsonSchema`: Gemini CLI's next-speaker check, model router, loop
+check) gets a small JSON text fitting its schema instead (`next_speaker` is `user`). Judge
+requests are those offering the `record_verdict` tool (Anthropic) or asking for the `verdict`
+JSON format (OpenAI) or for a `{result, reason}` JSON schema (Gemini); one that matches no
+scenario gets a 400 `invalid_request_error`, so a judge prompt that lost the text a scenario
+looks for fails loudly instead of passing. Answers are deterministic: ids derive from the
+request content, so identical requests get byte-identical answers (a Gemini `functionCall` id
+is `call_<digest>`; Gemini CLI shows it as `<tool>__call_<digest>`).
 
 Like the real APIs, it checks the API key first (`x-api-key` or `Authorization: Bearer`;
-401 `authentication_error` unless it is the server's `api_key`), then the request's shape
-(Messages: `anthropic-version` header, `model`, `max_tokens`, `messages`; Responses:
-`model`, `input`; 400 `invalid_request_error` naming the field otherwise).
+401 `authentication_error` unless it is the server's `api_key`; Gemini: `x-goog-api-key` or
+the `key` query parameter, 401 `UNAUTHENTICATED`), then the request's shape (Messages:
+`anthropic-version` header, `model`, `max_tokens`, `messages`; Responses: `model`, `input`;
+400 `invalid_request_error` naming the field otherwise; Gemini: `contents` with roles and
+parts, 400 `INVALID_ARGUMENT`). Gemini errors have its shape: `{"error": {"code", "message",
+"status"}}`.
 
 Run standalone with `python -m aam_eval_action.testing.model_server --scenarios FILE`.
 """
@@ -71,6 +86,7 @@ import signal
 import socket
 import sys
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +105,8 @@ INJECTED_PREFIXES = (
     "<skills_instructions>",
     "<permissions instructions>",
 )
+GEMINI_INJECTED_PREFIXES = ("<session_context>", "<hook_context>")
+"""Gemini CLI's own text parts in the user's turn (its environment: date, OS, the workspace tree)."""
 CODEX_SHELL_TOOLS = ("exec_command", "shell_command", "shell")
 CODEX_AGENT_TOOLS = "multi_agent_v1"
 """The namespace tool through which Codex starts sub-agents (its `spawn_agent` takes a `message`)."""
@@ -147,19 +165,29 @@ def _texts(content: Any) -> list[str]:
 
 
 def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Anthropic `messages` or Responses `input` as a list of message-like items."""
+    """Anthropic `messages`, Responses `input` or Gemini `contents` as a list of message-like items
+    (a Gemini content becomes a message of its `parts`, a `model` one an assistant message)."""
+    if is_gemini(body):
+        return [{"role": "assistant" if c.get("role") == "model" else "user", "content": c.get("parts")}
+                for c in body["contents"] if isinstance(c, dict)]
     items = body.get("messages", body.get("input", []))
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
     return [m for m in items if isinstance(m, dict)]
 
 
+def is_gemini(body: dict[str, Any]) -> bool:
+    """A Gemini API request (`contents`, not `messages` or `input`)."""
+    return isinstance(body.get("contents"), list)
+
+
 def prompt_text(body: dict[str, Any]) -> str:
     """The user's own prompt: the first user message's text that the CLI did not inject."""
+    injected = INJECTED_PREFIXES + GEMINI_INJECTED_PREFIXES if is_gemini(body) else INJECTED_PREFIXES
     for message in _messages(body):
         if message.get("role") != "user":
             continue
-        texts = [t for t in _texts(message.get("content")) if not t.lstrip().startswith(INJECTED_PREFIXES)]
+        texts = [t for t in _texts(message.get("content")) if not t.lstrip().startswith(injected)]
         if texts:
             return "\n".join(texts)
     return ""
@@ -168,6 +196,8 @@ def prompt_text(body: dict[str, Any]) -> str:
 def all_text(body: dict[str, Any]) -> str:
     """Every piece of text in a request (system, instructions and messages)."""
     parts = _texts(body.get("system")) + _texts(body.get("instructions"))
+    if is_gemini(body):
+        parts += _texts(_gemini_system(body))
     for m in _messages(body):
         parts += _texts(m.get("content"))
     return "\n".join(parts)
@@ -184,6 +214,8 @@ def is_judge(body: dict[str, Any]) -> bool:
 
 def is_agent_turn(body: dict[str, Any]) -> bool:
     """A real agent turn offers tools; side requests (titles, quota probes) do not."""
+    if is_gemini(body):
+        return bool(gemini_tool_names(body))
     return bool(body.get("tools")) and int(body.get("max_tokens") or 4096) > 64
 
 
@@ -193,7 +225,7 @@ RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 def turn_index(body: dict[str, Any]) -> int:
     """Model turns already taken: assistant messages or function calls in the history (for a
     Codex conversation that started sub-agents, the model's answers: see `answers_given`)."""
-    if "messages" in body:
+    if "messages" in body or is_gemini(body):
         return sum(1 for m in _messages(body) if m.get("role") == "assistant")
     items = _messages(body)
     if any(_agent_tool(m) for m in items):
@@ -261,8 +293,11 @@ def codex_sub_agents(items: list[dict[str, Any]]) -> tuple[list[str], bool]:
 
 
 def workspace_dir(body: dict[str, Any]) -> str | None:
-    """The agent's working directory, as Claude Code or Codex states it in the request."""
+    """The agent's working directory, as Claude Code, Codex or Gemini CLI states it in the request."""
     text = all_text(body)
+    if is_gemini(body):  # its <session_context>: "- **Workspace Directories:**" then "  - DIR" lines
+        found = re.search(r"\*\*Workspace Directories:\*\*\n {2}- (.+)", text)
+        return found.group(1) if found else None
     found = (re.search(r"Primary working directory: (\S+)", text) or re.search(r"<cwd>([^<]+)</cwd>", text)
              or re.search(r"Current working directory: (\S+)", text))
     return found.group(1) if found else None
@@ -307,7 +342,7 @@ class Script:
         if found is None:
             return Reply(text="OK.")
         reply = step_reply(agent_step(found[1], turn_index(body), listed_skills(body)), body)
-        return reply if "messages" in body else codex_wait(reply, body)
+        return reply if "messages" in body or is_gemini(body) else codex_wait(reply, body)
 
     def judge_reply(self, body: dict[str, Any]) -> Reply:
         found = self.find(all_text(body))
@@ -341,12 +376,14 @@ class Script:
 
 def listed_skills(body: dict[str, Any]) -> set[str]:
     """Names of the skills the CLI lists to the model in this request (`- name: ...` lines of
-    Claude Code's skills reminder or Codex's skills instructions, Copilot's `<available_skills>`)."""
+    Claude Code's skills reminder or Codex's skills instructions, Copilot's and Gemini CLI's
+    `<available_skills>`)."""
     names: set[str] = set()
     for text in _texts_of_messages(body):
         if "skills are available" in text or "<skills_instructions>" in text:
             names |= set(re.findall(r"^- ([A-Za-z0-9._:-]+): ", text, re.MULTILINE))
-    for text in _texts(body.get("system")):  # Copilot: `<available_skills><skill><name>x</name>`
+    system = _texts(body.get("system")) + (_texts(_gemini_system(body)) if is_gemini(body) else [])
+    for text in system:  # Copilot, Gemini (`systemInstruction`): `<available_skills><skill><name>x</name>`
         for listing in re.findall(r"<available_skills>(.*?)</available_skills>", text, re.S):
             names |= set(re.findall(r"<name>([A-Za-z0-9._:-]+)</name>", listing))
     return names
@@ -387,7 +424,9 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
     anthropic = "messages" in body
     steps = [dict(one) for one in step["parallel"]] if "parallel" in step else [step]
     cwd = workspace_dir(body)
-    if anthropic and is_copilot(body):
+    if is_gemini(body):
+        calls = [gemini_call(one, cwd) for one in steps]
+    elif anthropic and is_copilot(body):
         calls = [copilot_call(one, cwd) for one in steps]
     else:
         calls = [claude_call(one, cwd) if anthropic else codex_call(one, body) for one in steps]
@@ -431,6 +470,23 @@ def claude_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, A
         if cwd and not path.startswith("/"):
             path = f"{cwd.rstrip('/')}/{path}"
         return "Write", {"file_path": path, "content": str(step["write"].get("content", ""))}
+    return None
+
+
+def gemini_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:
+    """The Gemini CLI tool call for a step (None for a text step)."""
+    if "skill" in step:
+        return "activate_skill", {"name": str(step["skill"])}
+    if "bash" in step:
+        return "run_shell_command", {"command": str(step["bash"]), "description": "Run a scripted command"}
+    if "subagent" in step:
+        agent = step["subagent"]
+        return "invoke_agent", {"agent_name": str(agent["type"]), "prompt": str(agent["prompt"])}
+    if "write" in step:
+        path = str(step["write"]["path"])
+        if cwd and not path.startswith("/"):
+            path = f"{cwd.rstrip('/')}/{path}"
+        return "write_file", {"file_path": path, "content": str(step["write"].get("content", ""))}
     return None
 
 
@@ -675,6 +731,104 @@ def openai_error(reply: Reply) -> dict[str, Any]:
     }
 
 
+GEMINI_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    529: "UNAVAILABLE",
+}
+GEMINI_ROUTE = re.compile(r"^/v1(?:beta)?/models/([^/:]+):(streamGenerateContent|generateContent)$")
+"""`POST /v1beta/models/{model}:streamGenerateContent` (SSE with `alt=sse`) or `:generateContent`."""
+
+
+def _gemini_system(body: dict[str, Any]) -> Any:
+    """The parts (or the string) of a Gemini request's `systemInstruction`."""
+    system = body.get("systemInstruction")
+    if isinstance(system, dict):
+        return system.get("parts") if "parts" in system else [system]
+    return system
+
+
+def gemini_tool_names(body: dict[str, Any]) -> set[str]:
+    """The functions a Gemini request declares (`tools[].functionDeclarations[].name`)."""
+    return {str(d.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)
+            for d in t.get("functionDeclarations") or [] if isinstance(d, dict)}
+
+
+def gemini_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a Gemini request asks its answer to follow, if any."""
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    return schema if isinstance(schema, dict) else None
+
+
+def schema_example(schema: Any) -> Any:
+    """A small value that satisfies a JSON schema (or a Gemini `responseSchema`, upper-case types)
+    for Gemini CLI's side requests: an enum offering `user` answers `user` (its next-speaker check
+    then lets the user speak, so a scripted session ends when its script does), an integer 1 (its
+    router's `complexity_score` must be 1-100), a number 0 (its loop check's confidence)."""
+    if not isinstance(schema, dict):
+        return None
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return schema_example(schema[key][0])
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return "user" if "user" in enum else enum[0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if str(k).lower() != "null"), "null")
+    kind = str(kind).lower() if kind else ("object" if "properties" in schema else "string")
+    if kind == "object":
+        return {k: schema_example(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [schema_example(schema.get("items"))] * int(schema.get("minItems") or 0)
+    if kind in ("integer", "number"):  # an integer 1 (a score "from 1"), a number 0 (a confidence)
+        return schema.get("minimum", 1 if kind == "integer" else 0)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "scripted" if int(schema.get("minLength") or 0) <= 8 else "scripted" * int(schema["minLength"])
+
+
+def is_gemini_judge(body: dict[str, Any]) -> bool:
+    """A Gemini judge request: it offers `record_verdict` or asks for a `{result, reason}` object."""
+    schema = gemini_schema(body) or {}
+    asks_verdict = {"result", "reason"} <= set(schema.get("properties") or {})
+    return asks_verdict or JUDGE_TOOL in gemini_tool_names(body)
+
+
+def gemini_response(reply: Reply, body: dict[str, Any], rid: str, model: str) -> dict[str, Any]:
+    """A complete GenerateContentResponse for a reply: a text part and/or one `functionCall` part
+    per call (a judge's verdict is a JSON text unless the request offers `record_verdict`)."""
+    parts: list[dict[str, Any]] = []
+    calls = list(reply.calls)
+    if calls and calls[0][0] == JUDGE_TOOL and JUDGE_TOOL not in gemini_tool_names(body):
+        parts, calls = [{"text": json.dumps(calls[0][1])}], []
+    elif reply.text or not calls:
+        parts.append({"text": reply.text})
+    parts += [{"functionCall": {"id": f"call_{_call_id(rid, i)}", "name": name, "args": given}}
+              for i, (name, given) in enumerate(calls)]
+    inp = _tokens(all_text(body))
+    out = _tokens("".join(json.dumps(part) for part in parts))
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": inp, "candidatesTokenCount": out, "totalTokenCount": inp + out},
+        "modelVersion": model,
+        "responseId": rid,
+    }
+
+
+def gemini_error(reply: Reply) -> dict[str, Any]:
+    status = GEMINI_STATUSES.get(reply.status, "INTERNAL" if reply.status >= 500 else "UNKNOWN")
+    return {"error": {"code": reply.status, "message": reply.text, "status": status}}
+
+
 def sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
     return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
 
@@ -690,8 +844,16 @@ def presented_key(headers: dict[str, str]) -> str | None:
     return (value.strip() or None) if scheme.lower() == "bearer" else None
 
 
-def auth_error(headers: dict[str, str], api_keys: frozenset[str]) -> Reply | None:
-    """A 401 unless the request carries one of the server's keys."""
+def auth_error(headers: dict[str, str], api_keys: frozenset[str], path: str = "") -> Reply | None:
+    """A 401 unless the request carries one of the server's keys (a Gemini request: in its
+    `x-goog-api-key` header or its `key` query parameter)."""
+    if GEMINI_ROUTE.match(path.split("?", 1)[0]):
+        params = urllib.parse.parse_qs(path.partition("?")[2])
+        key = headers.get("x-goog-api-key") or next(iter(params.get("key") or []), None)
+        if key in api_keys:
+            return None
+        return Reply(text="API key not valid. Please pass a valid API key." if key else
+                     "Method doesn't allow unregistered callers. Please use an API key.", status=401)
     key = presented_key(headers)
     if key in api_keys:
         return None
@@ -701,8 +863,27 @@ def auth_error(headers: dict[str, str], api_keys: frozenset[str]) -> Reply | Non
 
 def shape_error(route: str, headers: dict[str, str], body: Any) -> Reply | None:
     """A 400 for a request the real API would refuse: what a client must always send."""
-    problem = _messages_problem(headers, body) if route == "/v1/messages" else _responses_problem(body)
+    if route == "/v1/messages":
+        problem = _messages_problem(headers, body)
+    elif GEMINI_ROUTE.match(route):
+        problem = _gemini_problem(body)
+    else:
+        problem = _responses_problem(body)
     return Reply(text=problem, status=400) if problem else None
+
+
+def _gemini_problem(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "Invalid JSON payload received."
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return "* GenerateContentRequest.contents: contents is not specified"
+    for i, content in enumerate(contents):
+        if not isinstance(content, dict) or content.get("role", "user") not in ("user", "model"):
+            return f"* GenerateContentRequest.contents[{i}].role: Please use a valid role: user, model."
+        if not isinstance(content.get("parts"), list) or not content["parts"]:
+            return f"* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty."
+    return None
 
 
 def _messages_problem(headers: dict[str, str], body: Any) -> str | None:
@@ -772,14 +953,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         owner = self.server.owner
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner.record(RecordedRequest(self.path, headers, body if isinstance(body, dict) else {}))
-        if route not in ("/v1/messages", "/v1/responses"):
+        if route not in ("/v1/messages", "/v1/responses") and not GEMINI_ROUTE.match(route):
             self._send(404, "application/json", b'{"error": "not found"}')
             return
-        refused = auth_error(headers, owner.api_keys) or shape_error(route, headers, body)
+        refused = auth_error(headers, owner.api_keys, self.path) or shape_error(route, headers, body)
         if refused is not None:
             self._answer(route, {}, refused)
             return
-        reply = owner.script.judge_reply(body) if is_judge(body) else owner.agent_reply(body)
+        if GEMINI_ROUTE.match(route):
+            reply = owner.script.judge_reply(body) if is_gemini_judge(body) else owner.gemini_reply(body)
+        else:
+            reply = owner.script.judge_reply(body) if is_judge(body) else owner.agent_reply(body)
         owner.sub_agent_asked(headers)
         if reply.hold:
             owner.hold(reply.hold)
@@ -788,6 +972,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             owner.sub_agent_answered(headers, reply)
 
     def _answer(self, route: str, body: dict[str, Any], reply: Reply) -> None:
+        gemini = GEMINI_ROUTE.match(route)
+        if gemini:
+            self._answer_gemini(gemini, body, reply)
+            return
         anthropic = route == "/v1/messages"
         if reply.status != 200:
             error = anthropic_error(reply) if anthropic else openai_error(reply)
@@ -805,6 +993,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._send(200, "application/json", json.dumps(obj).encode())
 
+    def _answer_gemini(self, route: re.Match[str], body: dict[str, Any], reply: Reply) -> None:
+        """A GenerateContentResponse: one `data:` event for `:streamGenerateContent?alt=sse`, a JSON
+        array of responses without `alt=sse`, one object for `:generateContent`."""
+        if reply.status != 200:
+            self._send(reply.status, "application/json", json.dumps(gemini_error(reply)).encode())
+            return
+        model, method = route.groups()
+        obj = gemini_response(reply, body, digest(route.group(0), body), model)
+        if method == "generateContent":
+            self._send(200, "application/json", json.dumps(obj).encode())
+        elif "sse" in urllib.parse.parse_qs(self.path.partition("?")[2]).get("alt", []):
+            self._send(200, "text/event-stream", f"data: {json.dumps(obj)}\n\n".encode())
+        else:
+            self._send(200, "application/json", json.dumps([obj]).encode())
+
     def _send(self, status: int, content_type: str, data: bytes) -> None:
         try:
             self.send_response(status)
@@ -819,7 +1022,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class ModelServer:
-    """A scripted Anthropic + OpenAI Responses server on a free port of 127.0.0.1."""
+    """A scripted Anthropic + OpenAI Responses + Gemini server on a free port of 127.0.0.1."""
 
     def __init__(
         self,
@@ -857,6 +1060,14 @@ class ModelServer:
 
     def agent_reply(self, body: dict[str, Any]) -> Reply:
         return self.script.agent_reply(body) if is_agent_turn(body) else Reply(text="OK.")
+
+    def gemini_reply(self, body: dict[str, Any]) -> Reply:
+        """A Gemini agent turn follows the script; a side request (Gemini CLI's next-speaker check,
+        loop detection…: no tools) gets `OK.`, or a JSON text fitting the schema it asks for."""
+        if is_agent_turn(body):
+            return self.script.agent_reply(body)
+        schema = gemini_schema(body)
+        return Reply(text=json.dumps(schema_example(schema)) if schema else "OK.")
 
     def sub_agent_asked(self, headers: dict[str, str]) -> None:
         """A Codex sub-agent's request: it is working."""

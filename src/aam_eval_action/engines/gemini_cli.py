@@ -1,0 +1,212 @@
+"""Gemini CLI (`gemini -p`): install a package the way Gemini CLI reads it, run it against the
+run's Gemini API endpoint, parse its stream-json events.
+
+Gemini CLI takes its key and endpoint from `GEMINI_API_KEY` and `GOOGLE_GEMINI_BASE_URL` (the
+recording or replay proxy), its auth type and privacy settings from `~/.gemini/settings.json`
+(without the auth type it stops with "Invalid auth method selected", without the privacy
+setting it calls home), and reads project settings (hooks, MCP servers) only in a trusted
+workspace (`GEMINI_CLI_TRUST_WORKSPACE=true`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from aam_eval_action.engines.base import AgentRun
+from aam_eval_action.engines.claude_code import subagent
+from aam_eval_action.engines.common import base_env, block, direct_loopback, events, finish, one_line
+from aam_eval_action.engines.install import (
+    append_text,
+    copy_package,
+    copy_skills,
+    hooks_config,
+    instructions,
+    mcp_servers,
+    merge_json,
+)
+from aam_eval_action.engines.process import run_process
+from aam_eval_action.engines.registry import ENGINES
+from aam_eval_action.package import PackageLayout
+from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+
+CLI = "gemini"
+HOOK_BLOCKED = re.compile(r"Tool execution blocked: ")
+"""How Gemini CLI words the result of a call a hook refused."""
+HOOK_EVENTS = {"PreToolUse": "BeforeTool", "PostToolUse": "AfterTool"}
+"""Claude-format hook events → Gemini CLI's."""
+TOOL_NAMES = {
+    "Write": "write_file", "Edit": "replace", "MultiEdit": "replace", "Bash": "run_shell_command",
+    "Read": "read_file", "Glob": "glob", "Grep": "grep_search", "WebFetch": "web_fetch",
+    "WebSearch": "google_web_search",
+}
+"""Claude Code's tool names in a hook matcher → Gemini CLI's."""
+WEB_TOOLS = ("web_fetch", "google_web_search")
+
+
+class GeminiCli:
+    """Google's Gemini CLI, driven headless with `gemini -p`."""
+
+    name = "gemini-cli"
+    provider = ENGINES["gemini-cli"].provider
+    default_model = ENGINES["gemini-cli"].default_model
+
+    def available(self) -> str | None:
+        """None when `gemini` is on PATH, else how to get it."""
+        if shutil.which(CLI):
+            return None
+        return "the `gemini` CLI is not on PATH (npm install -g @google/gemini-cli)"
+
+    def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
+        """Skills into `.agents/skills/`, rules and AGENTS.md into GEMINI.md, hooks (in Gemini's
+        events and tool names) and MCP servers into `.gemini/settings.json`, agents into
+        `.gemini/agents/`."""
+        copy_skills(package, target, workspace / ".agents" / "skills")
+        root = copy_package(package, target, workspace)
+        settings: dict[str, Any] = {}
+        hooks = gemini_hooks(hooks_config(package, root))
+        if hooks:
+            settings["hooks"] = hooks
+        servers = mcp_servers(package, root)
+        if servers:
+            settings["mcpServers"] = servers
+        if settings:
+            merge_json(workspace / ".gemini" / "settings.json", settings)
+        append_text(workspace / "GEMINI.md", instructions(package))
+        agents = package.root / "agents"
+        for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()) if agents.is_dir() else []:
+            dest = workspace / ".gemini" / "agents" / f"{agent_dir.name}.md"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(subagent(agent_dir), encoding="utf-8")
+
+    def run(self, run: AgentRun) -> Session:
+        """Run `gemini -p` in the workspace and parse its stream-json events."""
+        write_user_settings(run)
+        argv, env = self.argv(run), self.env(run)
+        done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
+        session = Session(
+            engine=self.name, model_provider=self.provider, model=run.model, runtime_version=cli_version(),
+            stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
+            duration_seconds=done.duration_seconds,
+        )
+        parse_stream(done.stdout, session)
+        finish(session, done, run.timeout)
+        return session
+
+    def argv(self, run: AgentRun) -> list[str]:
+        """Headless, every tool allowed without asking (`--yolo`), stream-json, the model always."""
+        return [CLI, "-p", run.prompt, "--output-format", "stream-json", "--yolo", "--skip-trust",
+                "-m", run.model]
+
+    def env(self, run: AgentRun) -> dict[str, str]:
+        """A minimal environment: fresh HOME, the run's env, the workspace trusted."""
+        env = base_env(run)
+        env.update(run.env)
+        env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"  # project settings (hooks, MCP) apply only then
+        return direct_loopback(env)
+
+
+def write_user_settings(run: AgentRun) -> None:
+    """`~/.gemini/settings.json` of the fresh HOME: API-key auth, no usage statistics, no web
+    tools when the sandbox has no network; agents of the workspace acknowledged."""
+    settings: dict[str, Any] = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+    }
+    if not run.sandbox.network:
+        settings["tools"] = {"exclude": list(WEB_TOOLS)}
+    merge_json(run.home / ".gemini" / "settings.json", settings)
+    agents = run.workspace / ".gemini" / "agents"
+    if agents.is_dir():
+        known = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(agents.glob("*.md"))}
+        merge_json(run.home / ".gemini" / "acknowledgments" / "agents.json", {str(run.workspace): known})
+
+
+def gemini_hooks(claude: dict[str, Any]) -> dict[str, Any]:
+    """Claude-format hooks in Gemini CLI's events, with its tool names in the matchers."""
+    out: dict[str, Any] = {}
+    for event, entries in claude.items():
+        name = HOOK_EVENTS.get(event)
+        if name is None or not isinstance(entries, list):
+            continue
+        out[name] = [{**entry, "matcher": gemini_matcher(str(entry.get("matcher", "")))}
+                     if isinstance(entry, dict) and entry.get("matcher") else entry for entry in entries]
+    return out
+
+
+def gemini_matcher(matcher: str) -> str:
+    """`Write|Edit|Bash` → `write_file|replace|run_shell_command` (other names kept)."""
+    names = [TOOL_NAMES.get(part, part) for part in matcher.split("|")]
+    return "|".join(dict.fromkeys(names))
+
+
+@functools.cache
+def cli_version() -> str | None:
+    """`gemini --version` as a bare version (it writes into ~/.gemini: a scratch HOME)."""
+    home = Path(os.environ.get("TMPDIR", "/tmp"))
+    try:
+        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60, check=False,
+                             env={"PATH": os.environ.get("PATH", ""), "HOME": str(home)}).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"(\d+\.\d+\.\d+)", out)
+    return found.group(1) if found else None
+
+
+# --- stream-json ------------------------------------------------------------------------
+
+
+def parse_stream(stdout: str, session: Session) -> None:
+    """Fill a session from Gemini CLI's stream-json events."""
+    calls: dict[str, ToolCall] = {}
+    answer: list[str] = []
+    for event in events(stdout):
+        kind = event.get("type")
+        if kind == "init":
+            session.session_id = event.get("session_id")
+            session.model = event.get("model") or session.model
+        elif kind == "message" and event.get("role") == "assistant":
+            answer.append(str(event.get("content") or ""))
+        elif kind == "tool_use":
+            answer = []  # the final answer is what the model said after its last tool call
+            call = ToolCall(name=str(event.get("tool_name")), input=event.get("parameters") or {})
+            calls[str(event.get("tool_id"))] = call
+            session.tool_calls.append(call)
+        elif kind == "tool_result":
+            on_tool_result(event, session, calls)
+        elif kind == "result":
+            on_result(event, session)
+    session.output = "".join(answer).strip()
+
+
+def on_tool_result(event: dict[str, Any], session: Session, calls: dict[str, ToolCall]) -> None:
+    call = calls.get(str(event.get("tool_id")))
+    if call is None:
+        return
+    error = event.get("error")
+    said = error.get("message") if isinstance(error, dict) else error
+    text = str(event.get("output") or said or "")
+    call.result = cap(text, TOOL_RESULT_CAP)
+    call.is_error = event.get("status") not in (None, "success")
+    if HOOK_BLOCKED.search(text):
+        block(session, text.strip())
+
+
+def on_result(event: dict[str, Any], session: Session) -> None:
+    if event.get("status") not in (None, "success"):
+        session.is_error = True
+        error = event.get("error")
+        session.error = one_line(str(error.get("message") if isinstance(error, dict) else error or event))
+    stats = event.get("stats") or {}
+    session.usage = Usage(
+        input_tokens=int(stats.get("input_tokens") or stats.get("prompt_tokens") or 0),
+        output_tokens=int(stats.get("output_tokens") or stats.get("candidates_tokens") or 0),
+        cache_read_input_tokens=int(stats.get("cached") or stats.get("cached_tokens") or 0),
+    )
+
