@@ -1,9 +1,10 @@
 """Re-record the shipped example's cassettes against the project's scripted model server.
 
-    python examples/scripted-model/record.py            # claude for every case, codex for one
+    python examples/scripted-model/record.py   # claude, copilot, gemini: every case; codex: one
 
-Needs the `claude` and `codex` CLIs on PATH. To record against a real API instead, skip this
-script and run `aam-eval run --record --package examples/csv-tools` with ANTHROPIC_API_KEY set.
+Needs the `claude`, `codex`, `copilot` and `gemini` CLIs on PATH. To record against a real API
+instead, skip this script and run `aam-eval run --record --package examples/csv-tools` with
+ANTHROPIC_API_KEY set.
 """
 
 from __future__ import annotations
@@ -28,9 +29,15 @@ def main() -> int:
             **os.environ,
             "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key,
             "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": server.api_key,
+            "GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": server.api_key,
         }
         base = [sys.executable, "-m", "aam_eval_action", "run", "--record", "--package", str(PACKAGE)]
-        runs = [base + ["--jobs", "3"], base + [CODEX_CASE, "--engine", "codex", "--model", "gpt-5.5"]]
+        runs = [
+            base + ["--jobs", "3"],
+            base + [CODEX_CASE, "--engine", "codex", "--model", "gpt-5.5"],
+            base + ["--jobs", "3", "--engine", "copilot"],
+            base + ["--jobs", "3", "--engine", "gemini-cli", "--model", "gemini-2.5-pro"],
+        ]
         for argv in runs:
             print("$", " ".join(argv[2:]), flush=True)
             subprocess.run(argv, env=env, check=False)
