@@ -1,14 +1,16 @@
 """Re-execute replay benchmark: prints tables of numbers (not a test).
 
-    python bench/bench_rerun.py              # every example case with claude, csv-summary-e2e with codex
+    python bench/bench_rerun.py              # every example case with claude, copilot and gemini-cli,
+                                             # csv-summary-e2e with codex
     python bench/bench_rerun.py --rounds 3   # times are medians of 3 runs
 
 Everything goes through `aam-eval run` on a private copy of the shipped example
 (examples/csv-tools), as a user runs it:
 
-1. per case: a live session against the scripted model server (`--record`, jobs 1), a snapshot
-   replay (`--replay --no-rerun`) and a re-execution of the real CLI against the recorded traffic
-   (`--replay --rerun`), each case's own duration from the report; the same for the parallel
+1. per case and engine (claude-code, codex, copilot, gemini-cli): a live session against the
+   scripted model server (`--record`, jobs 1), a snapshot replay (`--replay --no-rerun`) and a
+   re-execution of the real CLI against the recorded traffic (`--replay --rerun`), each case's
+   own duration from the report; the same for the parallel
    sub-agent package of the tests (tests/fixtures/subagents-pkg: two `counter` sub-agents at once);
 2. `--jobs` scaling: the whole re-execute run with jobs 1 and jobs 2 (wall time);
 3. sizes: each session cassette with and without its model traffic, and the shared stores.
@@ -38,8 +40,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
 SUBAGENTS = ROOT / "tests/fixtures/subagents-pkg"
 SUBAGENT_SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-scenarios.yaml")
-KEYS = {"ANTHROPIC_API_KEY": "sk-ant-bench-key", "OPENAI_API_KEY": "sk-openai-bench-key"}
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-bench-key", "OPENAI_API_KEY": "sk-openai-bench-key",
+        "GEMINI_API_KEY": "gemini-bench-key"}
 CODEX = ["csv-summary-e2e", "--engine", "codex", "--model", "gpt-5.5"]
+ENGINES = [("claude-code", []), ("codex", CODEX), ("copilot", ["--engine", "copilot"]),
+           ("gemini-cli", ["--engine", "gemini-cli", "--model", "gemini-2.5-pro"])]
 CLI = [sys.executable, "-m", "aam_eval_action", "run"]
 
 
@@ -66,7 +71,8 @@ def per_case(report: dict[str, Any]) -> dict[str, float]:
 
 
 def record(pkg: Path, server: ModelServer, *args: str) -> dict[str, Any]:
-    env = {**KEYS, "ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1"}
+    env = {**KEYS, "ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
+           "GOOGLE_GEMINI_BASE_URL": server.url}
     return run(pkg, "--record", "--jobs", "1", *args, env=env)[0]
 
 
@@ -101,12 +107,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=1, help="repeat each measurement (times are medians)")
     args = parser.parse_args()
-    for name in ("claude-code", "codex"):
+    for name, _ in ENGINES:
         if get_engine(name).available():
             sys.exit(f"needs {name}: {get_engine(name).available()}")
     pkg = package()
     rows: list[tuple[str, str, float, float, float, bool]] = []
-    for engine, extra in (("claude-code", []), ("codex", CODEX)):
+    for engine, extra in ENGINES:
         measured = times(pkg, args.rounds, *extra)
         rows += [(n, engine, live, snap, rerun, same) for n, live, snap, rerun, same in measured]
     sub = package(SUBAGENTS)
@@ -117,10 +123,11 @@ def main() -> None:
         print(f"{name:24} {engine:11} {live:7.2f} {snap:10.3f} {rerun:8.2f} {same!s:>5}")
     print("(parallel-count and one-counter: the main agent and 2 or 1 concurrent sub-agents;"
           " their scripted answers wait 0.1-0.6 s, which live and rerun both include)")
-    claude = [r for r in rows if r[1] == "claude-code" and r[0] not in ("parallel-count", "one-counter")]
-    print(f"claude-code median per case: live {statistics.median(r[2] for r in claude):.2f} s, "
-          f"snapshot {statistics.median(r[3] for r in claude):.3f} s, "
-          f"rerun {statistics.median(r[4] for r in claude):.2f} s")
+    for engine, _ in ENGINES:
+        mine = [r for r in rows if r[1] == engine and r[0] not in ("parallel-count", "one-counter")]
+        print(f"{engine} median per case ({len(mine)}): live {statistics.median(r[2] for r in mine):.2f} s, "
+              f"snapshot {statistics.median(r[3] for r in mine):.3f} s, "
+              f"rerun {statistics.median(r[4] for r in mine):.2f} s")
 
     print("\n--jobs scaling (6 claude cases re-executed, wall time of the whole run):")
     for jobs in ("1", "2"):
