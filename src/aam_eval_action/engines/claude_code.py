@@ -14,7 +14,16 @@ from typing import Any
 import yaml
 
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.common import base_env, block, direct_loopback, events, finish, one_line
+from aam_eval_action.engines.common import (
+    base_env,
+    block,
+    direct_loopback,
+    events,
+    finish,
+    missing_cli,
+    new_session,
+    one_line,
+)
 from aam_eval_action.engines.install import (
     append_text,
     copy_package,
@@ -28,7 +37,7 @@ from aam_eval_action.engines.install import (
 from aam_eval_action.engines.process import run_process
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
-from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 from aam_eval_action.spec import Sandbox
 
 CLI = "claude"
@@ -56,10 +65,8 @@ class ClaudeCode:
     default_model = ENGINES["claude-code"].default_model
 
     def available(self) -> str | None:
-        """None when `claude` is on PATH, else how to get it."""
-        if shutil.which(CLI):
-            return None
-        return "the `claude` CLI is not on PATH (npm install -g @anthropic-ai/claude-code)"
+        """None when the CLI is on PATH, else how to get it."""
+        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills, hooks, rules, commands, agents and MCP servers, where Claude Code reads them."""
@@ -82,15 +89,7 @@ class ClaudeCode:
     def run(self, run: AgentRun) -> Session:
         """Run `claude -p` in the workspace and parse its stream-json output."""
         done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
-        session = Session(
-            engine=self.name,
-            model_provider=self.provider,
-            model=run.model,
-            stderr=cap(done.stderr, STDERR_CAP),
-            exit_code=done.exit_code,
-            timed_out=done.timed_out,
-            duration_seconds=done.duration_seconds,
-        )
+        session = new_session(self.name, self.provider, run, done)
         parse_stream(done.stdout, session)
         finish(session, done, run.timeout)
         return session

@@ -18,6 +18,8 @@ from aam_eval_action.engines.common import (
     direct_loopback,
     events,
     finish,
+    missing_cli,
+    new_session,
     one_line,
     runner_env,
 )
@@ -34,7 +36,7 @@ from aam_eval_action.engines.process import run_process
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import PROVIDERS
-from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 from aam_eval_action.spec import Sandbox
 
 CLI = "codex"
@@ -59,10 +61,8 @@ class Codex:
     default_model = ENGINES["codex"].default_model
 
     def available(self) -> str | None:
-        """None when `codex` is on PATH, else how to get it."""
-        if shutil.which(CLI):
-            return None
-        return "the `codex` CLI is not on PATH (npm install -g @openai/codex)"
+        """None when the CLI is on PATH, else how to get it."""
+        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills into `.agents/skills/`, rules and AGENTS.md into AGENTS.md, hooks and MCP into .codex/."""
@@ -82,16 +82,7 @@ class Codex:
         for path in profile_dirs(run.sandbox, run.workspace) or []:
             path.mkdir(parents=True, exist_ok=True)  # a profile can only grant existing directories
         done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
-        session = Session(
-            engine=self.name,
-            model_provider=self.provider,
-            model=run.model,
-            runtime_version=cli_version(),
-            stderr=cap(done.stderr, STDERR_CAP),
-            exit_code=done.exit_code,
-            timed_out=done.timed_out,
-            duration_seconds=done.duration_seconds,
-        )
+        session = new_session(self.name, self.provider, run, done, cli_version())
         parse_events(done.stdout, session)
         for found in HOOK_BLOCK.finditer(done.stderr):
             block(session, found.group(0).strip())

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.process import Completed
 from aam_eval_action.replay.upstream import with_loopback
-from aam_eval_action.session import TOOL_RESULT_CAP, Session, cap
+from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, cap
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME")
 # Behind a corporate proxy or TLS-inspecting gateway the CLIs need these to reach the model API.
@@ -48,6 +49,26 @@ def direct_loopback(env: dict[str, str]) -> dict[str, str]:
     user = ",".join(v for v in (env.get("NO_PROXY"), env.get("no_proxy")) if v)
     value = with_loopback(user)
     return {**env, "NO_PROXY": value, "no_proxy": value}
+
+
+def missing_cli(engine: str) -> str | None:
+    """None when the engine's CLI is on PATH, else how to get it."""
+    from aam_eval_action.engines.registry import ENGINES
+
+    info = ENGINES[engine]
+    if shutil.which(info.cli):
+        return None
+    return f"the `{info.cli}` CLI is not on PATH (npm install -g {info.npm_package})"
+
+
+def new_session(engine: str, provider: str, run: AgentRun, done: Completed,
+                runtime_version: str | None = None) -> Session:
+    """A session with what every engine records of its process; the stream parser fills the rest."""
+    return Session(
+        engine=engine, model_provider=provider, model=run.model, runtime_version=runtime_version,
+        stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
+        duration_seconds=done.duration_seconds,
+    )
 
 
 def events(stdout: str) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ from aam_eval_action.engines.common import (
     direct_loopback,
     events,
     finish,
+    missing_cli,
+    new_session,
     one_line,
     runner_env,
 )
@@ -42,7 +43,7 @@ from aam_eval_action.engines.process import run_process
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import PROVIDERS
-from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 
 CLI = "copilot"
 HOOK_DENIED = re.compile(r"^Denied by \w+ hook: ")
@@ -57,10 +58,8 @@ class Copilot:
     default_model = ENGINES["copilot"].default_model
 
     def available(self) -> str | None:
-        """None when `copilot` is on PATH, else how to get it."""
-        if shutil.which(CLI):
-            return None
-        return "the `copilot` CLI is not on PATH (npm install -g @github/copilot)"
+        """None when the CLI is on PATH, else how to get it."""
+        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills into `.agents/skills/`, agents into `.claude/agents/` (Copilot reads both),
@@ -82,11 +81,7 @@ class Copilot:
         usage_file = run.home / "copilot-usage.json"
         argv, env = self.argv(run, usage_file), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
-        session = Session(
-            engine=self.name, model_provider=self.provider, model=run.model, runtime_version=cli_version(),
-            stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
-            duration_seconds=done.duration_seconds,
-        )
+        session = new_session(self.name, self.provider, run, done, cli_version())
         parse_events(done.stdout, session)
         session.usage = read_usage(usage_file)
         finish(session, done, run.timeout)

@@ -14,14 +14,22 @@ import functools
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.claude_code import subagent
-from aam_eval_action.engines.common import base_env, block, direct_loopback, events, finish, one_line
+from aam_eval_action.engines.common import (
+    base_env,
+    block,
+    direct_loopback,
+    events,
+    finish,
+    missing_cli,
+    new_session,
+    one_line,
+)
 from aam_eval_action.engines.install import (
     append_text,
     copy_package,
@@ -34,7 +42,7 @@ from aam_eval_action.engines.install import (
 from aam_eval_action.engines.process import run_process
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
-from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
+from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 
 CLI = "gemini"
 HOOK_BLOCKED = re.compile(r"Tool execution blocked: ")
@@ -58,10 +66,8 @@ class GeminiCli:
     default_model = ENGINES["gemini-cli"].default_model
 
     def available(self) -> str | None:
-        """None when `gemini` is on PATH, else how to get it."""
-        if shutil.which(CLI):
-            return None
-        return "the `gemini` CLI is not on PATH (npm install -g @google/gemini-cli)"
+        """None when the CLI is on PATH, else how to get it."""
+        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills into `.agents/skills/`, rules and AGENTS.md into GEMINI.md, hooks (in Gemini's
@@ -90,11 +96,7 @@ class GeminiCli:
         write_user_settings(run)
         argv, env = self.argv(run), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
-        session = Session(
-            engine=self.name, model_provider=self.provider, model=run.model, runtime_version=cli_version(),
-            stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
-            duration_seconds=done.duration_seconds,
-        )
+        session = new_session(self.name, self.provider, run, done, cli_version())
         parse_stream(done.stdout, session)
         finish(session, done, run.timeout)
         return session
