@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +11,7 @@ from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import (
     base_env,
     block,
+    cli_version,
     direct_loopback,
     events,
     finish,
@@ -82,7 +79,7 @@ class Codex:
         for path in profile_dirs(run.sandbox, run.workspace) or []:
             path.mkdir(parents=True, exist_ok=True)  # a profile can only grant existing directories
         done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
-        session = new_session(self.name, self.provider, run, done, cli_version())
+        session = new_session(self.name, self.provider, run, done, cli_version(CLI))
         parse_events(done.stdout, session)
         for found in HOOK_BLOCK.finditer(done.stderr):
             block(session, found.group(0).strip())
@@ -203,26 +200,6 @@ def toml_str(value: str) -> str:
     """A TOML basic string (JSON's string escaping is valid TOML)."""
     return json.dumps(value)
 
-
-@functools.cache
-def cli_version() -> str | None:
-    """`codex --version` without the program name, asked once per process."""
-    path = shutil.which(CLI)
-    if path is None:
-        return None
-    try:
-        out = subprocess.run(
-            [path, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env={"PATH": os.environ.get("PATH", "")},
-            check=False,
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    words = out.split()
-    return words[-1] if words else None
 
 
 # --- --json events ------------------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import shutil
+import subprocess
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,6 +63,23 @@ def missing_cli(engine: str) -> str | None:
     if shutil.which(info.cli):
         return None
     return f"the `{info.cli}` CLI is not on PATH (npm install -g {info.npm_package})"
+
+
+@functools.cache
+def cli_version(cli: str) -> str | None:
+    """`<cli> --version` as a bare version (`1.0.102`), asked once per process, with a scratch
+    HOME (Gemini CLI writes into `~/.gemini` when asked its version)."""
+    path = shutil.which(cli)
+    if path is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="aam-eval-version-") as home:
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False,
+                                 env={"PATH": os.environ.get("PATH", ""), "HOME": home}).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    found = re.search(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]*[0-9A-Za-z])?", out)
+    return found.group(0) if found else None
 
 
 def new_session(engine: str, provider: str, run: AgentRun, done: Completed,

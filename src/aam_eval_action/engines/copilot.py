@@ -9,11 +9,8 @@ proxy), so the agent's model is a Claude model. Its first start unpacks about 23
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ from aam_eval_action.engines.claude_code import write_agents
 from aam_eval_action.engines.common import (
     base_env,
     block,
+    cli_version,
     direct_loopback,
     events,
     finish,
@@ -81,7 +79,7 @@ class Copilot:
         usage_file = run.home / "copilot-usage.json"
         argv, env = self.argv(run, usage_file), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
-        session = new_session(self.name, self.provider, run, done, cli_version())
+        session = new_session(self.name, self.provider, run, done, cli_version(CLI))
         parse_events(done.stdout, session)
         session.usage = read_usage(usage_file)
         finish(session, done, run.timeout)
@@ -119,17 +117,6 @@ def shared_cache(environ: Any) -> Path:
     base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or "/tmp") / ".cache")
     return Path(base) / "aam-eval-action" / "copilot"
 
-
-@functools.cache
-def cli_version() -> str | None:
-    """`copilot --version` ("GitHub Copilot CLI 1.0.102.") as a bare version."""
-    try:
-        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60, check=False,
-                             env={"PATH": os.environ.get("PATH", ""), "HOME": "/tmp"}).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = re.search(r"(\d+\.\d+\.\d+)", out)
-    return found.group(1) if found else None
 
 
 # --- JSONL events ---------------------------------------------------------------------

@@ -10,11 +10,8 @@ workspace (`GEMINI_CLI_TRUST_WORKSPACE=true`).
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ from aam_eval_action.engines.claude_code import subagent
 from aam_eval_action.engines.common import (
     base_env,
     block,
+    cli_version,
     direct_loopback,
     events,
     finish,
@@ -96,7 +94,7 @@ class GeminiCli:
         write_user_settings(run)
         argv, env = self.argv(run), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
-        session = new_session(self.name, self.provider, run, done, cli_version())
+        session = new_session(self.name, self.provider, run, done, cli_version(CLI))
         parse_stream(done.stdout, session)
         finish(session, done, run.timeout)
         return session
@@ -147,18 +145,6 @@ def gemini_matcher(matcher: str) -> str:
     names = [TOOL_NAMES.get(part, part) for part in matcher.split("|")]
     return "|".join(dict.fromkeys(names))
 
-
-@functools.cache
-def cli_version() -> str | None:
-    """`gemini --version` as a bare version (it writes into ~/.gemini: a scratch HOME)."""
-    home = Path(os.environ.get("TMPDIR", "/tmp"))
-    try:
-        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60, check=False,
-                             env={"PATH": os.environ.get("PATH", ""), "HOME": str(home)}).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = re.search(r"(\d+\.\d+\.\d+)", out)
-    return found.group(1) if found else None
 
 
 # --- stream-json ------------------------------------------------------------------------
