@@ -225,3 +225,15 @@ def _together(proxy: ReplayProxy, out: dict[str, Any], *requests: tuple[dict[str
         t.start()
     for t in threads:
         t.join()
+
+
+def test_a_cassette_cannot_make_replay_pause_longer_than_the_cap() -> None:
+    traffic = parse_traffic(stored(_recorded()))
+    traffic.exchanges[1].gap_ms = 10**9  # a hostile cassette
+    live = _session("a0123456789abcdef", "afedcba9876543210")
+    out: dict[str, Any] = {}
+    started = time.monotonic()
+    with ReplayProxy(traffic, _norm()) as proxy:
+        _serve(proxy, live[0], out, "m1")
+        _serve(proxy, live[1], out, "m2")
+    assert out["m2"][0] == 200 and time.monotonic() - started < 5

@@ -328,7 +328,8 @@ class Tracks:
             if track.items:
                 track.key = root_key(apply_ignore(track.items[0][1], self.ignore), track.info.stream)
         self._after = [e.after or i + 1 for i, e in enumerate(traffic.exchanges)]
-        self._gaps = [(e.gap_ms or 0) / 1000 for e in traffic.exchanges]
+        # A cassette may come from a pull request: a pause it asks for is capped, never trusted.
+        self._gaps = [min(max(e.gap_ms or 0, 0), GAP_CAP_MS) / 1000 for e in traffic.exchanges]
         self._last_sent = 0.0
         self._sent: set[int] = set()
         self._arrivals = 0
