@@ -15,12 +15,12 @@ import yaml
 
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import (
+    RegisteredEngine,
     base_env,
     block,
     direct_loopback,
     events,
     finish,
-    missing_cli,
     new_session,
     one_line,
 )
@@ -35,7 +35,6 @@ from aam_eval_action.engines.install import (
     merge_json,
 )
 from aam_eval_action.engines.process import run_process
-from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 from aam_eval_action.spec import Sandbox
@@ -57,16 +56,10 @@ HOOK_ERROR = re.compile(r"^\w+:\S* hook error")
 """How Claude Code words a tool result that a hook refused (exit 2 or a `deny` decision)."""
 
 
-class ClaudeCode:
+class ClaudeCode(RegisteredEngine):
     """Anthropic's Claude Code CLI, driven headless with `claude -p`."""
 
     name = "claude-code"
-    provider = ENGINES["claude-code"].provider
-    default_model = ENGINES["claude-code"].default_model
-
-    def available(self) -> str | None:
-        """None when the CLI is on PATH, else how to get it."""
-        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills, hooks, rules, commands, agents and MCP servers, where Claude Code reads them."""

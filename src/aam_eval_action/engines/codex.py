@@ -9,13 +9,13 @@ from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import (
+    RegisteredEngine,
     base_env,
     block,
     cli_version,
     direct_loopback,
     events,
     finish,
-    missing_cli,
     new_session,
     one_line,
     runner_env,
@@ -30,7 +30,6 @@ from aam_eval_action.engines.install import (
     merge_json,
 )
 from aam_eval_action.engines.process import run_process
-from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
@@ -50,16 +49,10 @@ HOOK_BLOCK = re.compile(r"Command blocked by \w+ hook: .*")
 """A blocked call leaves no `--json` item; Codex logs it on stderr in these words."""
 
 
-class Codex:
+class Codex(RegisteredEngine):
     """OpenAI's Codex CLI, driven headless with `codex exec --json`."""
 
     name = "codex"
-    provider = ENGINES["codex"].provider
-    default_model = ENGINES["codex"].default_model
-
-    def available(self) -> str | None:
-        """None when the CLI is on PATH, else how to get it."""
-        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills into `.agents/skills/`, rules and AGENTS.md into AGENTS.md, hooks and MCP into .codex/."""

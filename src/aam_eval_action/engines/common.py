@@ -55,6 +55,26 @@ def direct_loopback(env: dict[str, str]) -> dict[str, str]:
     return {**env, "NO_PROXY": value, "no_proxy": value}
 
 
+class RegisteredEngine:
+    """What every engine adapter takes from its registry entry: the subclass names itself
+    (`name = "codex"`), and gets its provider, default model and availability check."""
+
+    name: str
+    provider: str
+    default_model: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        from aam_eval_action.engines.registry import ENGINES
+
+        cls.provider = ENGINES[cls.name].provider
+        cls.default_model = ENGINES[cls.name].default_model
+
+    def available(self) -> str | None:
+        """None when the engine's CLI is on PATH, else how to get it."""
+        return missing_cli(self.name)
+
+
 def missing_cli(engine: str) -> str | None:
     """None when the engine's CLI is on PATH, else how to get it."""
     from aam_eval_action.engines.registry import ENGINES

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.claude_code import write_agents
 from aam_eval_action.engines.common import (
+    RegisteredEngine,
     base_env,
     block,
     cli_version,
     direct_loopback,
     events,
     finish,
-    missing_cli,
     new_session,
     one_line,
     runner_env,
@@ -38,7 +39,6 @@ from aam_eval_action.engines.install import (
     merge_json,
 )
 from aam_eval_action.engines.process import run_process
-from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
@@ -48,16 +48,10 @@ HOOK_DENIED = re.compile(r"^Denied by \w+ hook: ")
 """How Copilot words the tool result of a call a hook refused."""
 
 
-class Copilot:
+class Copilot(RegisteredEngine):
     """GitHub's Copilot CLI, driven headless with `copilot -p`."""
 
     name = "copilot"
-    provider = ENGINES["copilot"].provider
-    default_model = ENGINES["copilot"].default_model
-
-    def available(self) -> str | None:
-        """None when the CLI is on PATH, else how to get it."""
-        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills into `.agents/skills/`, agents into `.claude/agents/` (Copilot reads both),
@@ -112,7 +106,7 @@ class Copilot:
         return direct_loopback(env)
 
 
-def shared_cache(environ: Any) -> Path:
+def shared_cache(environ: Mapping[str, str]) -> Path:
     """Where Copilot unpacks itself: the runner's cache folder, shared by every run."""
     base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or "/tmp") / ".cache")
     return Path(base) / "aam-eval-action" / "copilot"

@@ -18,13 +18,13 @@ from typing import Any
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.claude_code import subagent
 from aam_eval_action.engines.common import (
+    RegisteredEngine,
     base_env,
     block,
     cli_version,
     direct_loopback,
     events,
     finish,
-    missing_cli,
     new_session,
     one_line,
 )
@@ -38,7 +38,6 @@ from aam_eval_action.engines.install import (
     merge_json,
 )
 from aam_eval_action.engines.process import run_process
-from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 
@@ -56,16 +55,10 @@ TOOL_NAMES = {
 WEB_TOOLS = ("web_fetch", "google_web_search")
 
 
-class GeminiCli:
+class GeminiCli(RegisteredEngine):
     """Google's Gemini CLI, driven headless with `gemini -p`."""
 
     name = "gemini-cli"
-    provider = ENGINES["gemini-cli"].provider
-    default_model = ENGINES["gemini-cli"].default_model
-
-    def available(self) -> str | None:
-        """None when the CLI is on PATH, else how to get it."""
-        return missing_cli(self.name)
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Skills into `.agents/skills/`, rules and AGENTS.md into GEMINI.md, hooks (in Gemini's

@@ -50,6 +50,7 @@ from aam_eval_action.replay.traffic import (
     first_difference,
     history_key,
     missing,
+    model_item,
     short_hash,
     turn_of,
 )
@@ -141,7 +142,7 @@ def _calls(request: dict[str, Any], conversation: int) -> list[_Call]:
         if not isinstance(item, dict):
             continue
         start = i  # the answer this item belongs to starts after the last thing sent back
-        while start and _model_item(items[start - 1]):
+        while start and model_item(items[start - 1]):
             start -= 1
         turn = turn_of({history_key(request): items[:start]})
         if item.get("type") in TOOL_CALL_TYPES:
@@ -158,13 +159,6 @@ def _calls(request: dict[str, Any], conversation: int) -> list[_Call]:
                 name, given = str(call.get("name")), _args(call.get("args"))
                 found.append(_Call(conversation, turn, len(found), name, given))
     return found
-
-
-def _model_item(item: Any) -> bool:
-    """An item the model produced (a call, its text, its reasoning; an assistant message)."""
-    if not isinstance(item, dict):
-        return False
-    return item.get("role") in ("assistant", "model") or item.get("type") in (*TOOL_CALL_TYPES, "reasoning")
 
 
 def _args(value: Any) -> dict[str, Any]:

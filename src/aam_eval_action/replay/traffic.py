@@ -513,6 +513,13 @@ def history_key(body: dict[str, Any]) -> str:
     return "contents" if "contents" in body else "input"
 
 
+def model_item(item: Any) -> bool:
+    """An item the model produced: an assistant (or Gemini `model`) message, a call, reasoning."""
+    if not isinstance(item, dict):
+        return False
+    return item.get("role") in ("assistant", "model") or item.get("type") in (*TOOL_CALL_TYPES, "reasoning")
+
+
 def turn_of(body: dict[str, Any]) -> int:
     """The 1-based model turn a request asks for: one more than the model turns it carries
     (Anthropic: assistant messages; Responses: runs of the model's own items, so several calls
@@ -526,8 +533,7 @@ def turn_of(body: dict[str, Any]) -> int:
         return 1 + sum(1 for m in items if isinstance(m, dict) and m.get("role") == "model")
     runs, inside = 0, False
     for item in items:
-        mine = isinstance(item, dict) and (
-            item.get("type") in (*TOOL_CALL_TYPES, "reasoning") or item.get("role") == "assistant")
+        mine = model_item(item)
         runs += mine and not inside
         inside = mine
     return 1 + runs
