@@ -237,3 +237,12 @@ def test_a_cassette_cannot_make_replay_pause_longer_than_the_cap() -> None:
         _serve(proxy, live[0], out, "m1")
         _serve(proxy, live[1], out, "m2")
     assert out["m2"][0] == 200 and time.monotonic() - started < 5
+
+
+def test_skill_listings_in_either_order_normalise_alike() -> None:
+    first, second = _norm(), _norm()
+    a = "Activates a skill (Available: 'skill-creator', 'antigravity-support', 'csv-summary'). Returns"
+    b = "Activates a skill (Available: 'antigravity-support', 'skill-creator', 'csv-summary'). Returns"
+    assert first.text(a) == second.text(b)
+    listing = "<available_skills>\n<skill><name>{}</name></skill>\n<skill><name>{}</name></skill>\n</available_skills>"
+    assert first.text(listing.format("b", "a")) == second.text(listing.format("a", "b"))

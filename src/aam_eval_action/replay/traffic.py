@@ -119,8 +119,10 @@ ID_IN_TEXT = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9-]{6,}\b")
 GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
 SKILL_LISTING = re.compile(r"(<available_skills>)(.*?)(</available_skills>)", re.S)
 SKILL_ENTRY = re.compile(r"<skill>.*?</skill>", re.S)
-"""Gemini CLI and Copilot list skills as `<skill>` entries, in an order that varies between runs
-(they load concurrently): compared and stored sorted."""
+SKILL_NAMES = re.compile(r"(\(Available: )('[^'()]*'(?:, '[^'()]*')*)(\))")
+"""Gemini CLI and Copilot list skills as `<skill>` entries (and Gemini CLI's `activate_skill`
+names them: `(Available: 'a', 'b')`) in an order that varies between runs (they load
+concurrently): compared and stored sorted."""
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
 ID_KEYS = ("id", "call_id", "item_id", "tool_use_id")
@@ -409,6 +411,8 @@ class Normaliser:
             value = GIT_STATUS.sub(lambda m: SHA.sub("$SHA", m.group(0)), value)
         if "<available_skills>" in value:
             value = SKILL_LISTING.sub(_sorted_skills, value)
+        if "(Available: '" in value:
+            value = SKILL_NAMES.sub(_sorted_names, value)
         return self.ids.in_text(self.minted.normalise(value))
 
     def live(self, value: str, in_json: bool = False) -> str:
@@ -441,6 +445,10 @@ class Normaliser:
         if isinstance(value, list):
             return [self._deep(v) for v in value]
         return value
+
+
+def _sorted_names(listing: re.Match[str]) -> str:
+    return listing.group(1) + ", ".join(sorted(listing.group(2).split(", "))) + listing.group(3)
 
 
 def _sorted_skills(listing: re.Match[str]) -> str:
