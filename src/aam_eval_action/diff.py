@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from aam_eval_action.report import CaseResult, Report, Verdict, was_graded
+from aam_eval_action.report import CaseResult, Pair, Report, Verdict, report_pairs, split_by_pair, was_graded
 from aam_eval_action.stats import ALPHA, fisher_exact, newcombe
 
 Category = Literal[
@@ -77,6 +77,10 @@ class CaseDiff(BaseModel):
     """The head's verdict without the skill (with --baseline)."""
     skill_not_needed: bool | None = None
     """The case passes on the head as well without the skill as with it (with --baseline)."""
+    engine: str | None = None
+    """In a diff of several engines or models: the engine of this entry."""
+    model: str | None = None
+    """In a diff of several engines or models: the agent model of this entry."""
 
 
 class RunTotals(BaseModel):
@@ -131,6 +135,10 @@ class StaleCase(BaseModel):
     """Case file relative to the package root."""
     line: int | None = None
     """Line of the case in its file."""
+    engine: str | None = None
+    """In a diff of several engines or models: the engine of this entry."""
+    model: str | None = None
+    """In a diff of several engines or models: the agent model of this entry."""
 
 
 class RerecordedCase(BaseModel):
@@ -142,6 +150,10 @@ class RerecordedCase(BaseModel):
     """Where the cassette says it was recorded: a CI run URL, or `recorded locally`."""
     head_verdict: Verdict | None = None
     """The case's verdict on the head."""
+    engine: str | None = None
+    """In a diff of several engines or models: the engine of this entry."""
+    model: str | None = None
+    """In a diff of several engines or models: the agent model of this entry."""
 
 
 class DivergedCase(BaseModel):
@@ -167,6 +179,96 @@ class DivergedCase(BaseModel):
     """Case file relative to the package root."""
     line: int | None = None
     """Line of the case in its file."""
+    engine: str | None = None
+    """In a diff of several engines or models: the engine of this entry."""
+    model: str | None = None
+    """In a diff of several engines or models: the agent model of this entry."""
+
+
+class PairDiff(BaseModel):
+    """One engine + model of a diff of several: its own headline."""
+
+    engine: str
+    """The engine."""
+    model: str
+    """The agent model."""
+    base: RunTotals | None = None
+    """This pair's numbers on the base; None when the base did not run it."""
+    head: RunTotals
+    """This pair's numbers on the head."""
+    compared: int = 0
+    """This pair's cases graded on both sides."""
+    base_compared_rate: float | None = None
+    """The base's pass rate over those cases."""
+    head_compared_rate: float | None = None
+    """The head's pass rate over those cases."""
+    pass_rate_delta_pp: float | None = None
+    """(head - base) over those cases, in percentage points."""
+    regressions: int = 0
+    """Regressions of this pair blamed on the PR."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Number of this pair's cases per category."""
+
+
+class MatrixCell(BaseModel):
+    """One case on one engine + model: base → head."""
+
+    base_verdict: Verdict | None = None
+    """Verdict on the base; None when the base did not have it."""
+    head_verdict: Verdict | None = None
+    """Verdict on the head; None when the head did not have it."""
+    category: Category
+    """How it changed."""
+
+
+class MatrixRow(BaseModel):
+    """One case across every engine + model of the head (cells in `pairs` order; None: not run)."""
+
+    name: str
+    """Case name."""
+    file: str | None = None
+    """Case file relative to the package root."""
+    line: int | None = None
+    """Line of the case in its file."""
+    cells: list[MatrixCell | None]
+    """One cell per pair."""
+    agree: bool
+    """Every pair that graded the case on the head gave it the same verdict."""
+
+
+class PairComparison(BaseModel):
+    """Two engines or models of the same head run, compared over the cases both graded."""
+
+    engine: str
+    """The compared pair's engine."""
+    model: str
+    """The compared pair's model."""
+    reference_engine: str
+    """The reference pair's engine (the run's first pair)."""
+    reference_model: str
+    """The reference pair's model."""
+    compared: int
+    """Cases graded on both pairs."""
+    reference_rate: float | None = None
+    """The reference's pass rate over those cases."""
+    rate: float | None = None
+    """The compared pair's pass rate over those cases."""
+    delta_pp: float | None = None
+    """(compared - reference) in percentage points."""
+    delta_ci_pp: list[float] | None = None
+    """95% interval of that change (Newcombe, from Wilson intervals)."""
+    reference_passes: str | None = None
+    """With repeats: the reference's passing attempts over those cases, `passed/attempts`."""
+    passes: str | None = None
+    """With repeats: the compared pair's passing attempts over those cases."""
+    p_value: float | None = None
+    """Fisher's exact test on those attempt counts, when both pairs repeated their cases."""
+    significant: bool | None = None
+    """p < 0.05; None without repeats."""
+    better: list[str] = Field(default_factory=list)
+    """Cases the compared pair passes and the reference does not."""
+    worse: list[str] = Field(default_factory=list)
+    """Cases the reference passes and the compared pair does not."""
 
 
 class ReportDiff(BaseModel):
@@ -223,10 +325,138 @@ class ReportDiff(BaseModel):
     """95% interval of the pass-rate change in percentage points (Newcombe, from Wilson intervals)."""
     rerecorded: list[RerecordedCase] = Field(default_factory=list)
     """Head cases whose cassettes the pull request changed ("re-recorded in this PR")."""
+    pairs: list[PairDiff] | None = None
+    """With several engines or models on the head: each one's headline, in run order; the
+    cases, counts and lists above then cover every case of every pair (absent otherwise)."""
+    matrix: list[MatrixRow] | None = None
+    """With several pairs: case × pair, base → head in each cell."""
+    pairs_agree: bool | None = None
+    """With several pairs: every case got the same verdict from every pair that graded it."""
+    comparisons: list[PairComparison] | None = None
+    """With several pairs: each pair against the first, over the cases both graded."""
 
 
 def diff_reports(base: Report | None, head: Report) -> ReportDiff:
-    """Compare the head report against the base report (None: no baseline at all)."""
+    """Compare the head report against the base report (None: no baseline at all).
+
+    Reports of several engines or models are compared pair by pair (a single-pair base
+    meets the head's pair of the same engine and model), then gathered into one diff.
+    """
+    if head.pairs or (base is not None and base.pairs):
+        return _diff_matrix(base, head)
+    return _diff_pair(base, head)
+
+
+def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
+    bases = {report_pairs(b)[0]: b for b in split_by_pair(base)} if base else {}
+    heads = split_by_pair(head)
+    order = [report_pairs(h)[0] for h in heads]
+    diffs = [_diff_pair(bases.get(pair), part) for pair, part in zip(order, heads, strict=True)]
+    for (engine, model), d in zip(order, diffs, strict=True):
+        for entry in (*d.cases, *d.stale, *d.diverged, *d.rerecorded):
+            entry.engine, entry.model = engine, model
+    compared = [cell for pair, part in zip(order, heads, strict=True)
+                for cell in _compared(bases.get(pair), part)]
+    base_rate, head_rate = _rate([b for b, _ in compared]), _rate([h for _, h in compared])
+    cases = sorted((c for d in diffs for c in d.cases),
+                   key=lambda c: (CATEGORIES.index(c.category), c.name,
+                                  order.index((c.engine or "", c.model or ""))))
+    matrix = _matrix(order, diffs)
+    return ReportDiff(
+        package=head.package.name,
+        engine=head.config.engine,
+        model=head.config.model or head.agent.model,
+        judge=head.config.judge or head.judge.model,
+        mode=head.config.mode,
+        interrupted=bool(head.interrupted),
+        base=_totals(base) if base else None,
+        head=_totals(head),
+        compared=len(compared),
+        base_compared_rate=base_rate,
+        head_compared_rate=head_rate,
+        pass_rate_delta_pp=None if base_rate is None or head_rate is None
+        else round_value((head_rate - base_rate) * 100),
+        cost_delta_usd=_cost_delta(base, head),
+        duration_delta_seconds=round_value(head.duration_seconds - base.duration_seconds) if base else None,
+        counts={cat: sum(d.counts[cat] for d in diffs) for cat in CATEGORIES},
+        regressions=sum(d.regressions for d in diffs),
+        flaky_regressions=sum(d.flaky_regressions for d in diffs),
+        noise_regressions=sum(d.noise_regressions for d in diffs),
+        repeated=any(d.repeated for d in diffs),
+        pass_rate_delta_ci_pp=_delta_interval(compared),
+        cases=cases,
+        stale=[s for d in diffs for s in d.stale],
+        diverged=[v for d in diffs for v in d.diverged],
+        package_path=head.config.package_path,
+        rerecorded=[r for d in diffs for r in d.rerecorded],
+        pairs=[_pair_diff(pair, d) for pair, d in zip(order, diffs, strict=True)],
+        matrix=matrix,
+        pairs_agree=all(row.agree for row in matrix),
+        comparisons=compare_pairs(heads),
+    )
+
+
+def _pair_diff(pair: Pair, d: ReportDiff) -> PairDiff:
+    return PairDiff(
+        engine=pair[0], model=pair[1], base=d.base, head=d.head, compared=d.compared,
+        base_compared_rate=d.base_compared_rate, head_compared_rate=d.head_compared_rate,
+        pass_rate_delta_pp=d.pass_rate_delta_pp, regressions=d.regressions, counts=d.counts,
+    )
+
+
+def _matrix(order: list[Pair], diffs: list[ReportDiff]) -> list[MatrixRow]:
+    """Case × pair, in case-name order."""
+    by_pair = [{c.name: c for c in d.cases} for d in diffs]
+    names = sorted({name for cells in by_pair for name in cells})
+    rows = []
+    for name in names:
+        found = [cells.get(name) for cells in by_pair]
+        first = next(c for c in found if c is not None)
+        graded = {c.head_verdict for c in found
+                  if c is not None and c.head_verdict in ("PASS", "FAIL") and not c.replay_miss}
+        rows.append(MatrixRow(
+            name=name, file=first.file, line=first.line, agree=len(graded) <= 1,
+            cells=[MatrixCell(base_verdict=c.base_verdict, head_verdict=c.head_verdict,
+                              category=c.category) if c else None for c in found],
+        ))
+    return rows
+
+
+def compare_pairs(parts: list[Report]) -> list[PairComparison]:
+    """Each pair of a run against its first: pass rates over the cases both graded, the
+    interval of the change and, when both repeated their cases, Fisher's exact test on the
+    passing attempts (the question "did the other model do better?")."""
+    if len(parts) < 2:
+        return []
+    ref = parts[0]
+    ref_pair = report_pairs(ref)[0]
+    found = []
+    for part in parts[1:]:
+        pair = report_pairs(part)[0]
+        mine = {c.name: c for c in part.cases if was_graded(c)}
+        both = [(c, mine[c.name]) for c in ref.cases if was_graded(c) and c.name in mine]
+        ref_rate, rate = _rate([a for a, _ in both]), _rate([b for _, b in both])
+        comparison = PairComparison(
+            engine=pair[0], model=pair[1], reference_engine=ref_pair[0], reference_model=ref_pair[1],
+            compared=len(both), reference_rate=ref_rate, rate=rate,
+            delta_pp=None if rate is None or ref_rate is None else round_value((rate - ref_rate) * 100),
+            delta_ci_pp=_delta_interval(both),
+            better=[a.name for a, b in both if a.verdict != "PASS" and b.verdict == "PASS"],
+            worse=[a.name for a, b in both if a.verdict == "PASS" and b.verdict != "PASS"],
+        )
+        counts = [(pass_counts(a), pass_counts(b)) for a, b in both]
+        if counts and all(na > 1 and nb > 1 for (_, na), (_, nb) in counts):
+            rp, rn = sum(c[0][0] for c in counts), sum(c[0][1] for c in counts)
+            op, on = sum(c[1][0] for c in counts), sum(c[1][1] for c in counts)
+            p = fisher_exact(rp, rn - rp, op, on - op)
+            comparison.reference_passes, comparison.passes = f"{rp}/{rn}", f"{op}/{on}"
+            comparison.p_value, comparison.significant = round(p, 4), p < ALPHA
+        found.append(comparison)
+    return found
+
+
+def _diff_pair(base: Report | None, head: Report) -> ReportDiff:
+    """The diff of one engine + model."""
     cases = _case_diffs(base, head)
     regressed = [c for c in cases if c.category == "regressed"]
     compared = _compared(base, head)

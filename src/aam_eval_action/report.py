@@ -316,6 +316,23 @@ class CaseResult(Part):
     """The pull request added or changed this case's cassettes (set by the action; additive)."""
     cassette_provenance: str | None = None
     """Where the changed cassette says it was recorded: a CI run URL or `recorded locally` (additive)."""
+    engine: str | None = None
+    """The engine this result is for, in a report of several engines or models (additive)."""
+    model: str | None = None
+    """The agent model this result is for, in a report of several engines or models (additive)."""
+
+
+class PairSummary(Part):
+    """One engine + model of a run that covered several (additive)."""
+
+    engine: str
+    """The engine."""
+    model: str
+    """The agent model it ran with."""
+    engine_version: str | None = None
+    """The engine's version, as it reported it."""
+    summary: Summary
+    """Counts over this pair's cases."""
 
 
 class Report(Part):
@@ -345,6 +362,10 @@ class Report(Part):
     """Every case, sorted by name."""
     interrupted: bool | None = None
     """True when the run was interrupted and this report is partial (additive)."""
+    pairs: list[PairSummary] | None = None
+    """With several engines or models: each engine + model and its summary, in run order; each
+    case then names its `engine` and `model`, and `summary` counts every case of every pair
+    (additive; absent for a run of one engine and model)."""
 
 
 # --- building a report ---
@@ -506,30 +527,98 @@ def default_report_path(evals_dir: Path, started: datetime) -> Path:
     return evals_dir / "reports" / (started.strftime(STAMP_FORMAT) + ".json")
 
 
+Pair = tuple[str, str]
+"""(engine, model)."""
+
+
+def case_pair(report: Report, case: CaseResult) -> Pair:
+    """The engine and model a case result is for: its own, else its report's."""
+    return (case.engine or report.config.engine,
+            case.model or report.config.model or report.agent.model or "")
+
+
+def report_pairs(report: Report) -> list[Pair]:
+    """The engine + model pairs a report covers, in run order."""
+    if report.pairs:
+        return [(p.engine, p.model) for p in report.pairs]
+    return [(report.config.engine, report.config.model or report.agent.model or "")]
+
+
+def split_by_pair(report: Report) -> list[Report]:
+    """A report of several pairs as one single-pair report each (a single-pair report: itself)."""
+    if not report.pairs:
+        return [report]
+    parts = []
+    for pair in report.pairs:
+        part = report.model_copy(deep=True)
+        part.pairs = None
+        part.cases = [c.model_copy(update={"engine": None, "model": None}) for c in report.cases
+                      if case_pair(report, c) == (pair.engine, pair.model)]
+        part.config.engine, part.config.model = pair.engine, pair.model
+        part.config.engine_version = part.agent.runtime_version = pair.engine_version
+        part.agent.runtime, part.agent.model = pair.engine, pair.model
+        part.summary = summarize(part.cases)
+        parts.append(part)
+    return parts
+
+
 def merge_reports(reports: list[Report]) -> Report:
-    """Cases of all shards (a case in two shards is an error), summary recomputed."""
+    """Cases of all shards and pairs in one report (a case twice for the same engine and model is
+    an error), summaries recomputed.
+
+    Shards of one engine + model give a report like the run's; reports of several pairs (a
+    sharded matrix, or one report per pair) give a matrix report with `pairs`.
+    """
     if not reports:
         raise UsageError("merge needs at least one report")
-    seen: dict[str, int] = {}
-    cases = []
+    seen: dict[tuple[str, str, str], int] = {}
+    cells: list[tuple[Pair, CaseResult]] = []
+    versions: dict[Pair, str | None] = {}
     for i, report in enumerate(reports):
+        for part in split_by_pair(report):
+            versions.setdefault(report_pairs(part)[0], part.config.engine_version)
         for case in report.cases:
-            if case.name in seen:
+            pair = case_pair(report, case)
+            key = (case.name, *pair)
+            if key in seen:
+                on = f" on {pair[0]} with {pair[1]}" if len(versions) > 1 else ""
                 raise UsageError(
-                    f"case {case.name!r} is in shard reports {seen[case.name] + 1} and {i + 1}; "
-                    "merge reports of disjoint shards of one run"
+                    f"case {case.name!r}{on} is in shard reports {seen[key] + 1} and {i + 1}; "
+                    "merge reports of disjoint shards or of different engines/models"
                 )
-            seen[case.name] = i
-            cases.append(case)
+            seen[key] = i
+            cells.append((pair, case))
     first = min(reports, key=lambda r: r.timestamp)
     merged = first.model_copy(deep=True)
-    merged.cases = sorted(cases, key=lambda c: c.name)
+    order = list(versions)
+    if len(order) == 1:
+        merged.cases = [c.model_copy(update={"engine": None, "model": None}) for _, c in cells]
+        merged.pairs = None
+    else:
+        merged.cases = [c.model_copy(update={"engine": p[0], "model": p[1]}) for p, c in cells]
+        _describe_pairs(merged, order, versions)
+    merged.cases.sort(key=lambda c: (c.name, order.index(case_pair(merged, c))))
     merged.summary = summarize(merged.cases)
     # Shards run side by side: the run took as long as its slowest shard.
     merged.duration_seconds = max(r.duration_seconds for r in reports)
     if any(r.interrupted for r in reports):
         merged.interrupted = True
     return merged
+
+
+def _describe_pairs(report: Report, order: list[Pair], versions: dict[Pair, str | None]) -> None:
+    """`pairs` with a summary each; config and agent name every engine and model, comma-separated."""
+    report.pairs = [
+        PairSummary(engine=e, model=m, engine_version=versions.get((e, m)),
+                    summary=summarize([c for c in report.cases if (c.engine, c.model) == (e, m)]))
+        for e, m in order
+    ]
+    engines = ",".join(dict.fromkeys(e for e, _ in order))
+    models = ",".join(dict.fromkeys(m for _, m in order))
+    report.config.engine = report.agent.runtime = engines
+    report.config.model = report.agent.model = models
+    report.config.engine_version = report.agent.runtime_version = None
+    report.agent.model_provider = None
 
 
 # --- policy ---

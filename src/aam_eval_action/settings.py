@@ -1,7 +1,8 @@
 """Run settings: eval-config merged with command-line overrides and the runner's environment.
 
-This is the only module that reads the process environment, once per run, into
-`RunSettings.runner_env`; everything downstream reads the settings object.
+This is the only module that reads the process environment (`runner_environment()`), once
+per run, into `RunSettings.runner_env`; everything downstream reads the settings object, or
+takes the mapping or the values it needs as parameters from the command that read it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|^\.+")
 EVAL_CONFIG = "evals/eval-config.json"
 _REDIRECTS = re.compile(r"(_BASE_URL|_API_BASE|_ENDPOINT)$|PROXY", re.I)
 _TRUST_VARS = frozenset({
@@ -30,6 +32,14 @@ _TRUST_VARS = frozenset({
 })
 _RUNNER_TOKENS = re.compile(r"^(GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN"
                             r"|ACTIONS_\w+|INPUT_\w+)$")
+
+
+def runner_environment() -> Mapping[str, str]:
+    """This process's environment as a read-only snapshot: the one place the product reads it.
+
+    The commands call it once and pass the mapping (or the values they need) down.
+    """
+    return MappingProxyType(dict(os.environ))
 
 
 def redirects_traffic(name: str) -> bool:
@@ -81,6 +91,9 @@ class RunSettings:
     """Snapshot or re-execute replay: auto, always or never."""
     rerun_ignore: tuple[re.Pattern[str], ...] = ()
     """eval-config `rerun-ignore`, compiled."""
+    cassette_stem: str = ""
+    """The file stem of this engine + model's cassettes: the engine's name for the model it
+    runs by default, `<engine>@<model>` for any other, so each pair of a matrix keeps its own."""
 
     @property
     def config(self) -> EvalConfig:
@@ -124,11 +137,11 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
 
     `environ` is the runner's environment (default: this process's), read here and only here.
     """
-    runner_env = MappingProxyType(dict(os.environ if environ is None else environ))
+    runner_env = MappingProxyType(dict(runner_environment() if environ is None else environ))
     cfg = package.config
     engine = o.engine or cfg.engine
     info = ENGINES.get(engine)
-    model = o.model or cfg.model or (info.default_model if info else "")
+    model = o.model or own_model(cfg, engine)
     provider = info.provider if info else "anthropic"
     judge_model = o.judge or cfg.judge or model or PROVIDERS[provider].default_model
     mode = o.mode or cfg.mode
@@ -154,7 +167,81 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         baseline=cfg.baseline if o.baseline is None else o.baseline,
         rerun=o.rerun or cfg.rerun,
         rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
+        cassette_stem=cassette_stem(cfg, engine, model),
     )
+
+
+# --- a matrix of engines and models ---
+
+
+def own_model(cfg: EvalConfig, engine: str) -> str:
+    """The model an engine runs when none is asked for: eval-config `model` when the engine
+    serves it, else the engine's default (a Gemini CLI pair of a Claude package runs Gemini)."""
+    info = ENGINES.get(engine)
+    if info is None:
+        return cfg.model or ""
+    return cfg.model if cfg.model and serves(engine, cfg.model) else info.default_model
+
+
+def serves(engine: str, model: str) -> bool:
+    """Whether the engine can run the model (a model of no known provider: assumed yes)."""
+    info = ENGINES[engine]
+    return provider_for_model(model, info.provider) in (info.provider, *info.providers)
+
+
+def cassette_stem(cfg: EvalConfig, engine: str, model: str) -> str:
+    """`<engine>` for the engine's own model, `<engine>@<model>` (file-name safe) for another."""
+    if model == own_model(cfg, engine):
+        return engine
+    return f"{engine}@{_FILE_UNSAFE.sub('-', model)}"
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def run_pairs(package: LoadedPackage, o: Overrides) -> list[tuple[str, str]]:
+    """The (engine, model) pairs a run covers, in order: `--engine`/`--model` lists (commas),
+    else eval-config `pairs`, else its `engines` × `models`; a cross product keeps the pairs
+    whose engine serves the model."""
+    from aam_eval_action.engines.registry import check_engine_name
+    from aam_eval_action.errors import ConfigError
+
+    cfg = package.config
+    flags = bool(o.engine or o.model)
+    if not flags and cfg.pairs:
+        return [(p.engine, p.model) for p in cfg.pairs]
+    engines = _split(o.engine) or list(cfg.engines) or [cfg.engine]
+    where = "--engine" if o.engine else package.config_location("engines" if cfg.engines else "engine")
+    for engine in engines:
+        check_engine_name(engine, where)
+    models = _split(o.model) or list(cfg.models)
+    if not models:
+        return [(e, own_model(cfg, e)) for e in engines]
+    if len(engines) * len(models) == 1:
+        return [(engines[0], models[0])]
+    pairs = [(e, m) for e in engines for m in models if serves(e, m)]
+    said = "--model" if o.model else package.config_location("models")
+    for engine in engines:
+        if not any(e == engine for e, _ in pairs):
+            raise ConfigError(f"{said}: {engine} runs none of the models {', '.join(models)}; add one "
+                              f"of its models (e.g. {ENGINES[engine].default_model}) or list `pairs` "
+                              "in eval-config")
+    for model in models:
+        if not any(m == model for _, m in pairs):
+            raise ConfigError(f"{said}: {model!r} runs on none of the engines {', '.join(engines)}; "
+                              "remove it or add an engine that serves it")
+    return pairs
+
+
+def resolve_matrix(
+    package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | None = None
+) -> list[RunSettings]:
+    """One settings per (engine, model) pair of the run; a single pair reads as `resolve`."""
+    import dataclasses
+
+    return [resolve(package, dataclasses.replace(o, engine=engine, model=model), environ)
+            for engine, model in run_pairs(package, o)]
 
 
 def check_judge(settings: RunSettings, where: str | None) -> None:

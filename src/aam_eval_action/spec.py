@@ -11,6 +11,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -101,6 +102,34 @@ class Sandbox(Strict):
     """Workspace directories the agent may write to; None means the whole workspace."""
 
 
+def _engine_name(value: str) -> str:
+    if value not in ENGINE_NAMES + RESERVED_NAMES:
+        raise ValueError(f"unknown engine {value!r}; use one of: {', '.join(ENGINE_NAMES)}")
+    return value
+
+
+EngineName = Annotated[str, AfterValidator(_engine_name)]
+ModelName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def _distinct(values: list[Any], what: str) -> None:
+    seen = set()
+    for value in values:
+        key = value if isinstance(value, str) else (value.engine, value.model)
+        if key in seen:
+            raise ValueError(f"{what} lists {value if isinstance(value, str) else key} twice; list it once")
+        seen.add(key)
+
+
+class EnginePair(Strict):
+    """One entry of `pairs`: an engine and the model it runs the cases with."""
+
+    engine: EngineName
+    """Agent runtime, as in `engine`."""
+    model: ModelName
+    """The model that engine runs with."""
+
+
 class EvalConfig(Strict):
     """`evals/eval-config.json`."""
 
@@ -139,6 +168,27 @@ class EvalConfig(Strict):
     rerun_ignore: list[str] = Field(default_factory=list, alias="rerun-ignore")
     """Regexes for honestly volatile text (timestamps, temp names) ignored when a re-executed
     request is compared with the recording (additive field)."""
+    engines: list[EngineName] = Field(default_factory=list)
+    """Run every case on each of these engines (a matrix); `engine` is the first pair's when
+    several are listed (additive field)."""
+    models: list[ModelName] = Field(default_factory=list)
+    """Run every case with each of these models, on each engine that serves them (additive field)."""
+    pairs: list[EnginePair] = Field(default_factory=list)
+    """Run every case on each of these engine + model pairs, instead of `engines` × `models`
+    (additive field)."""
+
+    @field_validator("engines", "models", "pairs")
+    @classmethod
+    def _listed_once(cls, value: list[Any], info: ValidationInfo) -> list[Any]:
+        _distinct(value, str(info.field_name))
+        return value
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs_alone(cls, value: list[EnginePair], info: ValidationInfo) -> list[EnginePair]:
+        if value and (info.data.get("engines") or info.data.get("models")):
+            raise ValueError("set either `pairs` or `engines`/`models`, not both")
+        return value
 
     @field_validator("rerun_ignore")
     @classmethod
@@ -153,11 +203,7 @@ class EvalConfig(Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str) -> str:
-        if value not in ENGINE_NAMES + RESERVED_NAMES:
-            raise ValueError(
-                f"unknown engine {value!r}; use one of: {', '.join(ENGINE_NAMES)}"
-            )
-        return value
+        return _engine_name(value)
 
 
 class CaseInput(Strict):

@@ -51,6 +51,8 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         bug = f"internal error (a bug, please report it): {type(exc).__name__}: {exc}"
         result = error_result(loaded, bug)
     result.duration_seconds = round(time.monotonic() - start, 3)
+    if ctx.pair is not None:
+        result.engine, result.model = ctx.pair
     _redact_messages(ctx, result)
     return Outcome(result, session)
 

@@ -17,6 +17,8 @@ class CaseContext:
     settings: RunSettings
     redactor: Redactor
     keep_workspaces: bool = False
+    pair: tuple[str, str] | None = None
+    """(engine, model) when the run covers several: each result is stamped with it."""
     _warned: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -29,5 +31,9 @@ class CaseContext:
         print(f"aam-eval: warning: {text}", file=sys.stderr, flush=True)
 
     @classmethod
-    def for_run(cls, settings: RunSettings, keep_workspaces: bool = False) -> CaseContext:
-        return cls(settings, settings.redactor(), keep_workspaces)
+    def for_run(
+        cls, settings: RunSettings, keep_workspaces: bool = False, *, matrix: bool = False
+    ) -> CaseContext:
+        """The context of one engine + model; `matrix` when the run covers several."""
+        pair = (settings.engine, settings.model) if matrix else None
+        return cls(settings, settings.redactor(), keep_workspaces, pair)

@@ -31,28 +31,45 @@ def run_all(
     on_result: Callable[[CaseResult], None],
 ) -> tuple[list[Outcome], bool]:
     """Run cases with `jobs` workers; returns outcomes sorted by name and whether interrupted."""
-    outcomes: list[Outcome] = []
-    pool = ThreadPoolExecutor(max_workers=max(1, ctx.settings.jobs))
-    pending: set[Future[Outcome]] = set()
-    queue = list(cases)
+    done, interrupted = run_tasks([(ctx, c) for c in cases], ctx.settings.jobs, on_result)
+    outcomes = [outcome for _, outcome in done]
+    outcomes.sort(key=lambda o: o.result.name)
+    return outcomes, interrupted
+
+
+Task = tuple[CaseContext, LoadedCase]
+"""One case of one engine + model (each pair of a matrix has its own context)."""
+
+
+def run_tasks(
+    tasks: list[Task], jobs: int, on_result: Callable[[CaseResult], None],
+) -> tuple[list[tuple[int, Outcome]], bool]:
+    """Run tasks with `jobs` workers; (task index, outcome) of each finished task, in the
+    order they finished, and whether the run was interrupted."""
+    outcomes: list[tuple[int, Outcome]] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    pending: dict[Future[Outcome], int] = {}
+    queue = list(enumerate(tasks))
     interrupted = False
 
-    def finished(outcome: Outcome) -> None:
+    def finished(index: int, outcome: Outcome) -> None:
         if STOP.is_set():  # it ran while the interrupt came in: cut off, not reported
             raise Interrupted("stop requested")
-        outcomes.append(outcome)
+        outcomes.append((index, outcome))
         on_result(outcome.result)
 
     try:
-        if ctx.settings.jobs == 1:  # no threads needed: cases run one after another
+        if jobs <= 1:  # no threads needed: cases run one after another
             while queue:
-                finished(run_case(ctx, queue.pop(0)))
+                index, (ctx, case) = queue.pop(0)
+                finished(index, run_case(ctx, case))
         while queue or pending:
-            while queue and len(pending) < ctx.settings.jobs:
-                pending.add(pool.submit(run_case, ctx, queue.pop(0)))
-            done, pending = wait(pending, return_when=FIRST_COMPLETED, timeout=0.5)
+            while queue and len(pending) < jobs:
+                index, (ctx, case) = queue.pop(0)
+                pending[pool.submit(run_case, ctx, case)] = index
+            done, _ = wait(pending, return_when=FIRST_COMPLETED, timeout=0.5)
             for fut in done:
-                finished(fut.result())
+                finished(pending.pop(fut), fut.result())
             if STOP.is_set():
                 raise Interrupted("stop requested")
     except (KeyboardInterrupt, Interrupted):
@@ -67,7 +84,6 @@ def run_all(
             fut.cancel()
     finally:
         pool.shutdown(wait=not interrupted, cancel_futures=True)
-    outcomes.sort(key=lambda o: o.result.name)
     return outcomes, interrupted
 
 

@@ -62,7 +62,7 @@ def recorded_durations(settings: RunSettings) -> dict[str, float]:
 
     found: dict[str, float] = {}
     for lc in settings.package.cases:
-        path = agent_cassette.session_path(settings.cassettes, lc.case.name, settings.engine)
+        path = agent_cassette.session_path(settings.cassettes, lc.case.name, settings.cassette_stem)
         try:
             recorded = agent_cassette.load(path, settings.cassettes)
         except agent_cassette.CassetteError:

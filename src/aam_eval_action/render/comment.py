@@ -23,7 +23,16 @@ from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from aam_eval_action.diff import CATEGORIES, CaseDiff, DivergedCase, ReportDiff, RerecordedCase, StaleCase
+from aam_eval_action.diff import (
+    CATEGORIES,
+    CaseDiff,
+    DivergedCase,
+    MatrixCell,
+    MatrixRow,
+    ReportDiff,
+    RerecordedCase,
+    StaleCase,
+)
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.github.comments import MAX_COMMENT_CHARS
 from aam_eval_action.render import text as d
@@ -227,12 +236,39 @@ def shell_arg(value: object) -> Markup:
     return Markup(shlex.quote(cleaned))
 
 
-def case_cell(view: View | CaseDiff) -> Markup:
-    """The case name, with its file and line underneath."""
+def case_cell(view: View | CaseDiff | MatrixRow) -> Markup:
+    """The case name, with its engine and model (in a matrix) and its file and line underneath."""
     c = unwrap(view)
-    where = d.location(c)
+    pair = d.pair_label(getattr(c, "engine", None), getattr(c, "model", None))
+    under = " · ".join(part for part in (pair, d.location(c)) if part)
     name = md(c.name, 100)
-    return Markup(f"{name}<br><sub>{md(where, 120)}</sub>") if where else name
+    return Markup(f"{name}<br><sub>{md(under, 200 if pair else 120)}</sub>") if under else name
+
+
+def pair_head(view: View) -> Markup:
+    """A matrix column heading: the engine, its model underneath."""
+    p = unwrap(view)
+    return Markup(f"{md(p.engine, 40)}<br><sub>{md(p.model, 60)}</sub>")
+
+
+def matrix_cell(view: View | MatrixCell | None) -> Markup:
+    """`PASS`, `❌ PASS → FAIL`, `✅ FAIL → PASS`, `stale`, `diverged`, `–` (not run)."""
+    cell = unwrap(view)
+    mark = {"regressed": "❌ ", "fixed": "✅ ", "stale": "⚠️ ", "diverged": "⚠️ "}
+    text = md(d.cell_text(cell))
+    return Markup(f"{mark.get(cell.category, '')}{text}") if cell is not None else text
+
+
+def re_record(view: View | StaleCase | DivergedCase, package_path: object) -> Markup:
+    """The shell line that records one case again (for its engine and model, in a matrix)."""
+    c = unwrap(view)
+    line = f"aam-eval run {shell_arg(c.name)} --record"
+    if c.engine:
+        line += f" --engine {shell_arg(c.engine)} --model {shell_arg(c.model or '')}"
+    path = unwrap(package_path)
+    if path and path != ".":
+        line += f" --package {shell_arg(path)}"
+    return Markup(line)
 
 
 def judge_cell(c: CaseDiff, limit: int) -> Markup:
@@ -264,6 +300,13 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "md_join": md_join,
     "shell_arg": shell_arg,
     "case_cell": case_cell,
+    "pair_head": pair_head,
+    "matrix_cell": matrix_cell,
+    "re_record": re_record,
+    "pair_name": lambda v: md(d.pair_label(unwrap(v).engine, unwrap(v).model)),
+    "pair_line": _plain(d.pair_line),
+    "agreement": _plain(d.agreement_line),
+    "comparison": _plain(d.comparison_line),
     "safe_url": safe_url,
     "count": count,
     "pct": _plain(d.fmt_pct),
@@ -384,6 +427,7 @@ class _View:
     omitted: tuple[str, ...] = ()
     regressions_cut: int = 0
     diverged: list[DivergedCase] = dataclasses.field(default_factory=list)
+    matrix: list[MatrixRow] = dataclasses.field(default_factory=list)
 
     @classmethod
     def full(cls, diff: ReportDiff) -> _View:
@@ -393,7 +437,7 @@ class _View:
         for c in diff.cases:
             sections[_section_of(c)].append(c)
         return cls(sections=sections, stale=list(diff.stale), rerecorded=list(diff.rerecorded),
-                   diverged=list(diff.diverged))
+                   diverged=list(diff.diverged), matrix=list(diff.matrix or []))
 
     def drop(self, keys: tuple[str, ...], note: str, *, stale: bool = False) -> _View:
         kept = {k: ([] if k in keys else v) for k, v in self.sections.items()}
@@ -424,6 +468,7 @@ class _View:
             "reason_chars": self.reason_chars,
             "omitted": list(self.omitted),
             "regressions_cut": self.regressions_cut,
+            "matrix": escape_view(self.matrix),
         }
 
 
@@ -443,7 +488,15 @@ def section_key(category: str) -> str:
     """
     return "stale_cases" if category == "stale" else category.replace("-", "_")
 
+def _changed(row: MatrixRow) -> bool:
+    return not row.agree or any(c is not None and c.category != "unchanged" for c in row.cells)
+
+
 _TRIMS: tuple[Callable[[_View], _View], ...] = (
+    lambda v: dataclasses.replace(
+        v, matrix=[r for r in v.matrix if _changed(r)],
+        omitted=(*v.omitted, "matrix rows where nothing changed and every engine agrees"),
+    ) if any(not _changed(r) for r in v.matrix) else v,
     lambda v: v.drop(("unchanged",), "unchanged cases"),
     lambda v: v.drop(("still_failing",), "still-failing cases"),
     lambda v: v.drop(
@@ -464,6 +517,8 @@ _TRIMS: tuple[Callable[[_View], _View], ...] = (
     ),
     lambda v: v.drop(("flaky",), "regressions that are flaky on base"),
     lambda v: v.drop(("noise",), "regressions within noise"),
+    lambda v: dataclasses.replace(v, matrix=[], omitted=(*v.omitted, "the case × engine matrix"))
+    if v.matrix else v,
 )
 
 

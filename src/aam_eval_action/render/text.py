@@ -4,9 +4,20 @@ that the text and the PR comment share."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Protocol
 
-from aam_eval_action.diff import CATEGORIES, CaseDiff, Category, ReportDiff, StaleCase, round_value
+from aam_eval_action.diff import (
+    CATEGORIES,
+    CaseDiff,
+    Category,
+    MatrixCell,
+    PairComparison,
+    PairDiff,
+    ReportDiff,
+    StaleCase,
+    round_value,
+)
 
 
 def fmt_pct(rate: float | None) -> str:
@@ -117,6 +128,63 @@ def interval_line(d: ReportDiff) -> str:
     return f"95% interval of the change: {fmt_pp(ci[0])} to {fmt_pp(ci[1])}"
 
 
+def pair_label(engine: str | None, model: str | None) -> str:
+    """`claude-code · claude-sonnet-4-6`; '' for an entry of a single-pair diff."""
+    return f"{engine} · {model}" if engine else ""
+
+
+def pair_line(p: PairDiff) -> str:
+    """One pair's headline: `57.1% → 71.4% (+14.3 pp) · 1 regression`, or the head's rate alone."""
+    if p.head.graded == 0:
+        rate = "no case graded"
+    elif p.base is None or p.compared == 0:
+        why = "new in this run" if p.base is None else "none graded on both sides"
+        rate = f"{fmt_pct(p.head.pass_rate)} ({why})"
+    else:
+        rate = (f"{fmt_pct(p.base_compared_rate)} → {fmt_pct(p.head_compared_rate)} "
+                f"({fmt_pp(p.pass_rate_delta_pp)})")
+    regressions = (f"{p.regressions} regression{'s' if p.regressions != 1 else ''}" if p.regressions
+                   else "no regressions")
+    return f"{rate} · {p.head.passed}/{p.head.total} passed · {regressions}"
+
+
+def cell_text(cell: MatrixCell | None) -> str:
+    """A matrix cell: `PASS`, `PASS → FAIL`, `stale`, `diverged`, or `-` when the pair did not run it."""
+    if cell is None:
+        return "-"
+    if cell.category in ("stale", "diverged"):
+        return cell.category
+    if cell.base_verdict is None or cell.base_verdict == cell.head_verdict or cell.head_verdict is None:
+        return cell.head_verdict or f"removed ({cell.base_verdict})"
+    return f"{cell.base_verdict} → {cell.head_verdict}"
+
+
+def agreement_line(d: ReportDiff) -> str:
+    """Whether every pair gave every case the same verdict."""
+    if not d.pairs:
+        return ""
+    if d.pairs_agree:
+        return f"All {len(d.pairs)} engines/models agree on every case."
+    split = [r.name for r in d.matrix or [] if not r.agree]
+    return (f"The engines/models disagree on {len(split)} case{'s' if len(split) != 1 else ''}: "
+            + ", ".join(split))
+
+
+def comparison_line(c: PairComparison) -> str:
+    """`gemini-cli · gemini-2.5-pro vs claude-code · …: 42.9% vs 57.1% (-14.3 pp, 95%: …)`."""
+    line = (f"{pair_label(c.engine, c.model)} vs {pair_label(c.reference_engine, c.reference_model)}: ")
+    if not c.compared:
+        return line + "no case graded on both"
+    line += f"{fmt_pct(c.rate)} vs {fmt_pct(c.reference_rate)} ({fmt_pp(c.delta_pp)}"
+    if c.delta_ci_pp:
+        line += f", 95% interval {fmt_pp(c.delta_ci_pp[0])} to {fmt_pp(c.delta_ci_pp[1])}"
+    line += f") over {c.compared} case{'s' if c.compared != 1 else ''}"
+    if c.p_value is not None:
+        verdict = "significant" if c.significant else "within noise"
+        line += f"; attempts {c.passes} vs {c.reference_passes}, Fisher p = {c.p_value:.3f} ({verdict})"
+    return line
+
+
 def location(c: CaseDiff | StaleCase) -> str:
     """`evals/cases/x.yaml:12`, or '' when the report does not say."""
     if not c.file:
@@ -140,7 +208,7 @@ class _Fmt(Protocol):
 
 def format_text(d: ReportDiff) -> str:
     """A plain terminal summary: totals, then one line per changed case."""
-    lines = _text_totals(d)
+    lines = _text_totals(d) + _text_matrix(d)
     for cat in CATEGORIES:
         group = [c for c in d.cases if c.category == cat]
         if group and cat != "unchanged":
@@ -149,8 +217,32 @@ def format_text(d: ReportDiff) -> str:
     if d.stale:
         lines += ["", f"Stale cassettes ({len(d.stale)}), re-record with:"]
         pkg = f" --package {d.package_path}" if d.package_path and d.package_path != "." else ""
-        lines += [f"  aam-eval run {s.name} --record{pkg}" for s in d.stale]
+        lines += [f"  aam-eval run {s.name} --record{pair_flags(s.engine, s.model)}{pkg}" for s in d.stale]
     return "\n".join(lines) + "\n"
+
+
+def pair_flags(engine: str | None, model: str | None) -> str:
+    """` --engine E --model M` for an entry of a matrix diff (the re-record command of that pair)."""
+    if not engine:
+        return ""
+    return f" --engine {shlex.quote(engine)} --model {shlex.quote(model or '')}"
+
+
+def _text_matrix(d: ReportDiff) -> list[str]:
+    """Per-pair headlines, the case × pair table and the comparisons of a matrix diff."""
+    if not d.pairs or not d.matrix:
+        return []
+    labels = [pair_label(p.engine, p.model) for p in d.pairs]
+    lines = [""] + [f"{label}: {pair_line(p)}" for label, p in zip(labels, d.pairs, strict=True)]
+    lines.append(agreement_line(d))
+    rows = [["case", *labels]] + [[r.name, *(cell_text(c) for c in r.cells)] for r in d.matrix]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines.append("")
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    if d.comparisons:
+        lines += ["", "Compared with the first engine/model:"]
+        lines += [f"  {comparison_line(c)}" for c in d.comparisons]
+    return lines
 
 
 def _text_totals(d: ReportDiff) -> list[str]:
@@ -194,7 +286,8 @@ def _text_heading(cat: Category, group: list[CaseDiff]) -> str:
 
 
 def _text_case(c: CaseDiff) -> str:
-    parts = [f"  {c.name}", c.target or "-", verdict_change(c)]
+    name = f"{c.name} ({pair_label(c.engine, c.model)})" if c.engine else c.name
+    parts = [f"  {name}", c.target or "-", verdict_change(c)]
     if c.significant is False:
         parts.append("within noise")
     elif c.flaky:

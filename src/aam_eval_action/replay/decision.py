@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from aam_eval_action.engines.registry import engine_of_cli
-from aam_eval_action.fsutil import display_path
+from aam_eval_action.fsutil import display_path, runner_checkout
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.agent_cassette import AgentCassette, CassetteError
 from aam_eval_action.replay.fingerprint import Fingerprint, explain, not_rerunnable
@@ -80,7 +80,15 @@ class Decision:
 
 
 def rerecord_command(settings: RunSettings, name: str, variant: str = "") -> str:
+    """The command that records this case's session again, for this engine and model only."""
+    import shlex
+
+    s, cfg = settings, settings.config
     extra = " --baseline" if variant == "baseline" else ""
+    if s.engine != cfg.engine or cfg.engines or cfg.pairs:
+        extra += f" --engine {s.engine}"
+    if s.cassette_stem != s.engine:
+        extra += f" --model {shlex.quote(s.model)}"
     return f"aam-eval run {name} --record{extra} --package {display_path(settings.package.layout.root)}"
 
 
@@ -90,7 +98,7 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
     `variant` is `baseline` for the session run without the skill, which has its own cassette.
     """
     s = settings
-    path = agent_cassette.session_path(s.cassettes, name, s.engine, variant)
+    path = agent_cassette.session_path(s.cassettes, name, s.cassette_stem, variant)
     rerecord = rerecord_command(s, name, variant)
     if s.mode in ("record", "live"):
         return Decision(False, f"mode {s.mode}")
@@ -101,7 +109,8 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
             raise Miss("damaged", "agent", str(exc), rerecord) from None
         return Decision(False, f"cassette damaged: {exc}")
     if recorded is None:
-        why = f"no cassette recorded for engine {s.engine} ({display_path(path)})"
+        pair = f"{s.engine} with model {s.model}" if s.cassette_stem != s.engine else f"engine {s.engine}"
+        why = f"no cassette recorded for {pair} ({display_path(path)})"
         if s.mode == "replay":
             raise Miss("no-cassette", "agent", why, rerecord)
         return Decision(False, why)
@@ -152,7 +161,7 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
     if unusable:
         return f"not re-executable: {unusable}"
     first = traffic[0]
-    installed = installed_version(first.cli)
+    installed = installed_version(first.cli, s.runner_env)
     if s.rerun == "always":
         check_version(first.cli, first.cli_version, installed)
     elif installed != first.cli_version:
@@ -224,9 +233,10 @@ def open_judge(
     from aam_eval_action.replay.judge_cassette import JudgeCassette
     from aam_eval_action.replay.upstream import Network
 
-    path = agent_cassette.judge_path(s.cassettes, name, s.engine, variant)
+    path = agent_cassette.judge_path(s.cassettes, name, s.cassette_stem, variant)
     try:
-        jc = JudgeCassette(path, s.mode, s.judge_provider, redact, s.cassettes, Network.of(s.network_env))
+        jc = JudgeCassette(path, s.mode, s.judge_provider, redact, s.cassettes, Network.of(s.network_env),
+                           checkout=runner_checkout(s.runner_env))
     except UntrustedFileError as exc:  # our own safe read: the message names file and line
         where, _, what = str(exc).partition(": ")
         raise Miss("damaged", "judge", f"{where}: damaged judge cassette ({what})",
