@@ -21,7 +21,7 @@ INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key", "baseline", "allow-live-on-pr", "rerun",
+    "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun",
 )
 
 
@@ -72,6 +72,8 @@ class ActionInputs(BaseModel):
     """Anthropic key; only live modes use it."""
     openai_api_key: str | None = Field(None, alias="openai-api-key", repr=False)
     """OpenAI key; only live modes use it."""
+    gemini_api_key: str | None = Field(None, alias="gemini-api-key", repr=False)
+    """Gemini API key, for the gemini-cli engine; only live modes use it."""
     baseline: bool | None = None
     """Also run each case without the skill to measure its lift; default from eval-config."""
     allow_live_on_pr: bool = Field(False, alias="allow-live-on-pr")
