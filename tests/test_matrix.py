@@ -63,6 +63,9 @@ def test_the_example_on_four_engines_gives_one_report_and_a_matrix_comment(examp
     text = aam_eval("diff", str(example.parent / "base.json"), str(example.parent / "head.json"))
     assert "disagree on 1 case: hook-blocks-env-write" in text.out
     assert "gemini-cli · gemini-2.5-pro vs claude-code · claude-sonnet-4-6: 42.9% vs 57.1%" in text.out
+    alone = aam_eval("diff", str(example.parent / "head.json"))  # one report: its engines side by side
+    assert alone.code == 0 and "codex · gpt-5.5: 57.1% (new in this run)" in alone.out
+    assert "hook-blocks-env-write  PASS" in alone.out
 
 
 def test_pair_reports_merge_into_the_same_matrix(example: Path) -> None:

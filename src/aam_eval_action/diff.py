@@ -353,7 +353,9 @@ def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
     order = [report_pairs(h)[0] for h in heads]
     diffs = [_diff_pair(bases.get(pair), part) for pair, part in zip(order, heads, strict=True)]
     for (engine, model), d in zip(order, diffs, strict=True):
-        for entry in (*d.cases, *d.stale, *d.diverged, *d.rerecorded):
+        entries: list[CaseDiff | StaleCase | DivergedCase | RerecordedCase] = [
+            *d.cases, *d.stale, *d.diverged, *d.rerecorded]
+        for entry in entries:
             entry.engine, entry.model = engine, model
     compared = [cell for pair, part in zip(order, heads, strict=True)
                 for cell in _compared(bases.get(pair), part)]

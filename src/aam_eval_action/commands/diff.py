@@ -1,4 +1,4 @@
-"""`aam-eval diff BASE.json HEAD.json`: what changed between two reports."""
+"""`aam-eval diff [BASE.json] HEAD.json`: what changed between two reports, or one report alone."""
 
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ def _json(d: ReportDiff) -> str:
 FORMATS: dict[str, Callable[[ReportDiff], str]] = {"text": _text, "markdown": _markdown, "json": _json}
 
 
-def diff(base: Path, head: Path, fmt: str, out: TextIO) -> int:
-    """Print the diff of the head report against the base report in `fmt`."""
+def diff(base: Path | None, head: Path, fmt: str, out: TextIO) -> int:
+    """Print the diff of the head report against the base report (None: the head alone) in `fmt`."""
     formatter = FORMATS.get(fmt)
     if formatter is None:
         raise UsageError(f"--format {fmt}: use one of {', '.join(FORMATS)}")
-    out.write(formatter(diff_reports(load_report(base), load_report(head))))
+    out.write(formatter(diff_reports(load_report(base) if base else None, load_report(head))))
     return EXIT_OK
