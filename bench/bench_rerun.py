@@ -1,7 +1,6 @@
 """Re-execute replay benchmark: prints tables of numbers (not a test).
 
-    python bench/bench_rerun.py              # every example case with claude, copilot and gemini-cli,
-                                             # csv-summary-e2e with codex
+    python bench/bench_rerun.py              # every example case on all four engines
     python bench/bench_rerun.py --rounds 3   # times are medians of 3 runs
 
 Everything goes through `aam-eval run` on a private copy of the shipped example
@@ -42,7 +41,8 @@ SUBAGENTS = ROOT / "tests/fixtures/subagents-pkg"
 SUBAGENT_SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-scenarios.yaml")
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-bench-key", "OPENAI_API_KEY": "sk-openai-bench-key",
         "GEMINI_API_KEY": "gemini-bench-key"}
-CODEX = ["csv-summary-e2e", "--engine", "codex", "--model", "gpt-5.5"]
+CODEX = ["--engine", "codex", "--model", "gpt-5.5"]
+FOUR = "claude-code,codex,copilot,gemini-cli"
 ENGINES = [("claude-code", []), ("codex", CODEX), ("copilot", ["--engine", "copilot"]),
            ("gemini-cli", ["--engine", "gemini-cli", "--model", "gemini-2.5-pro"])]
 CLI = [sys.executable, "-m", "aam_eval_action", "run"]
@@ -103,6 +103,17 @@ def sizes(pkg: Path) -> list[tuple[str, int, int]]:
     return rows
 
 
+def side_by_side(rows: list[tuple[str, str, float, float, float, bool]]) -> None:
+    """Per case, each engine's live / snapshot / rerun seconds in one row."""
+    engines = [e for e, _ in ENGINES]
+    cases = sorted({r[0] for r in rows if r[1] == "codex"})
+    cell = {(r[0], r[1]): f"{r[2]:.1f}/{r[3]:.2f}/{r[4]:.1f}" for r in rows}
+    print("\nside by side, live/snapshot/rerun seconds:")
+    print(f"{'case':24} " + " ".join(f"{e:>15}" for e in engines))
+    for name in cases:
+        print(f"{name:24} " + " ".join(f"{cell.get((name, e), '-'):>15}" for e in engines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=1, help="repeat each measurement (times are medians)")
@@ -123,13 +134,19 @@ def main() -> None:
         print(f"{name:24} {engine:11} {live:7.2f} {snap:10.3f} {rerun:8.2f} {same!s:>5}")
     print("(parallel-count and one-counter: the main agent and 2 or 1 concurrent sub-agents;"
           " their scripted answers wait 0.1-0.6 s, which live and rerun both include)")
+    side_by_side(rows)
     for engine, _ in ENGINES:
         mine = [r for r in rows if r[1] == engine and r[0] not in ("parallel-count", "one-counter")]
         print(f"{engine} median per case ({len(mine)}): live {statistics.median(r[2] for r in mine):.2f} s, "
               f"snapshot {statistics.median(r[3] for r in mine):.3f} s, "
               f"rerun {statistics.median(r[4] for r in mine):.2f} s")
 
-    print("\n--jobs scaling (6 claude cases re-executed, wall time of the whole run):")
+    print("\none run on all four engines (--engine " + FOUR + "), wall time:")
+    for label, extra in (("snapshot", ("--no-rerun",)), ("rerun, jobs 2", ("--rerun", "--jobs", "2"))):
+        walls = [run(pkg, "--replay", "--engine", FOUR, *extra)[1] for _ in range(args.rounds)]
+        print(f"  {label}: {statistics.median(walls):.2f} s")
+
+    print("\n--jobs scaling (the claude cases re-executed, wall time of the whole run):")
     for jobs in ("1", "2"):
         walls = [run(pkg, "--replay", "--rerun", "--jobs", jobs)[1] for _ in range(args.rounds)]
         print(f"  jobs {jobs}: {statistics.median(walls):.2f} s")
