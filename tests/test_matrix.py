@@ -16,7 +16,7 @@ import pytest
 from aam_eval_action.diff import compare_pairs, diff_reports
 from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.render.comment import render_comment
-from aam_eval_action.report import Attempt, load_report, split_by_pair
+from aam_eval_action.report import Attempt, load_report, merge_reports, split_by_pair
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import ROOT, aam_eval
@@ -190,3 +190,27 @@ def test_two_models_of_one_engine_keep_their_own_cassettes_and_are_compared(
     assert "claude-code · claude-opus-4-5 vs claude-code · claude-sonnet-4-6: 100.0% vs 100.0%" in comment
     assert "Fisher p = 1.000 (within noise)" in comment
     assert len(split_by_pair(load_report(example.parent / "rep.json"))) == 2
+
+
+def test_a_hostile_model_name_is_refused_and_a_hostile_report_stays_text(example: Path) -> None:
+    _config(example, pairs=[{"engine": "claude-code", "model": "--dangerously-skip-permissions"}])
+    result = aam_eval("run", "--replay", "--package", str(example))
+    assert result.code == 2 and "pairs[0].model: '--dangerously-skip-permissions' is not a model name" in result.err
+    _config(example, pairs=[{"engine": "claude-code", "model": "claude-sonnet-4-6"}])
+    flag = aam_eval("run", "--replay", "--package", str(example), "--model", "../../etc/x,claude-sonnet-4-6")
+    assert flag.code == 2 and "--model: '../../etc/x' is not a model name" in flag.err
+    # A model name with a slash gets a file-safe cassette stem inside the cassettes folder.
+    aam_eval("run", "--replay", "--package", str(example), "--model", "org/model:v1", "average-revenue",
+             "-o", str(example.parent / "org.json"))
+    miss = json.loads((example.parent / "org.json").read_text())["cases"][0]["error"]
+    assert "cassettes/average-revenue/claude-code@org-model-v1.session.yaml" in miss
+    evil = "<img src=x onerror=alert(1)>@octocat"
+    first = report([case("x"), case("y", "FAIL")])
+    second = report([case("x", "FAIL"), case("y")])
+    first.config.engine, first.config.model = "claude-code", "m1"
+    second.config.engine, second.config.model = "codex", evil
+    for c in second.cases:
+        c.error = evil
+    comment = render_comment(diff_reports(None, merge_reports([first, second])))
+    assert "<img" not in comment and "@octocat" not in comment
+    assert "codex · &lt;img src=x onerror=alert(1)&gt;@\u200boctocat vs claude-code · m1" in comment

@@ -216,6 +216,8 @@ def run_pairs(package: LoadedPackage, o: Overrides) -> list[tuple[str, str]]:
     for engine in engines:
         check_engine_name(engine, where)
     models = _split(o.model) or list(cfg.models)
+    for model in _split(o.model):
+        _check_model_flag(model)
     if not models:
         return [(e, own_model(cfg, e)) for e in engines]
     if len(engines) * len(models) == 1:
@@ -232,6 +234,16 @@ def run_pairs(package: LoadedPackage, o: Overrides) -> list[tuple[str, str]]:
             raise ConfigError(f"{said}: {model!r} runs on none of the engines {', '.join(engines)}; "
                               "remove it or add an engine that serves it")
     return pairs
+
+
+def _check_model_flag(model: str) -> None:
+    from aam_eval_action.errors import UsageError
+    from aam_eval_action.spec import model_name
+
+    try:
+        model_name(model)
+    except ValueError as exc:
+        raise UsageError(f"--model: {exc}") from None
 
 
 def resolve_matrix(

@@ -109,7 +109,18 @@ def _engine_name(value: str) -> str:
 
 
 EngineName = Annotated[str, AfterValidator(_engine_name)]
-ModelName = Annotated[str, Field(min_length=1, max_length=200)]
+MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
+
+
+def model_name(value: str) -> str:
+    """A model name as providers write them; nothing a CLI could read as a flag or a path."""
+    if not MODEL_RE.match(value):
+        raise ValueError(f"{value[:80]!r} is not a model name: use letters, digits and . _ : / @ + -, "
+                         "starting with a letter or digit (e.g. claude-sonnet-4-6)")
+    return value
+
+
+ModelName = Annotated[str, AfterValidator(model_name)]
 
 
 def _distinct(values: list[Any], what: str) -> None:
@@ -142,7 +153,7 @@ class EvalConfig(Strict):
     """Max seconds per eval case."""
     judge: str | None = None
     """Model used for the LLM judge; defaults to the agent's model."""
-    model: str | None = None
+    model: ModelName | None = None
     """Model the agent runs with; defaults to the engine's default (additive field)."""
     sandbox: Sandbox = Field(default_factory=Sandbox)
     """What the agent may reach and write."""

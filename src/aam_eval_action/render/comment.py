@@ -305,8 +305,9 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "re_record": re_record,
     "pair_name": lambda v: md(d.pair_label(unwrap(v).engine, unwrap(v).model)),
     "pair_line": _plain(d.pair_line),
-    "agreement": _plain(d.agreement_line),
-    "comparison": _plain(d.comparison_line),
+    # These two quote case, engine and model names: escaped like any untrusted text.
+    "agreement": lambda v: md(d.agreement_line(unwrap(v))),
+    "comparison": lambda v: md(d.comparison_line(unwrap(v))),
     "safe_url": safe_url,
     "count": count,
     "pct": _plain(d.fmt_pct),
