@@ -1,0 +1,493 @@
+// The aam-eval HTML report. Every string shown comes from the page's JSON blocks and is put
+// into the page as a text node or an attribute value: never parsed as markup.
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var ATTRS = /^(id|title|role|tabindex|type|placeholder|open|data-[a-z-]+|aria-[a-z]+)$/;
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var details = {};
+
+  // --- building blocks ------------------------------------------------------------------------
+
+  function h(tag, props) {
+    var node = document.createElement(tag);
+    setProps(node, props);
+    for (var i = 2; i < arguments.length; i++) add(node, arguments[i]);
+    return node;
+  }
+
+  function setProps(node, props) {
+    if (!props) return;
+    Object.keys(props).forEach(function (k) {
+      var v = props[k];
+      if (v === null || v === undefined || v === false) return;
+      if (k === "class") node.setAttribute("class", v);
+      else if (k === "text") node.textContent = String(v);
+      else if (k.slice(0, 2) === "on") node.addEventListener(k.slice(2), v);
+      else if (ATTRS.test(k)) node.setAttribute(k, String(v));
+      else throw new Error("attribute not allowed: " + k);
+    });
+  }
+
+  function add(node, kid) {
+    if (kid === null || kid === undefined || kid === false) return;
+    if (Array.isArray(kid)) { kid.forEach(function (k) { add(node, k); }); return; }
+    node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+
+  function svg(tag, attrs) {
+    var node = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, String(attrs[k])); });
+    for (var i = 2; i < arguments.length; i++) add(node, arguments[i]);
+    return node;
+  }
+
+  function pct(rate) { return rate === null || rate === undefined ? "–" : (rate * 100).toFixed(1) + "%"; }
+  function money(v) { return v === null || v === undefined ? "–" : "$" + Number(v).toFixed(v < 1 ? 4 : 2); }
+  function secs(v) {
+    if (v === null || v === undefined) return "–";
+    return v >= 60 ? Math.floor(v / 60) + " min " + Math.round(v % 60) + " s" : Number(v).toFixed(v < 10 ? 2 : 1) + " s";
+  }
+  function pp(v) { return v === null || v === undefined ? "" : (v > 0 ? "+" : v < 0 ? "−" : "±") + Math.abs(v).toFixed(1) + " pp"; }
+  function badge(verdict) {
+    var v = verdict || "–";
+    return h("span", {class: "badge v-" + String(v).toLowerCase().replace(/[^a-z]/g, "")}, v);
+  }
+  function pre(text, cls) { return h("pre", {class: cls || "text"}, text === null || text === undefined ? "" : String(text)); }
+  function section(title, id) { return h("section", {class: "block", id: id}, h("h3", null, title)); }
+  function kv(pairs) {
+    var dl = h("dl", {class: "kv"});
+    pairs.forEach(function (p) { if (p[1] !== null && p[1] !== undefined && p[1] !== "") add(dl, [h("dt", null, p[0]), h("dd", null, p[1])]); });
+    return dl;
+  }
+
+  // --- overview -------------------------------------------------------------------------------
+
+  function overview() {
+    var head = data.head, s = head.summary, hl = data.headline;
+    var name = (head.package || "package") + (head.version ? "@" + head.version : "");
+    var box = h("header", {class: "overview"},
+      h("h1", null, name, h("span", {class: "muted"}, " · eval report")),
+      h("p", {class: "meta", id: "run-meta"},
+        [head.id, head.timestamp, head.engine + (head.runtime_version ? " " + head.runtime_version : ""),
+         "model " + (head.model || "–"), "judge " + (head.judge || "–"), "mode " + (head.mode || "–")].join(" · ")));
+    if (head.interrupted) add(box, h("p", {class: "warn"}, "This run was interrupted: the report is partial."));
+    var rate = h("div", {class: "headline"});
+    if (data.base && hl.compared) {
+      add(rate, [h("span", {class: "rate", id: "headline-rate"},
+        h("span", {id: "headline-base"}, pct(hl.base_compared)), " → ", h("span", {id: "headline-head"}, pct(hl.head_compared))),
+        h("span", {class: "delta " + (hl.delta_pp < 0 ? "down" : hl.delta_pp > 0 ? "up" : ""), id: "headline-delta"}, pp(hl.delta_pp)),
+        h("span", {class: "muted", id: "headline-over"}, "over " + hl.compared + " case" + (hl.compared === 1 ? "" : "s") +
+          " graded on both sides" + (hl.not_graded ? " · " + hl.not_graded + " not graded" : ""))]);
+    } else if (hl.graded) {
+      add(rate, [h("span", {class: "rate", id: "headline-rate"}, h("span", {id: "headline-head"}, pct(hl.head_rate))),
+        h("span", {class: "muted", id: "headline-over"}, "graded over " + hl.graded + " of " + hl.total + " cases" +
+          (hl.not_graded ? " · " + hl.not_graded + " not graded" : "") + (data.base ? " · no case graded on both sides" : ""))]);
+    } else {
+      add(rate, h("span", {class: "rate", id: "headline-rate"}, "no case was graded"));
+    }
+    add(box, rate);
+    var counts = [["passed", s.passed], ["failed", s.failed], ["errored", s.errored], ["skipped", s.skipped],
+      ["flaky", s.flaky], ["not replayable", s.not_replayable], ["diverged", s.diverged || 0], ["total", s.total]];
+    add(box, h("ul", {class: "counts"}, counts.map(function (c) {
+      return h("li", {id: "count-" + c[0].replace(/ /g, "-")}, h("b", null, String(c[1] || 0)), " " + c[0]);
+    })));
+    add(box, kv([["cost recorded", money(s.cost_usd)], ["spent by this run", money(s.run_cost_usd)],
+      ["duration", secs(head.duration_seconds)],
+      ["baseline pass rate", s.baseline_pass_rate !== undefined ? pct(s.baseline_pass_rate) + " (lift " + pp(s.lift_pp) + ")" : null],
+      ["trigger precision / recall", s.trigger_cases ? pct(s.trigger_precision) + " / " + pct(s.trigger_recall) : null],
+      ["base run", data.base ? data.base.id + " · " + data.base.timestamp : null],
+      ["removed since base", data.removed && data.removed.length ? data.removed.join(", ") : null]]));
+    (data.warnings || []).forEach(function (w) { add(box, h("p", {class: "warn"}, w)); });
+    return box;
+  }
+
+  function matrix() {
+    if (!data.pairs || !data.pairs.length) return null;
+    var engines = [], models = [], cell = {};
+    data.pairs.forEach(function (p) {
+      if (engines.indexOf(p.engine) < 0) engines.push(p.engine);
+      var m = p.model || "–";
+      if (models.indexOf(m) < 0) models.push(m);
+      cell[p.engine + "\u0000" + m] = p;
+    });
+    var table = h("table", {class: "matrix", id: "matrix"},
+      h("thead", null, h("tr", null, h("th", null, "engine \\ model"), models.map(function (m) { return h("th", null, m); }))),
+      h("tbody", null, engines.map(function (e) {
+        return h("tr", null, h("th", null, e), models.map(function (m) {
+          var p = cell[e + "\u0000" + m];
+          return h("td", null, p ? [h("b", null, pct(p.rate)), " ", h("span", {class: "muted"}, (p.passed || 0) + "/" + (p.total || 0))] : "–");
+        }));
+      })));
+    return h("section", {class: "block"}, h("h2", null, "Engines and models"), table);
+  }
+
+  // --- trends ---------------------------------------------------------------------------------
+
+  function trends() {
+    var hist = data.history;
+    if (!hist || !hist.runs.length) return null;
+    var runs = hist.runs, w = 720, ht = 220, pad = 40;
+    var x = function (i) { return runs.length === 1 ? w / 2 : pad + i * (w - 2 * pad) / (runs.length - 1); };
+    var y = function (r) { return ht - pad + (pad * 2 - ht) * (r || 0); };
+    var chart = svg("svg", {viewBox: "0 0 " + w + " " + ht, class: "chart", id: "trend-chart", role: "img"},
+      svg("title", null, "graded pass rate per run"));
+    [0, 0.5, 1].forEach(function (t) {
+      add(chart, [svg("line", {x1: pad, x2: w - pad, y1: y(t), y2: y(t), class: "grid"}),
+        svg("text", {x: 4, y: y(t) + 4, class: "axis"}, (t * 100) + "%")]);
+    });
+    add(chart, svg("polyline", {class: "line", points: runs.map(function (r, i) { return x(i) + "," + y(r.rate); }).join(" ")}));
+    runs.forEach(function (r, i) {
+      add(chart, svg("circle", {cx: x(i), cy: y(r.rate), r: 5, class: "point", "data-rate": r.rate},
+        svg("title", null, r.timestamp + " · " + pct(r.rate) + " · " + (r.passed || 0) + "/" + (r.graded === undefined ? r.total : r.graded))));
+      add(chart, svg("text", {x: x(i), y: ht - 12, class: "axis", "text-anchor": "middle"}, "#" + (i + 1)));
+    });
+    var grid = h("table", {class: "vgrid", id: "trend-grid"},
+      h("thead", null, h("tr", null, h("th", null, "case"), runs.map(function (r, i) { return h("th", {title: r.id + " · " + r.timestamp}, "#" + (i + 1)); }))),
+      h("tbody", null, hist.cases.map(function (name, ci) {
+        var row = hist.cells[ci];
+        return h("tr", null, h("th", {class: "name", title: name}, name), row.map(function (v, i) {
+          var flip = i > 0 && v && row[i - 1] && v !== row[i - 1];
+          return h("td", {class: "cell v-" + String(v || "none").toLowerCase().replace(/[^a-z]/g, "") + (flip ? " flip" : ""),
+            title: runs[i].timestamp + ": " + (v || "not in this run")}, v ? v.charAt(0) : "·");
+        }));
+      })));
+    return h("details", {class: "block trends", id: "trends", open: true},
+      h("summary", null, h("h2", null, "Trends over " + runs.length + " runs")),
+      chart, h("p", {class: "muted"}, "Graded pass rate per run, oldest first. Below, each case's verdict per run; a framed cell is a flip."),
+      h("div", {class: "scroll"}, grid));
+  }
+
+  // --- the case table -------------------------------------------------------------------------
+
+  var FILTERS = [
+    ["all", "All", function () { return true; }],
+    ["regressions", "Regressions", function (c) { return c.category === "regressed"; }],
+    ["failures", "Failures", function (c) { return c.verdict === "FAIL" || c.verdict === "ERROR"; }],
+    ["diverged", "Diverged", function (c) { return c.miss === "diverged"; }],
+    ["stale", "Stale", function (c) { return c.miss === "stale" || c.miss === "no-cassette"; }],
+    ["flaky", "Flaky", function (c) { return c.flaky; }]
+  ];
+  var state = {filter: "all", query: "", sort: null, desc: false, open: null};
+  var matrixRun = data.cases.some(function (c) { return c.engine !== data.cases[0].engine || c.model !== data.cases[0].model; });
+  var COLUMNS = [
+    ["verdict", "Verdict", function (c) { return c.verdict; }],
+    ["name", "Case", function (c) { return c.name; }],
+    ["target", "Target", function (c) { return c.target || ""; }]
+  ].concat(matrixRun ? [["engine", "Engine", function (c) { return c.engine; }], ["model", "Model", function (c) { return c.model || ""; }]] : [])
+    .concat(data.base ? [["base", "Base", function (c) { return c.base || ""; }], ["category", "Change", function (c) { return c.category || ""; }]] : [])
+    .concat([["failed", "Failed", function (c) { return c.failed.join(", "); }],
+      ["duration", "Time", function (c) { return c.duration || 0; }],
+      ["cost", "Cost", function (c) { return c.cost === undefined || c.cost === null ? -1 : c.cost; }]]);
+  var rows = data.cases.map(function (c, i) { return {i: i, c: c, tr: null}; });
+  var tbody, countLine, filterBar;
+
+  function cellOf(col, c) {
+    if (col[0] === "verdict") return h("td", null, badge(c.verdict), c.flaky ? h("span", {class: "tag"}, "flaky") : null,
+      c.miss ? h("span", {class: "tag"}, c.miss) : null);
+    if (col[0] === "base") return h("td", null, c.base ? badge(c.base) : "–");
+    if (col[0] === "name") return h("td", {class: "name", title: c.name}, c.name);
+    if (col[0] === "duration") return h("td", {class: "num"}, secs(c.duration));
+    if (col[0] === "cost") return h("td", {class: "num"}, money(c.cost));
+    return h("td", null, col[2](c));
+  }
+
+  function rowOf(r) {
+    if (r.tr) return r.tr;
+    r.tr = h("tr", {tabindex: "0", "data-case": r.i, onclick: function () { openCase(r.i); },
+      onkeydown: function (e) { if (e.key === "Enter") openCase(r.i); }},
+      COLUMNS.map(function (col) { return cellOf(col, r.c); }));
+    return r.tr;
+  }
+
+  function visible() {
+    var test = FILTERS.filter(function (f) { return f[0] === state.filter; })[0][2];
+    var q = state.query.toLowerCase();
+    var found = rows.filter(function (r) {
+      return test(r.c) && (!q || r.c.name.toLowerCase().indexOf(q) >= 0 || (r.c.target || "").toLowerCase().indexOf(q) >= 0);
+    });
+    if (state.sort) {
+      var key = COLUMNS.filter(function (col) { return col[0] === state.sort; })[0][2];
+      found.sort(function (a, b) {
+        var x = key(a.c), y = key(b.c);
+        var d = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+        return (state.desc ? -d : d) || a.i - b.i;
+      });
+    }
+    return found;
+  }
+
+  function redraw() {
+    var found = visible(), frag = document.createDocumentFragment();
+    found.forEach(function (r) {
+      var tr = rowOf(r);
+      tr.classList.toggle("open", r.i === state.open);
+      frag.append(tr);
+    });
+    tbody.replaceChildren(frag);
+    countLine.textContent = found.length + " of " + rows.length + " cases";
+    Array.prototype.forEach.call(filterBar.children, function (b) {
+      b.setAttribute("aria-pressed", String(b.getAttribute("data-filter") === state.filter));
+    });
+  }
+
+  function caseTable() {
+    filterBar = h("div", {class: "filters", role: "group", id: "filters"}, FILTERS.map(function (f) {
+      var n = rows.filter(function (r) { return f[2](r.c); }).length;
+      return h("button", {type: "button", "data-filter": f[0], onclick: function () { state.filter = f[0]; redraw(); }},
+        f[1] + " ", h("span", {class: "n"}, String(n)));
+    }));
+    var search = h("input", {type: "search", id: "search", placeholder: "search name or target",
+      oninput: function (e) { state.query = e.target.value; redraw(); }});
+    tbody = h("tbody", {id: "case-rows"});
+    countLine = h("p", {class: "muted", id: "case-count"});
+    var thead = h("thead", null, h("tr", null, COLUMNS.map(function (col) {
+      return h("th", {"data-sort": col[0], title: "sort by " + col[1].toLowerCase(), onclick: function () {
+        state.desc = state.sort === col[0] ? !state.desc : false;
+        state.sort = col[0];
+        redraw();
+      }}, col[1]);
+    })));
+    return h("section", {class: "cases"}, h("h2", null, "Cases"), h("div", {class: "tools"}, filterBar, search), countLine,
+      h("div", {class: "scroll table"}, h("table", {class: "rows", id: "case-table"}, thead, tbody)));
+  }
+
+  // --- one case -------------------------------------------------------------------------------
+
+  function detailOf(i) {
+    if (!(i in details)) details[i] = JSON.parse(document.getElementById("case-" + i).textContent);
+    return details[i];
+  }
+
+  function openCase(i) {
+    if (state.open !== null && rows[state.open].tr) rows[state.open].tr.classList.remove("open");
+    state.open = i;
+    var d = detailOf(i), c = data.cases[i];
+    var pane = document.getElementById("case");
+    pane.replaceChildren(caseView(d, c));
+    rowOf(rows[i]).classList.add("open");
+    if (location.hash !== "#case-" + i) history.replaceState(null, "", "#case-" + i);
+    pane.scrollTop = 0;
+  }
+
+  function caseView(d, c) {
+    var box = h("article", {class: "case", id: "case-view", "data-name": d.name},
+      h("h2", null, badge(d.verdict), " ", h("span", {class: "case-name"}, d.name)),
+      h("p", {class: "meta"}, [d.target, c.engine + (c.model ? " · " + c.model : ""),
+        d.file ? d.file + (d.line ? ":" + d.line : "") : null, c.category].filter(Boolean).join(" · ")));
+    add(box, why(d));
+    add(box, prompt(d));
+    add(box, transcriptBlock(d));
+    add(box, numbers(d));
+    return box;
+  }
+
+  function why(d) {
+    var s = section("Verdict", "verdict");
+    if (d.error) add(s, h("p", {class: "error"}, d.error));
+    if (d.miss) add(s, missBox(d.miss));
+    if (d.cassette_changed) add(s, h("p", {class: "warn"}, "This pull request changed the case's cassettes; recorded: " + (d.cassette_provenance || "unknown")));
+    if (d.checks.length) {
+      add(s, h("ul", {class: "checks", id: "checks"}, d.checks.map(function (k) {
+        return h("li", {class: "check", "data-check": k.name}, badge(k.result), " ", h("span", {class: "name"}, k.name));
+      })));
+      d.checks.forEach(function (k) {
+        if (k.detail) add(s, h("div", {class: "check-detail"}, h("b", null, k.name + ": "), pre(k.detail)));
+      });
+    }
+    add(s, judge(d.judge_verdict));
+    var facts = [];
+    if (d.trigger_expected !== undefined) facts.push(["skill should fire", String(d.trigger_expected)]);
+    if (d.skill_triggered !== undefined) facts.push(["skill fired", String(d.skill_triggered)]);
+    if (d.baseline_verdict) facts.push(["without the skill", d.baseline_verdict + (d.baseline_error ? ": " + d.baseline_error : "")]);
+    if (d.skill_not_needed) facts.push(["skill not needed", "passes without it as well"]);
+    if (d.replay_kind) facts.push(["session", d.replay_kind + (d.live_from_turn ? ", live from turn " + d.live_from_turn : "")]);
+    add(s, kv(facts));
+    if (d.attempts && d.attempts.length) add(s, attempts("Attempts", d.attempts));
+    if (d.baseline_attempts && d.baseline_attempts.length) add(s, attempts("Attempts without the skill", d.baseline_attempts));
+    if (d.base) {
+      add(s, h("div", {class: "base-verdict", id: "base-verdict"}, h("h4", null, "On the base: ", badge(d.base.verdict)),
+        d.base.error ? h("p", {class: "error"}, d.base.error) : null,
+        d.base.checks.length ? h("p", null, d.base.checks.map(function (k) { return k.name + " " + k.result; }).join(" · ")) : null,
+        judge(d.base.judge_verdict)));
+    }
+    return s;
+  }
+
+  function missBox(m) {
+    var box = h("div", {class: "miss", id: "miss"}, h("p", null, h("b", null, "replay " + m.kind + " (" + (m.subject || "agent") + "): "), m.reason));
+    if (m.changes && m.changes.length) add(box, h("ul", null, m.changes.map(function (x) { return h("li", null, x); })));
+    if (m.rerecord) add(box, h("p", null, "re-record: ", h("code", null, m.rerecord)));
+    var dv = m.divergence;
+    if (dv) {
+      add(box, h("div", {class: "divergence", id: "divergence"},
+        h("p", null, h("b", null, "first differing request: turn " + dv.turn + (dv.conversation && dv.conversation !== "main" ? " of " + dv.conversation : "")),
+          dv.path ? " at " : "", dv.path ? h("code", null, dv.path) : null),
+        dv.tool ? h("p", null, "tool " + dv.tool + (dv.tool_input ? ": " : ""), dv.tool_input ? h("code", null, dv.tool_input) : null) : null,
+        h("div", {class: "two"}, h("div", null, h("h4", null, "recorded"), pre(dv.recorded, "text rec")),
+          h("div", null, h("h4", null, "this run"), pre(dv.live, "text live"))),
+        dv.message ? h("p", {class: "muted"}, dv.message) : null));
+    }
+    return box;
+  }
+
+  function judge(j) {
+    if (!j) return null;
+    var box = h("div", {class: "judge"}, h("h4", null, "Judge ", badge(j.result), j.model ? h("span", {class: "muted"}, " " + j.model + (j.replayed ? " · replayed" : "")) : null),
+      j.reason ? pre(j.reason, "text reason") : null);
+    if (j.votes && j.votes.length) {
+      add(box, h("ol", {class: "votes"}, j.votes.map(function (v) { return h("li", null, badge(v.result), " ", v.reason); })));
+    }
+    return box;
+  }
+
+  function attempts(title, list) {
+    return h("div", null, h("h4", null, title), h("ol", {class: "attempts"}, list.map(function (a) {
+      return h("li", null, badge(a.verdict), " ", secs(a.duration_seconds), a.error ? " · " + a.error : "");
+    })));
+  }
+
+  function prompt(d) {
+    var s = section("Prompt and inputs", "prompt");
+    if (d.prompt === null || d.prompt === undefined) add(s, h("p", {class: "muted"}, "prompt not available: " + d.prompt_note));
+    else add(s, pre(d.prompt, "text prompt"));
+    if (d.description) add(s, h("p", {class: "muted"}, d.description));
+    if (d.criteria) add(s, h("p", null, h("b", null, "judge criteria: "), d.criteria));
+    (d.inputs || []).forEach(function (f) {
+      add(s, h("details", {class: "file"}, h("summary", null, f.path, f.note ? h("span", {class: "muted"}, " · " + f.note) : null),
+        f.text !== undefined ? pre(f.text, "text code") : null));
+    });
+    return s;
+  }
+
+  // --- transcripts ----------------------------------------------------------------------------
+
+  function transcriptBlock(d) {
+    var s = section("Transcript", "transcript");
+    var choices = options(d.head, "with the package", "attempt ", false)
+      .concat(d.baseline_rec ? options(d.baseline_rec, "baseline", "baseline attempt ", true) : []);
+    var body = h("div", {class: "transcript-body"});
+    var show = function (k) {
+      Array.prototype.forEach.call(tabs.children, function (b, j) { b.setAttribute("aria-pressed", String(j === k)); });
+      body.replaceChildren(choices[k].rec.sessions ? sessionPane(d, choices[k]) : missing(choices[k].rec));
+    };
+    var tabs = h("div", {class: "tabs", role: "group"}, choices.map(function (ch, k) {
+      return h("button", {type: "button", onclick: function () { show(k); }}, ch.label);
+    }));
+    if (choices.length > 1) add(s, tabs);
+    add(s, body);
+    show(0);
+    return s;
+  }
+
+  // One tab per attempt (or one saying why there is no transcript).
+  function options(rec, label, numbered, baseline) {
+    var list = rec && rec.sessions ? rec.sessions : [null];
+    return list.map(function (x, i) {
+      return {label: list.length > 1 ? numbered + (i + 1) : label, rec: rec || {missing: "none recorded"}, n: i, baseline: baseline};
+    });
+  }
+
+  function missing(rec) { return h("p", {class: "muted no-transcript"}, "no transcript: " + (rec ? rec.missing || "none recorded" : "none recorded")); }
+
+  function sessionPane(d, choice) {
+    var sess = choice.rec.sessions[choice.n];
+    var wrap = h("div", null, h("p", {class: "muted"}, "from " + choice.rec.where +
+      (sess.how === "steps" ? " · one step per tool call (this recording has no model traffic, so turn boundaries are not known)" : "")));
+    if (choice.rec.note) add(wrap, h("p", {class: "warn"}, choice.rec.note));
+    if (sess.note) add(wrap, h("p", {class: "warn"}, sess.note));
+    var base = !choice.baseline && choice.n === 0 && d.base ? d.base.rec : null;
+    if (base) {
+      var other = base.sessions ? base.sessions[0] : null;
+      add(wrap, aligned(sess, other, base, d.first_diff));
+    } else {
+      add(wrap, h("div", {class: "turns", id: "turns"}, sess.turns.map(function (t) { return turn(t); })));
+      add(wrap, ending(sess));
+    }
+    add(wrap, files(sess));
+    return wrap;
+  }
+
+  function aligned(head, base, baseRec, first) {
+    var n = Math.max(head.turns.length, base ? base.turns.length : 0);
+    var grid = h("div", {class: "aligned", id: "aligned"},
+      h("div", {class: "turn-row heading"}, h("h4", null, "head"), h("h4", null, "base")));
+    if (!base) add(grid, h("div", {class: "turn-row"}, h("div"), missing(baseRec)));
+    for (var i = 0; base && i < n; i++) {
+      var mark = first === i + 1;
+      add(grid, h("div", {class: "turn-row" + (mark ? " first-diff" : ""), "data-turn": i + 1},
+        mark ? h("p", {class: "diff-label"}, "the sessions part here, at turn " + (i + 1)) : null,
+        h("div", {class: "side head"}, head.turns[i] ? turn(head.turns[i]) : h("p", {class: "muted"}, "(no such turn)")),
+        h("div", {class: "side base"}, base.turns[i] ? turn(base.turns[i]) : h("p", {class: "muted"}, "(no such turn)"))));
+    }
+    if (base && first === null) add(grid, h("p", {class: "muted"}, "head and base took the same turns"));
+    return h("div", null, grid, h("div", {class: "two"}, ending(head), base ? ending(base) : h("div")));
+  }
+
+  function turn(t) {
+    var box = h("div", {class: "turn", "data-turn": t.n}, h("div", {class: "turn-n"}, "turn " + t.n, t.live ? h("span", {class: "tag"}, "live") : null));
+    (t.thinking || []).forEach(function (x) { add(box, h("details", {class: "thinking"}, h("summary", null, "thinking"), pre(x))); });
+    t.text.forEach(function (x) { add(box, h("div", {class: "say"}, x)); });
+    t.calls.forEach(function (c) { add(box, call(c)); });
+    (t.sub || []).forEach(function (s) {
+      add(box, h("details", {class: "sub", open: true, "data-sub": s.id},
+        h("summary", null, "sub-agent " + s.id + (s.agent && s.agent !== s.id ? " (" + s.agent + ")" : "") + (s.description ? ": " + s.description : "")),
+        s.turns.map(function (x) { return turn(x); })));
+    });
+    return box;
+  }
+
+  function call(c) {
+    var box = h("div", {class: "call" + (c.hook ? " blocked" : c.is_error ? " failed" : "")},
+      h("div", {class: "tool"}, h("span", {class: "tool-name"}, c.name)), pre(c.input, "text code input"));
+    if (c.hook) add(box, h("div", {class: "hook"}, h("b", null, "blocked by a hook"), pre(c.result, "text reason")));
+    else if (c.result !== null && c.result !== undefined) add(box, h("details", {class: "result", open: c.is_error || c.result.length < 400},
+      h("summary", null, c.is_error ? "error" : "result"), pre(c.result, "text code")));
+    return box;
+  }
+
+  function ending(sess) {
+    if (!sess) return h("div");
+    var box = h("div", {class: "ending"});
+    (sess.unmatched_hooks || []).forEach(function (e) { add(box, h("div", {class: "hook"}, h("b", null, "blocked by a hook"), pre(e, "text reason"))); });
+    var last = sess.turns.length ? sess.turns[sess.turns.length - 1].text.join("\n\n") : "";
+    if (sess.output && sess.output.trim() !== last.trim()) add(box, [h("h4", null, "final answer"), pre(sess.output, "text answer")]);
+    if (sess.error) add(box, h("p", {class: "error"}, sess.error));
+    if (sess.stderr) add(box, h("details", null, h("summary", null, "stderr"), pre(sess.stderr, "text code")));
+    return box;
+  }
+
+  function files(sess) {
+    if (!sess.files.length) return null;
+    return h("div", {class: "files", id: "files"}, h("h4", null, "Files the agent created or changed"), sess.files.map(function (f) {
+      var about = f.status + ", " + f.size + " bytes";
+      return h("details", {class: "file", open: sess.files.length < 4},
+        h("summary", null, f.path, h("span", {class: "muted"}, " · " + about)),
+        f.text !== undefined ? pre(f.text, "text code") : h("p", {class: "muted"}, f.status === "deleted" ? "deleted" : "content not recorded (binary or over 64 KiB): sha256 " + f.sha256));
+    }));
+  }
+
+  function numbers(d) {
+    var s = section("Tokens, cost and time", "numbers");
+    var u = d.usage || {};
+    var sess = d.head && d.head.sessions && d.head.sessions[0];
+    add(s, kv([["input tokens", u.input_tokens], ["output tokens", u.output_tokens],
+      ["cache read / written", u.cache_read_input_tokens || u.cache_creation_input_tokens ? (u.cache_read_input_tokens || 0) + " / " + (u.cache_creation_input_tokens || 0) : null],
+      ["cost recorded", money(d.cost_usd)], ["spent by this run", money(d.run_cost_usd)], ["case time", secs(d.duration_seconds)],
+      ["agent session time", sess ? secs(sess.duration_seconds) : null], ["model turns", sess ? sess.num_turns : null],
+      ["agent", sess ? [sess.engine, sess.runtime_version, sess.model].filter(Boolean).join(" · ") : null],
+      ["session id", d.session_id]]));
+    return s;
+  }
+
+  // --- the page -------------------------------------------------------------------------------
+
+  var app = document.getElementById("app");
+  add(app, [overview(), matrix(), trends()]);
+  add(app, h("div", {class: "split"}, caseTable(),
+    h("aside", {class: "pane", id: "case"}, h("p", {class: "muted"}, "Choose a case to see what the agent did."))));
+  redraw();
+  var m = /^#case-(\d+)$/.exec(location.hash);
+  if (m && +m[1] < rows.length) openCase(+m[1]);
+  document.body.setAttribute("data-ready", String(performance.now()));
+})();
