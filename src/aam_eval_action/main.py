@@ -55,6 +55,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--report", action="store_true", help="write evals/reports/<timestamp>.json")
     p.add_argument("-o", "--output", type=Path, help="write the report to this path")
     p.add_argument("--junit", type=Path, help="write JUnit XML to this path")
+    p.add_argument("--html", type=Path, help="write the self-contained HTML report to this path")
     p.add_argument("--shard", type=_shard, help="run shard I of N (e.g. 1/4)")
     p.add_argument("--keep-workspaces", action="store_true", help="keep workspaces for debugging")
     p.add_argument("--baseline", action="store_true", default=None,
@@ -88,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--repo", help="OWNER/NAME to post to (token from GITHUB_TOKEN)")
     k.add_argument("--pr", type=int, help="pull request number to post to")
     k.add_argument("--api-url", default="https://api.github.com", help="GitHub API URL")
+    v = sub.add_parser("view", help="write one self-contained HTML file for a report")
+    v.add_argument("report", type=Path, help="the report (head)")
+    v.add_argument("--base", type=Path, help="a base report: base beside head for changed cases")
+    v.add_argument("--history", type=Path, nargs="+", default=[], metavar="REPORT",
+                   help="reports for the trends (default: the package's evals/reports/*.json)")
+    v.add_argument("--package", type=Path, help="the report's package (default: its recorded --package)")
+    v.add_argument("--base-package", type=Path, help="the base report's package (a checkout of the base)")
+    v.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_*)")
     return parser
 
@@ -116,7 +125,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,
-            dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit,
+            dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit, html=args.html,
             keep_workspaces=args.keep_workspaces, shard=args.shard,
         ))
     if args.command == "diff":
@@ -140,6 +149,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.commands.schema import schema
 
         return schema(args.kind, args.output_dir)
+    if args.command == "view":
+        from aam_eval_action.commands.view import view
+
+        return view(args.report, args.output, args.base, args.history, args.package, args.base_package)
     if args.command == "check":
         from aam_eval_action.commands.check import check
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ from aam_eval_action.engines.registry import check_engine_name
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.loader import load_package
+from aam_eval_action.pipeline.case import Outcome
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.scheduler import handle_signals, run_all
 from aam_eval_action.pipeline.select import recorded_durations, select
@@ -36,6 +38,7 @@ class RunArgs:
     report: bool = False
     output: Path | None = None
     junit: Path | None = None
+    html: Path | None = None
     keep_workspaces: bool = False
     shard: tuple[int, int] | None = None
 
@@ -79,7 +82,8 @@ def execute(
     report = build_report(settings, results, [o.session for o in outcomes], started,
                           time.monotonic() - t0, interrupted)
     report = Report.model_validate(ctx.redactor.deep(report.model_dump(mode="json")))
-    _write(args, report, default_report_path(package.layout.evals_dir, started), console)
+    _write(args, report, default_report_path(package.layout.evals_dir, started), console,
+           [(ctx, o) for o in outcomes])
     console.summary(report)
     if interrupted:
         return report, EXIT_INTERRUPTED
@@ -88,7 +92,10 @@ def execute(
     return report, EXIT_OK if all_passed(report) else EXIT_FAILED
 
 
-def _write(args: RunArgs, report: Report, default_path: Path, console: Console) -> None:
+def _write(
+    args: RunArgs, report: Report, default_path: Path, console: Console,
+    ran: Sequence[tuple[CaseContext, Outcome]] = (),
+) -> None:
     paths = []
     if args.output:
         paths.append(args.output)
@@ -102,6 +109,11 @@ def _write(args: RunArgs, report: Report, default_path: Path, console: Console) 
 
         write_file(args.junit, to_junit(report), "JUnit XML")
         console.line(f"JUnit XML written to {args.junit}")
+    if args.html:
+        from aam_eval_action.render.html import run_html
+
+        write_file(args.html, run_html(report, ran), "HTML report")
+        console.line(f"HTML report written to {args.html}")
 
 
 def write_file(path: Path, text: str, what: str) -> None:
