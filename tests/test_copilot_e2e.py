@@ -4,7 +4,8 @@ The shipped example is recorded once with `--engine copilot` (offline, an Anthro
 ours, canary keys); each test replays, re-executes or edits a private copy the way a pull
 request would. The verdicts must be those the example gives with Claude Code: the scripted
 server plays the same scenarios to every CLI, through Copilot's own tools (`bash`, `create`,
-`skill`).
+`skill`). Recorded again with a GPT model, Copilot runs on an OpenAI provider of ours (the
+Responses API), where it writes files through `apply_patch`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.registry import ENGINES, get_engine
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import EXAMPLE, ROOT, aam_eval
@@ -137,5 +138,85 @@ def test_a_hook_that_no_longer_blocks_diverges_at_the_write(
     miss = report["cases"][0]["miss"]
     assert miss["kind"] == "diverged" and miss["divergence"]["turn"] == 2
     assert miss["divergence"]["tool"] == "create" and miss["divergence"]["tool_input"] == "$WORKSPACE/.env"
+    assert "Denied by preToolUse hook" in miss["divergence"]["recorded"]
+    assert miss["changes"] == ["package file hooks/protect_secrets.py changed"]
+
+
+# --- a GPT model: Copilot on the OpenAI Responses API ------------------------------------
+
+OPENAI_KEY = "sk-openai-CANARY-copilot-gpt-4d2c"
+JUDGE_KEY = "sk-ant-CANARY-copilot-judge-8e0b"
+GPT = ("--model", "gpt-5.5")
+
+
+def test_copilot_serves_a_gpt_model_on_openai_and_every_other_on_anthropic() -> None:
+    copilot, codex = ENGINES["copilot"], ENGINES["codex"]
+    assert [copilot.provider_for(m) for m in ("gpt-5.5", "claude-opus-4-1", "gemini-2.5-pro", "")] == [
+        "openai", "anthropic", "anthropic", "anthropic"]
+    assert codex.provider_for("claude-opus-4-1") == "openai"  # an engine with one provider keeps it
+
+
+@pytest.fixture(scope="module")
+def recorded_gpt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any], list[str]]]:
+    """(the example recorded with copilot on gpt-5.5, its report, the paths the server was asked).
+
+    Copilot gets only the OpenAI key; the judge stays the example's Claude model."""
+    reason = get_engine("copilot").available()
+    if reason:
+        pytest.skip(reason)
+    pkg = tmp_path_factory.mktemp("copilot-gpt") / "pkg"
+    shutil.copytree(EXAMPLE, pkg)
+    config = pkg / "evals/eval-config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes", "baseline": False}))
+    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=(OPENAI_KEY, JUDGE_KEY)) as server:
+        mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        mp.setenv("OPENAI_API_KEY", OPENAI_KEY)
+        mp.setenv("ANTHROPIC_BASE_URL", server.url)
+        mp.setenv("ANTHROPIC_API_KEY", JUDGE_KEY)
+        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "3", *COPILOT, *GPT,
+                          "-o", str(pkg.parent / "rec.json"))
+        assert (pkg.parent / "rec.json").is_file(), result.out + result.err
+        agent = [r for r in server.requests if r.headers.get("authorization") == f"Bearer {OPENAI_KEY}"]
+    yield pkg, json.loads((pkg.parent / "rec.json").read_text()), [r.path for r in agent]
+
+
+def test_a_gpt_model_runs_copilot_on_the_openai_responses_api(
+    recorded_gpt: tuple[Path, dict[str, Any], list[str]], example: Path
+) -> None:
+    pkg, report, paths = recorded_gpt
+    assert _verdicts(report) == _verdicts(_shipped(example))
+    assert paths and set(paths) == {"/v1/responses"}
+    sessions = {p.parent.name: p.read_text() for p in (pkg / "evals/cassettes").rglob("copilot*.session.yaml")}
+    assert len(sessions) == 7 and all("model_provider: openai" in s for s in sessions.values())
+    assert all("path: /v1/responses" in s and "model: gpt-5.5" in s for s in sessions.values())
+    # With a GPT model Copilot writes through `apply_patch`; a Claude-format hook sees it as `Edit`
+    # with the patch as its input (the example's hook fails on that, and Copilot refuses the call).
+    hook = sessions["hook-blocks-env-write"]
+    assert "name: apply_patch" in hook and "hook_blocked: true" in hook and "Denied by preToolUse hook" in hook
+    assert report["summary"]["trigger_recall"] == 1.0
+    every = "".join(p.read_text() for p in (pkg / "evals/cassettes").rglob("*.yaml"))
+    assert OPENAI_KEY not in every and JUDGE_KEY not in every and "$DATETIME" in every
+
+
+@pytest.mark.parametrize("rerun", ["--no-rerun", "--rerun"])
+def test_a_gpt_recording_replays_and_re_executes_with_its_verdicts(
+    recorded_gpt: tuple[Path, dict[str, Any], list[str]], tmp_path: Path, rerun: str
+) -> None:
+    report = _run(_copy(recorded_gpt[:2], tmp_path), "--replay", rerun, "--jobs", "2", *GPT)
+    assert _verdicts(report) == _verdicts(recorded_gpt[1])
+    kind = "rerun" if rerun == "--rerun" else "snapshot"
+    assert {c["replay_kind"] for c in report["cases"]} == {kind}
+    assert not any(c.get("miss") for c in report["cases"])
+
+
+def test_a_gpt_session_whose_hook_no_longer_blocks_diverges_at_the_patch(
+    recorded_gpt: tuple[Path, dict[str, Any], list[str]], tmp_path: Path
+) -> None:
+    pkg = _copy(recorded_gpt[:2], tmp_path)
+    (pkg / "hooks/protect_secrets.py").write_text("import sys\nsys.exit(0)\n")
+    report = _run(pkg, "--replay", "hook-blocks-env-write", *GPT)
+    miss = report["cases"][0]["miss"]
+    assert miss["kind"] == "diverged" and miss["divergence"]["turn"] == 2, miss
+    assert miss["divergence"]["tool"] == "apply_patch" and miss["divergence"]["tool_input"] == "$WORKSPACE/.env"
     assert "Denied by preToolUse hook" in miss["divergence"]["recorded"]
     assert miss["changes"] == ["package file hooks/protect_secrets.py changed"]

@@ -44,6 +44,11 @@ class Engine(Protocol):
     default_model: str
     """Model used when neither eval-config nor `--model` sets one."""
 
+    def provider_for(self, model: str) -> str:
+        """The provider that serves `model` on this engine (`provider` unless the CLI can be
+        pointed at the model's own)."""
+        ...
+
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Install the package's files that reach the agent into the workspace, as this CLI reads them."""
         ...

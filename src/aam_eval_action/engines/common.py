@@ -57,7 +57,8 @@ def direct_loopback(env: dict[str, str]) -> dict[str, str]:
 
 class RegisteredEngine:
     """What every engine adapter takes from its registry entry: the subclass names itself
-    (`name = "codex"`), and gets its provider, default model and availability check."""
+    (`name = "codex"`), and gets its default provider and model, the provider for a model and
+    its availability check."""
 
     name: str
     provider: str
@@ -73,6 +74,12 @@ class RegisteredEngine:
     def available(self) -> str | None:
         """None when the engine's CLI is on PATH, else how to get it."""
         return missing_cli(self.name)
+
+    def provider_for(self, model: str) -> str:
+        """The provider that serves `model` on this engine (see `EngineInfo.provider_for`)."""
+        from aam_eval_action.engines.registry import ENGINES
+
+        return ENGINES[self.name].provider_for(model)
 
 
 def missing_cli(engine: str) -> str | None:

@@ -3,8 +3,9 @@ against a model provider of our own, parse its JSONL events.
 
 Copilot runs with `COPILOT_OFFLINE=true` (no GitHub sign-in, no calls home) and a bring-your-own-
 key provider: Anthropic Messages at the run's `ANTHROPIC_BASE_URL` (the recording or replay
-proxy), so the agent's model is a Claude model. Its first start unpacks about 235 MB into
-`$XDG_CACHE_HOME`, which is shared between runs (under the runner's own cache folder).
+proxy) for a Claude model, the OpenAI Responses API at its `OPENAI_BASE_URL` for a GPT model.
+Its first start unpacks about 235 MB into `$XDG_CACHE_HOME`, which is shared between runs
+(under the runner's own cache folder).
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 
 CLI = "copilot"
-HOOK_DENIED = re.compile(r"^Denied by \w+ hook: ")
-"""How Copilot words the tool result of a call a hook refused."""
+HOOK_DENIED = re.compile(r"^Denied by \w+ hook(: | from )")
+"""How Copilot words the tool result of a call a hook refused: `Denied by preToolUse hook: R`, or
+`Denied by preToolUse hook from "repo settings" (hook errored)` when the hook failed (Copilot
+refuses the call then too; a Claude-format hook gets an `apply_patch` call's patch as a string
+`tool_input`, which a hook expecting an object may fail on)."""
 
 
 class Copilot(RegisteredEngine):
@@ -73,7 +77,7 @@ class Copilot(RegisteredEngine):
         usage_file = run.home / "copilot-usage.json"
         argv, env = self.argv(run, usage_file), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
-        session = new_session(self.name, self.provider, run, done, cli_version(CLI))
+        session = new_session(self.name, self.provider_for(run.model), run, done, cli_version(CLI))
         parse_events(done.stdout, session)
         session.usage = read_usage(usage_file)
         finish(session, done, run.timeout)
@@ -89,15 +93,19 @@ class Copilot(RegisteredEngine):
         return argv  # offline, Copilot has no web tool: `sandbox.network` false needs nothing more
 
     def env(self, run: AgentRun) -> dict[str, str]:
-        """Offline, with our provider: the run's Anthropic base URL and key become Copilot's."""
+        """Offline, with our provider: the run's base URL and key of the model's provider (Anthropic,
+        or OpenAI for a GPT model: its Responses API, as the recording proxy and Codex speak it)
+        become Copilot's."""
         env = base_env(run)
         env.update(run.env)
-        anthropic = PROVIDERS["anthropic"]
+        provider = PROVIDERS[self.provider_for(run.model)]
+        if provider.name == "openai":
+            env["COPILOT_PROVIDER_WIRE_API"] = "responses"
         env.update({
             "COPILOT_OFFLINE": "true",
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_BASE_URL": run.env.get(anthropic.base_url_var) or anthropic.default_base_url,
-            "COPILOT_PROVIDER_API_KEY": run.env.get(anthropic.key_var, ""),
+            "COPILOT_PROVIDER_TYPE": provider.name,
+            "COPILOT_PROVIDER_BASE_URL": run.env.get(provider.base_url_var) or provider.default_base_url,
+            "COPILOT_PROVIDER_API_KEY": run.env.get(provider.key_var, ""),
             "COPILOT_MODEL": run.model,
             "XDG_CONFIG_HOME": str(run.home / ".config"),
             "XDG_STATE_HOME": str(run.home / ".local" / "state"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aam_eval_action.errors import ConfigError, UnsupportedEngineError
+from aam_eval_action.providers import provider_for_model
 
 if TYPE_CHECKING:
     from aam_eval_action.engines.base import Engine
@@ -38,6 +39,15 @@ class EngineInfo:
     enforces_no_network: bool = False
     """Whether `sandbox.network: false` cuts the agent's own commands off the network, not
     only its web tools (checked: a Bash command connecting to a local listener)."""
+    providers: tuple[str, ...] = ()
+    """Every provider the CLI can be pointed at, when it is more than `provider` (Copilot: the
+    Anthropic Messages and the OpenAI Responses API)."""
+
+    def provider_for(self, model: str) -> str:
+        """The provider that serves `model` on this engine: the model's own when the CLI can
+        use it, else the engine's `provider`."""
+        wanted = provider_for_model(model, self.provider)
+        return wanted if wanted in self.providers else self.provider
 
 
 ENGINES: dict[str, EngineInfo] = {
@@ -49,10 +59,11 @@ ENGINES: dict[str, EngineInfo] = {
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",
                         enforces_no_network=True),
-    # Copilot, offline with an Anthropic provider of ours: no web tool; its bash keeps the network.
+    # Copilot, offline with a provider of ours (Anthropic, or OpenAI for a GPT model): no web
+    # tool; its bash keeps the network.
     "copilot": EngineInfo("copilot", "anthropic", "claude-sonnet-4-6",
                           "aam_eval_action.engines.copilot:Copilot", cli="copilot",
-                          npm_package="@github/copilot"),
+                          npm_package="@github/copilot", providers=("anthropic", "openai")),
     # Gemini CLI: `network: false` removes its web tools; its shell keeps the network.
     "gemini-cli": EngineInfo("gemini-cli", "gemini", "gemini-2.5-pro",
                              "aam_eval_action.engines.gemini_cli:GeminiCli", cli="gemini",

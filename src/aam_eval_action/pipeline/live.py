@@ -61,7 +61,7 @@ def live_session(
     missing = engine.available()
     if missing:
         raise AamEvalError(f"{missing}; or run with --replay to use the recorded cassettes")
-    key = PROVIDERS[engine.provider].key_var
+    key = PROVIDERS[engine.provider_for(s.model)].key_var
     if not s.agent_env.get(key):
         raise AamEvalError(
             f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
@@ -72,7 +72,7 @@ def live_session(
             f"sandbox.network is false, but {s.engine} only denies its web tools: the agent's "
             "shell commands keep network access (report: config.sandbox.network_enforced false)"
         )
-    upstream = upstream_for(s.engine, s.agent_env, network=s.network_env)
+    upstream = upstream_for(s.engine, s.agent_env, network=s.network_env, model=s.model)
     route = ModelRoute(lambda n: RecordingProxy(upstream, n))
     session, proxy = run_session(ctx, loaded, route, layout)
     return session, proxy.traffic()
@@ -98,9 +98,9 @@ def run_session(
         if isinstance(proxy, RecordingProxy):  # not every CLI names itself in its User-Agent
             proxy.identify(ENGINES[s.engine].cli, installed_version(ENGINES[s.engine].cli))
         with proxy:
-            env = {**s.agent_env, **proxy_env(s.engine, proxy.url)}
+            env = {**s.agent_env, **proxy_env(s.engine, proxy.url, s.model)}
             if route.key is not None:
-                env[PROVIDERS[engine.provider].key_var] = route.key
+                env[PROVIDERS[engine.provider_for(s.model)].key_var] = route.key
             run = AgentRun(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,

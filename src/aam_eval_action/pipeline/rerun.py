@@ -56,11 +56,11 @@ def continue_upstream(ctx: CaseContext) -> Upstream | None:
     from aam_eval_action.engines.registry import ENGINES
 
     s = ctx.settings
-    provider = ENGINES[s.engine].provider
+    provider = ENGINES[s.engine].provider_for(s.model)
     key = s.api_key(provider)
     if s.mode != "auto" or not key:
         return None
-    return upstream_for(s.engine, s.agent_env, key, network=s.network_env)
+    return upstream_for(s.engine, s.agent_env, key, network=s.network_env, model=s.model)
 
 
 def rerun_session(ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic) -> Rerun:

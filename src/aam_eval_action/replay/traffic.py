@@ -36,8 +36,9 @@ fragment).
 
 **Divergence.** `first_difference` walks a recorded and a live request in parallel and
 reports the first differing JSON path with both values shortened. When the difference lies in
-a tool result (Anthropic `tool_result`, Responses `function_call_output`), it names the tool
-call it answers, found in the history by its id.
+a tool result (Anthropic `tool_result`, Responses `function_call_output` or, for a freeform
+tool such as `apply_patch`, `custom_tool_call_output`), it names the tool call it answers,
+found in the history by its id.
 
 **Continue-live.** After a divergence the proxy may forward the rest of the session to a real
 upstream; those exchanges are marked `live`, and `usage` sums their token counts.
@@ -125,6 +126,9 @@ names them: `(Available: 'a', 'b')`) in an order that varies between runs (they 
 concurrently): compared and stored sorted."""
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
+TOOL_RESULT_TYPES = ("tool_result", "function_call_output", "custom_tool_call_output")
+PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
+"""The files an `apply_patch` patch touches (Codex's and Copilot's freeform patch format)."""
 ID_KEYS = ("id", "call_id", "item_id", "tool_use_id")
 ID_SHAPE = re.compile(r"^([A-Za-z]+)_[\w-]{6,}$")
 STABLE_ID = re.compile(r"^([A-Za-z]+)_aam(\d+)$")
@@ -946,7 +950,7 @@ def _with_tool(divergence: Divergence, live: dict[str, Any], where: Path_) -> Di
 
 
 def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
-    """The innermost `tool_result` / `function_call_output` / `functionResponse` on the path."""
+    """The innermost tool result (one of `TOOL_RESULT_TYPES`, a `functionResponse`) on the path."""
     found = None
     for part in where:
         found = _as_result(value) or found
@@ -960,7 +964,7 @@ def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
 def _as_result(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
-    if value.get("type") in ("tool_result", "function_call_output"):
+    if value.get("type") in TOOL_RESULT_TYPES:
         return value
     answer = value.get("functionResponse")  # Gemini: a part answering the call with its id
     return {"call_id": answer.get("id") or answer.get("name")} if isinstance(answer, dict) else None
@@ -992,7 +996,7 @@ def _find_call(items: list[Any], call_id: str) -> tuple[str, Any] | None:
         if not isinstance(item, dict):
             continue
         if item.get("type") in TOOL_CALL_TYPES and item.get("call_id") == call_id:
-            return str(item.get("name")), item.get("arguments")
+            return str(item.get("name")), item.get("arguments", item.get("input"))
         content = item.get("content", item.get("parts"))
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == call_id:
@@ -1011,8 +1015,10 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def _call_summary(args: Any) -> str | None:
-    """The telling part of a call's input: its command or path, else the input itself."""
+    """The telling part of a call's input: its command or path (a patch's files), else the input itself."""
     if isinstance(args, str):
+        if PATCH_FILE.search(args):
+            return _shorten(" ".join(PATCH_FILE.findall(args)), "", CALL_WIDTH)
         try:
             args = json.loads(args)
         except json.JSONDecodeError:

@@ -179,21 +179,24 @@ def _proxy_auth(proxy: urllib.parse.SplitResult) -> dict[str, str]:
     return {"Proxy-Authorization": f"Basic {token}"}
 
 
-def _provider(engine: str) -> Provider:
-    return PROVIDERS[ENGINES[engine].provider]
+def _provider(engine: str, model: str) -> Provider:
+    return PROVIDERS[ENGINES[engine].provider_for(model)]
 
 
 def upstream_for(
-    engine: str, env: Mapping[str, str], key: str | None = None, network: Mapping[str, str] | None = None
+    engine: str, env: Mapping[str, str], key: str | None = None, network: Mapping[str, str] | None = None,
+    model: str = "",
 ) -> Upstream:
-    """Where the engine's CLI would have sent its requests: its `*_BASE_URL` in env, else the
-    API; reached through the proxies and CAs of `network` (default: those in `env`)."""
-    provider = _provider(engine)
+    """Where the engine's CLI would have sent its requests for `model` (default: the engine's
+    default provider): the provider's `*_BASE_URL` in env, else its API; reached through the
+    proxies and CAs of `network` (default: those in `env`)."""
+    provider = _provider(engine, model)
     base = env.get(provider.base_url_var) or provider.default_base_url
     return Upstream(base, key, Network.of(env if network is None else network))
 
 
-def proxy_env(engine: str, proxy_url: str) -> dict[str, str]:
-    """The run env that points the engine's CLI at a proxy (OpenAI's base URL ends in /v1)."""
-    provider = _provider(engine)
+def proxy_env(engine: str, proxy_url: str, model: str = "") -> dict[str, str]:
+    """The run env that points the engine's CLI, running `model`, at a proxy (OpenAI's base URL
+    ends in /v1)."""
+    provider = _provider(engine, model)
     return {provider.base_url_var: proxy_url + provider.base_url_path}

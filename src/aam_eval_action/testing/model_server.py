@@ -108,6 +108,9 @@ INJECTED_PREFIXES = (
 GEMINI_INJECTED_PREFIXES = ("<session_context>", "<hook_context>")
 """Gemini CLI's own text parts in the user's turn (its environment: date, OS, the workspace tree)."""
 CODEX_SHELL_TOOLS = ("exec_command", "shell_command", "shell")
+APPLY_PATCH = "apply_patch"
+CUSTOM_INPUT = "input"
+"""A call to a custom (freeform) Responses tool, such as `apply_patch`, carries its text under this key."""
 CODEX_AGENT_TOOLS = "multi_agent_v1"
 """The namespace tool through which Codex starts sub-agents (its `spawn_agent` takes a `message`)."""
 CODEX_SPAWN = "spawn_agent"
@@ -382,8 +385,9 @@ def listed_skills(body: dict[str, Any]) -> set[str]:
     for text in _texts_of_messages(body):
         if "skills are available" in text or "<skills_instructions>" in text:
             names |= set(re.findall(r"^- ([A-Za-z0-9._:-]+): ", text, re.MULTILINE))
-    system = _texts(body.get("system")) + (_texts(_gemini_system(body)) if is_gemini(body) else [])
-    for text in system:  # Copilot, Gemini (`systemInstruction`): `<available_skills><skill><name>x</name>`
+    system = _texts(body.get("system")) + _texts(body.get("instructions"))
+    system += _texts(_gemini_system(body)) if is_gemini(body) else []
+    for text in system:  # Copilot (`instructions` with a GPT model), Gemini (`systemInstruction`)
         for listing in re.findall(r"<available_skills>(.*?)</available_skills>", text, re.S):
             names |= set(re.findall(r"<name>([A-Za-z0-9._:-]+)</name>", listing))
     return names
@@ -426,8 +430,8 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
     cwd = workspace_dir(body)
     if is_gemini(body):
         calls = [gemini_call(one, cwd) for one in steps]
-    elif anthropic and is_copilot(body):
-        calls = [copilot_call(one, cwd) for one in steps]
+    elif is_copilot(body):
+        calls = [copilot_call(one, cwd, tool_names(body)) for one in steps]
     else:
         calls = [claude_call(one, cwd) if anthropic else codex_call(one, body) for one in steps]
     if not any(calls):
@@ -435,14 +439,19 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
     return Reply(calls=tuple(call for call in calls if call), delay=delay)
 
 
+def tool_names(body: dict[str, Any]) -> set[str]:
+    """The names of the tools a Messages or Responses request offers."""
+    return {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)}
+
+
 def is_copilot(body: dict[str, Any]) -> bool:
-    """Copilot CLI speaks Anthropic Messages too; its tools are `bash`, `view`, `create`…"""
-    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-    return {"bash", "create", "view"} <= names
+    """Copilot CLI speaks Anthropic Messages and OpenAI Responses; its tools are `bash`, `view`…"""
+    return {"bash", "view"} <= tool_names(body)
 
 
-def copilot_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:
-    """The Copilot CLI tool call for a step (None for a text step)."""
+def copilot_call(step: dict[str, Any], cwd: str | None, tools: set[str]) -> tuple[str, dict[str, Any]] | None:
+    """The Copilot CLI tool call for a step (None for a text step). A write is a `create` call,
+    or with a GPT model (which Copilot offers `apply_patch` instead) a patch adding the file."""
     if "skill" in step:
         return "skill", {"skill": step["skill"]}
     if "bash" in step:
@@ -451,8 +460,17 @@ def copilot_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, 
         path = str(step["write"]["path"])
         if cwd and not path.startswith("/"):
             path = f"{cwd.rstrip('/')}/{path}"
-        return "create", {"path": path, "file_text": str(step["write"].get("content", ""))}
+        content = str(step["write"].get("content", ""))
+        if "create" not in tools and APPLY_PATCH in tools:
+            return APPLY_PATCH, {CUSTOM_INPUT: add_file_patch(path, content)}
+        return "create", {"path": path, "file_text": content}
     return None
+
+
+def add_file_patch(path: str, content: str) -> str:
+    """An `apply_patch` patch (the freeform format of Codex and Copilot) that adds one file."""
+    lines = "".join(f"+{line}\n" for line in content.splitlines())
+    return f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch\n"
 
 
 def claude_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -639,11 +657,14 @@ def anthropic_error(reply: Reply) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": reply.text}}
 
 
-def response_items(reply: Reply, rid: str) -> list[dict[str, Any]]:
+def response_items(reply: Reply, rid: str, custom: set[str] | None = None) -> list[dict[str, Any]]:
     """The output items of a Responses answer: one message, or one function call per call
-    (after a message when the reply has a text too)."""
+    (after a message when the reply has a text too); a call to one of the `custom` tools is a
+    custom tool call."""
     if reply.calls and reply.tool != JUDGE_TOOL:
-        calls = [function_call(name, given, _call_id(rid, i)) for i, (name, given) in enumerate(reply.calls)]
+        custom = custom or set()
+        calls = [(custom_tool_call if name in custom else function_call)(name, given, _call_id(rid, i))
+                 for i, (name, given) in enumerate(reply.calls)]
         return [message_item(reply.text, rid), *calls] if reply.text else calls
     text = json.dumps(reply.calls[0][1]) if reply.calls else reply.text
     return [message_item(text, rid)]
@@ -673,9 +694,21 @@ def function_call(name: str, given: dict[str, Any], cid: str) -> dict[str, Any]:
     return {**item, "namespace": namespace} if namespace else item
 
 
+def custom_tool_call(name: str, given: dict[str, Any], cid: str) -> dict[str, Any]:
+    """A custom_tool_call output item: a freeform tool's text input (an `apply_patch` patch)."""
+    return {"type": "custom_tool_call", "id": f"ctc_{cid}", "call_id": f"call_{cid}", "name": name,
+            "input": str(given.get(CUSTOM_INPUT, "")), "status": "completed"}
+
+
+def custom_tools(body: dict[str, Any]) -> set[str]:
+    """The names of the custom (freeform) tools a Responses request offers."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    return {str(t.get("name")) for t in tools if t.get("type") == "custom"}
+
+
 def response_object(reply: Reply, body: dict[str, Any], rid: str) -> dict[str, Any]:
     """A complete Responses API Response for a reply."""
-    items = response_items(reply, rid)
+    items = response_items(reply, rid, custom_tools(body))
     out = _tokens("".join(json.dumps(item) for item in items))
     inp = _tokens(all_text(body))
     return {
