@@ -93,6 +93,10 @@ def test_neutral_names_of_each_cli() -> None:
     assert names("file_change", changes=[{"path": "a", "kind": "add"}]) == ["write"]
     assert names("file_change", changes=[{"path": "a", "kind": "update"}]) == ["edit"]
     assert names("web_search") == ["web"]
+    # Copilot with a GPT model: `apply_patch` writes or edits by its patch, `rg` searches.
+    assert names("apply_patch", input="*** Begin Patch\n*** Add File: out/a.md\n+x\n*** End Patch") == ["write"]
+    assert names("apply_patch", input="*** Begin Patch\n*** Update File: a.md\n@@\n-x\n+y\n") == ["edit"]
+    assert names("rg", pattern="x") == ["search"] and names("view", path="a") == ["read"]
     calls = [ToolCall(name="Skill", input={"skill": "my-plugin:pdf"})]
     assert skill_triggered(calls, "pdf") and not skill_triggered(calls, "docx")
 

@@ -478,7 +478,7 @@ def build_report(
         agent=AgentInfo(
             runtime=s.engine, runtime_version=first.runtime_version if first else None,
             model=(first.model if first else None) or s.model,
-            model_provider=info.provider if info else None,
+            model_provider=info.provider_for(s.model) if info else None,
             session_id=first.session_id if first else None,
         ),
         judge=JudgeInfo(model=s.judge_model, model_provider=s.judge_provider),

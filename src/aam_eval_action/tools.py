@@ -46,8 +46,9 @@ GEMINI_TOOLS: dict[str, NeutralTool] = {
 COPILOT_TOOLS: dict[str, NeutralTool] = {
     "view": "read", "create": "write", "edit": "edit",
     "bash": "shell", "read_bash": "shell", "write_bash": "shell",
-    "skill": "skill", "glob": "search", "grep": "search", "web_fetch": "web",
+    "skill": "skill", "glob": "search", "grep": "search", "rg": "search", "web_fetch": "web",
 }
+"""Copilot's tools; with a GPT model it offers `apply_patch` (write or edit, by its patch) and `rg`."""
 _SKILL_FILE = re.compile(r"skills/([A-Za-z0-9._-]+)/SKILL\.md")
 
 
@@ -60,9 +61,19 @@ def neutral_names(call: ToolCall) -> list[NeutralTool]:
         names.append(mapped)
     elif call.name == "file_change":
         names.append(_file_change_kind(call))
+    elif call.name == "apply_patch":
+        names.append(_patch_kind(call))
     if mapped != "skill" and skills_loaded(call):
         names.append("skill")
     return names
+
+
+def _patch_kind(call: ToolCall) -> NeutralTool:
+    """An `apply_patch` that only adds files writes; one that updates or deletes one edits."""
+    text = "\n".join(str(v) for v in call.input.values())
+    if "*** Add File:" in text and "*** Update File:" not in text and "*** Delete File:" not in text:
+        return "write"
+    return "edit"
 
 
 def _file_change_kind(call: ToolCall) -> NeutralTool:
