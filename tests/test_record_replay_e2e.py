@@ -153,11 +153,19 @@ def test_each_kind_of_replay_miss_says_what_changed(fresh_example: Path, monkeyp
     assert "workspace file src/app.py changed" in errors["hook-blocks-env-write"]
     assert "skill file" in errors["hook-blocks-env-write"]  # no target: every skill is installed
     assert "replay miss: no cassette recorded for engine claude-code" in errors["average-revenue"]
+    # Another model has cassettes of its own (`claude-code@<model>`): none recorded yet.
     aam_eval("run", "changelog-entry", "--package", str(fresh_example), "--replay", "--model", "claude-opus-4-7", "-o", str(out))
     error = json.loads(out.read_text())["cases"][0]["error"]
-    assert "model changed (claude-sonnet-4-6 → claude-opus-4-7)" in error
-    aam_eval("run", "changelog-entry", "--package", str(fresh_example), "--replay", "--engine", "codex", "-o", str(out))
-    assert "no cassette recorded for engine codex" in json.loads(out.read_text())["cases"][0]["error"]
+    assert "no cassette recorded for claude-code with model claude-opus-4-7" in error
+    assert "claude-code@claude-opus-4-7.session.yaml" in error and "--model claude-opus-4-7" in error
+    # The package's own model changed: its cassettes are stale.
+    config = fresh_example / "evals/eval-config.json"
+    config.write_text(config.read_text().replace('"claude-sonnet-4-6"', '"claude-opus-4-7"', 1))
+    aam_eval("run", "changelog-entry", "--package", str(fresh_example), "--replay", "--no-rerun", "-o", str(out))
+    assert "model changed (claude-sonnet-4-6 → claude-opus-4-7)" in json.loads(out.read_text())["cases"][0]["error"]
+    aam_eval("run", "changelog-entry", "--package", str(fresh_example), "--replay", "--engine", "codex",
+             "--model", "gpt-5.1", "-o", str(out))
+    assert "no cassette recorded for codex with model gpt-5.1" in json.loads(out.read_text())["cases"][0]["error"]
 
 
 def test_codex_session_records_and_replays(fresh_example: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
