@@ -19,6 +19,7 @@ from aam_eval_action.engines.base import AgentRun, Engine
 from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import Session
+from aam_eval_action.settings import runner_environment
 from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, all_text
 
@@ -67,6 +68,7 @@ def agent_run(
         workspace=tmp_path / "ws",
         home=tmp_path / "home",
         env=env,
+        runner_env=runner_environment(),
         timeout=timeout,
         sandbox=Sandbox.model_validate(sandbox),
     )

@@ -198,10 +198,10 @@ def test_agent_cassette_unchanged_when_only_volatile_fields_differ(tmp_path: Pat
     again.recorded_at = "2030-01-01T00:00:00Z"
     again.attempts[0].session_id = "another-session"
     again.attempts[0].duration_seconds = 9.5
-    assert cassette.save(path, again) is False
+    assert cassette.save(path, again, checkout=None) is False
     assert path.read_bytes() == before
     again.attempts[0].output = "a different answer"
-    assert cassette.save(path, again) is True
+    assert cassette.save(path, again, checkout=None) is True
     assert b"a different answer" in path.read_bytes()
 
 
@@ -272,7 +272,7 @@ def test_keep_workspaces_on_replay_restores_the_recorded_files(tmp_path: Path) -
     from aam_eval_action.session import FileChange
 
     recorded.attempts[0].files = [FileChange(path="out/a.txt", status="created", sha256="x", size=5, text="hello")]
-    cassette.save(path, recorded)
+    cassette.save(path, recorded, checkout=None)
     result = aam_eval("run", "--package", str(pkg), "--replay", "--keep-workspaces")
     line = next(x for x in result.err.splitlines() if "kept workspace of case-00" in x)
     kept = Path(line.rsplit(": ", 1)[1])

@@ -92,8 +92,8 @@ def test_the_likely_cause_of_a_divergence_is_the_changed_file_its_tool_call_show
 
 def test_shared_entries_are_stored_once_per_directory_and_read_back(tmp_path: Path) -> None:
     one, two = _traffic("one"), _traffic("two")
-    stored = traffic_store.save_traffic(tmp_path, [one])
-    stored += traffic_store.save_traffic(tmp_path, [two])
+    stored = traffic_store.save_traffic(tmp_path, [one], None)
+    stored += traffic_store.save_traffic(tmp_path, [two], None)
     store = tmp_path / "_shared/claude-2.1.330.yaml"
     assert [p.name for p in (tmp_path / "_shared").iterdir()] == [store.name]
     assert all(s["shared"] == {} for s in stored) and PROMPT.strip() not in json.dumps(stored)
@@ -103,7 +103,7 @@ def test_shared_entries_are_stored_once_per_directory_and_read_back(tmp_path: Pa
     assert [full_requests(t) for t in back] == [full_requests(one), full_requests(two)]
     # Recording the same again adds nothing: the store is left untouched.
     before = store.stat().st_mtime_ns
-    traffic_store.save_traffic(tmp_path, [one])
+    traffic_store.save_traffic(tmp_path, [one], None)
     assert store.stat().st_mtime_ns == before
 
 
@@ -117,7 +117,7 @@ def test_shared_entries_are_stored_once_per_directory_and_read_back(tmp_path: Pa
     ],
 )
 def test_a_damaged_store_is_an_error_naming_it(tmp_path: Path, damage: str, expected: str) -> None:
-    stored = traffic_store.save_traffic(tmp_path, [_traffic()])
+    stored = traffic_store.save_traffic(tmp_path, [_traffic()], None)
     store = tmp_path / "_shared/claude-2.1.330.yaml"
     store.write_text(damage)
     with pytest.raises(TrafficError, match=expected) as info:

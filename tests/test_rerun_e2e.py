@@ -26,7 +26,7 @@ from aam_eval_action.render.comment import render_comment
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.cli_version import installed_version
 from aam_eval_action.report import load_report
-from aam_eval_action.settings import Overrides, resolve
+from aam_eval_action.settings import Overrides, resolve, runner_environment
 from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 
 from conftest import EXAMPLE, ROOT, Result, aam_eval
@@ -290,7 +290,7 @@ def test_a_recording_of_another_cli_version_is_a_clear_error(pkg: Path) -> None:
         data = yaml.safe_load(path.read_text())
         data["model_traffic"][0]["cli_version"] = "0.0.1"
         path.write_text(yaml.safe_dump(data))
-    installed = installed_version("claude")
+    installed = installed_version("claude", runner_environment())
     forced, _ = _run(pkg, "--replay", "--rerun", "changelog-entry")
     error = _cases(forced)["changelog-entry"]["error"]
     assert f"recorded with claude 0.0.1 but claude {installed} is on PATH" in error

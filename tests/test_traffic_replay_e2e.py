@@ -26,6 +26,7 @@ from aam_eval_action.replay.cli_version import CliVersionError, check_installed,
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths, parse_traffic
 from aam_eval_action.session import Session
+from aam_eval_action.settings import runner_environment
 from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
@@ -93,7 +94,7 @@ def _workspace(engine: Engine, package: PackageLayout, prompt: str, target: str 
     engine.install(package, workspace, target)
     return AgentRun(
         prompt=prompt, model=engine.default_model, workspace=workspace, home=home,
-        env=dict(CANARIES), timeout=60, sandbox=Sandbox(),
+        env=dict(CANARIES), runner_env=runner_environment(), timeout=60, sandbox=Sandbox(),
     )
 
 
@@ -169,11 +170,11 @@ def test_rerun_of_an_unchanged_package_is_identical_and_offline(
     # Same calls with the same results, modulo the per-run workspace path.
     assert len(replayed.session.tool_calls) == len(recorded.session.tool_calls) == 2
     assert [c.name for c in replayed.session.tool_calls] == [c.name for c in recorded.session.tool_calls]
-    assert traffic.cli_version == installed_version(traffic.cli)
-    check_installed(traffic)
+    assert traffic.cli_version == installed_version(traffic.cli, runner_environment())
+    check_installed(traffic, runner_environment())
     assert proxy.unserved == {} and proxy.failures == []
     with pytest.raises(CliVersionError, match=f"recorded with {traffic.cli} 0.0.1 but {traffic.cli} "):
-        check_installed(traffic.model_copy(update={"cli_version": "0.0.1"}))
+        check_installed(traffic.model_copy(update={"cli_version": "0.0.1"}), runner_environment())
 
 
 def test_recording_the_same_session_twice_gives_the_same_bytes(

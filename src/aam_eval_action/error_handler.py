@@ -36,5 +36,8 @@ def error_handler() -> Iterator[Status]:
     except Exception:
         print("aam-eval: internal error (a bug, please report it):", file=sys.stderr)
         # Redacted with what this process knows: secret-looking variables and key patterns.
-        print(Redactor.from_environment().text(traceback.format_exc()), end="", file=sys.stderr)
+        from aam_eval_action.settings import runner_environment
+
+        redactor = Redactor.from_environment({}, runner_environment())
+        print(redactor.text(traceback.format_exc()), end="", file=sys.stderr)
         status.code = EXIT_BUG

@@ -5,21 +5,22 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
+def atomic_write(path: Path, data: str | bytes, checkout: Path | None) -> None:
     """Write via a temp file in the same directory and rename, so readers never see half a file.
 
     The file gets the mode a plain `open()` would give it (0666 less the umask; a temp file
-    is 0600), and, when root writes into a workspace someone else owns (a docker action on
-    the runner's checkout), that owner: the job's later steps run as that user and must be
-    able to read, change and delete what was written.
+    is 0600), and, when root writes into a `checkout` someone else owns (a docker action on
+    the runner's checkout, `runner_checkout()`), that owner: the job's later steps run as
+    that user and must be able to read, change and delete what was written.
     """
-    owner = workspace_owner(path)
+    owner = checkout_owner(path, checkout)
     make_dirs(path.parent, owner)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -47,17 +48,23 @@ def make_dirs(directory: Path, owner: tuple[int, int] | None) -> None:
             os.chown(new, *owner)
 
 
-def workspace_owner(path: Path) -> tuple[int, int] | None:
-    """The (uid, gid) to give files written under `GITHUB_WORKSPACE` when root writes them
-    into a workspace owned by another user; None otherwise (files keep the writer's ids)."""
-    workspace = os.environ.get("GITHUB_WORKSPACE")
-    if not workspace or os.geteuid() != 0:
+def runner_checkout(environ: Mapping[str, str]) -> Path | None:
+    """The runner's checkout (`GITHUB_WORKSPACE` in the runner's environment), whose owner
+    gets what root writes inside it; None outside GitHub Actions."""
+    workspace = environ.get("GITHUB_WORKSPACE")
+    return Path(workspace) if workspace else None
+
+
+def checkout_owner(path: Path, checkout: Path | None) -> tuple[int, int] | None:
+    """The (uid, gid) to give files written under `checkout` when root writes them into a
+    checkout owned by another user; None otherwise (files keep the writer's ids)."""
+    if checkout is None or os.geteuid() != 0:
         return None
     try:
-        info = os.stat(workspace)
+        info = os.stat(checkout)
     except OSError:
         return None
-    root = Path(workspace).resolve()
+    root = checkout.resolve()
     inside = path.resolve().is_relative_to(root)
     return (info.st_uid, info.st_gid) if inside and info.st_uid != 0 else None
 

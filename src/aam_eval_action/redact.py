@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -37,12 +36,10 @@ class Redactor:
         self._words = [(re.compile(rf"(?<![\w-]){re.escape(v)}(?![\w-])"), n) for v, n in short]
 
     @classmethod
-    def from_environment(
-        cls, extra: Mapping[str, str] = {}, environ: Mapping[str, str] | None = None
-    ) -> Redactor:
-        """`extra` are explicit secrets; the environment's variables named like secrets are guessed."""
-        env = os.environ if environ is None else environ
-        found = {k: v for k, v in env.items() if SECRET_NAME.search(k) and k not in extra}
+    def from_environment(cls, extra: Mapping[str, str], environ: Mapping[str, str]) -> Redactor:
+        """`extra` are explicit secrets; the variables of `environ` (the runner's environment)
+        named like secrets are guessed."""
+        found = {k: v for k, v in environ.items() if SECRET_NAME.search(k) and k not in extra}
         return cls(extra, found)
 
     def text(self, value: str) -> str:

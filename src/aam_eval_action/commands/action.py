@@ -1,19 +1,19 @@
 """`aam-eval action`, the GitHub Action entry point: head report, base report, diff, comment, outputs.
 
-The environment is read once: the inputs and the run's context into their objects, the
-runner's environment (with the key inputs added) into the run settings. Nothing is written
-back into the process environment.
+The environment is read once (`settings.runner_environment()`): the inputs and the run's
+context into their objects, the runner's environment (with the key inputs added) into the run
+settings. Nothing is written back into the process environment.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from aam_eval_action.commands.run import RunArgs, execute
 from aam_eval_action.diff import ReportDiff, diff_reports, not_blamed
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, AamEvalError, UsageError
+from aam_eval_action.fsutil import runner_checkout
 from aam_eval_action.github import workflow
 from aam_eval_action.github.inputs import ActionInputs, GitHubContext
 from aam_eval_action.modes import Mode
@@ -21,7 +21,7 @@ from aam_eval_action.pipeline.select import parse_shard
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.render.console import Console
 from aam_eval_action.report import Report, default_report_path, load_report
-from aam_eval_action.settings import Overrides
+from aam_eval_action.settings import Overrides, runner_environment
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 ANNOTATION_TITLES = {"stale": "stale cassette: ", "diverged": "replay diverged: "}
@@ -29,19 +29,19 @@ ANNOTATION_TITLES = {"stale": "stale cassette: ", "diverged": "replay diverged: 
 
 def action(environ: Mapping[str, str] | None = None) -> int:
     """Run the action; the exit code decides the step's status."""
-    env = dict(os.environ if environ is None else environ)
+    env = dict(runner_environment() if environ is None else environ)
     try:
         inputs = ActionInputs.from_env(env)
         gh = GitHubContext.from_env(env)
         workflow.mask(inputs.anthropic_api_key, inputs.openai_api_key, inputs.github_token)
-        return run_action(inputs, gh, runner_environment(inputs, env))
+        return run_action(inputs, gh, with_key_inputs(inputs, env))
     except AamEvalError as exc:
         # The same message as an annotation, so it shows on the run's summary page.
         workflow.error(str(exc))
         raise
 
 
-def runner_environment(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str, str]:
+def with_key_inputs(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str, str]:
     """The environment the run settings see: the runner's, with the key inputs as the keys."""
     keys = {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key}
     out = dict(env)
@@ -54,11 +54,12 @@ def runner_environment(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str
 def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, str]) -> int:
     check_live_allowed(inputs, gh)
     inputs = snapshot_only_on_pull_request_target(inputs, gh)
-    console = Console(workflow_commands=True)
+    console = Console(environ=environ, workflow_commands=True)
+    checkout = runner_checkout(environ)
     package = (gh.workspace / inputs.package_path).resolve()
     report_path = _report_path(inputs, gh, package)
     if inputs.merge_reports:
-        head: Report | None = _merged(inputs, gh, report_path)
+        head: Report | None = _merged(inputs, gh, report_path, checkout)
     else:
         run_args = _run_args(inputs, package, inputs.mode, report_path)
         with workflow.commands_stopped():
@@ -67,7 +68,7 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
         return code
     base, changed = _base_report(inputs, gh, console, environ)
     if changed is not None and not inputs.merge_reports:
-        mark_rerecorded(head, changed, package, report_path)
+        mark_rerecorded(head, changed, package, report_path, checkout)
     diff = diff_reports(base, head)
     body = _render(inputs, gh, diff)
     workflow.append(gh.summary_file, body)
@@ -127,7 +128,7 @@ def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Report:
+def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path, checkout: Path | None) -> Report:
     """The shard reports of a matrix run, joined into the head report."""
     from aam_eval_action.fsutil import atomic_write
     from aam_eval_action.report import merge_reports, to_json
@@ -137,7 +138,7 @@ def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path) -> Repor
     if not paths:
         raise UsageError(f"merge-reports {pattern!r} matched no report under {gh.workspace}")
     merged = merge_reports([load_report(p) for p in paths])
-    atomic_write(report_path, to_json(merged))
+    atomic_write(report_path, to_json(merged), checkout)
     print(f"merged {len(paths)} shard report(s): {merged.summary.total} case(s)", flush=True)
     return merged
 
@@ -205,7 +206,9 @@ def _cassettes_dir(package: Path) -> Path | None:
     return (loaded.layout.evals_dir / loaded.config.cassettes).resolve()
 
 
-def mark_rerecorded(head: Report, changed: Changed, package: Path, report_path: Path) -> None:
+def mark_rerecorded(
+    head: Report, changed: Changed, package: Path, report_path: Path, checkout: Path | None
+) -> None:
     """Flag the head cases whose cassettes the PR changed, with the provenance they carry,
     so the comment lists them ("re-recorded in this PR"); the report file is rewritten."""
     from aam_eval_action.fsutil import atomic_write
@@ -219,7 +222,7 @@ def mark_rerecorded(head: Report, changed: Changed, package: Path, report_path: 
             case.cassette_changed = True
             case.cassette_provenance = _provenance(cassettes, case.name, head.config.engine)
     if report_path.is_file():
-        atomic_write(report_path, to_json(head))
+        atomic_write(report_path, to_json(head), checkout)
 
 
 def _provenance(cassettes: Path, name: str, engine: str) -> str:

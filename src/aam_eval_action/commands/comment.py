@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -27,7 +26,9 @@ def comment(
         return EXIT_OK
     if not (repo and pr):
         raise UsageError("posting needs both --repo OWNER/NAME and --pr NUMBER")
-    token = os.environ.get("GITHUB_TOKEN", "")
+    from aam_eval_action.settings import runner_environment
+
+    token = runner_environment().get("GITHUB_TOKEN", "")
     if not token:
         raise UsageError("set GITHUB_TOKEN to post the comment (it is never taken as a flag)")
     from aam_eval_action.github.comments import post_comment

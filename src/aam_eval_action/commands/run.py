@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from aam_eval_action.engines.registry import check_engine_name
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
-from aam_eval_action.fsutil import atomic_write
+from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.loader import load_package
 from aam_eval_action.pipeline.case import Outcome
 from aam_eval_action.pipeline.context import CaseContext
@@ -25,7 +25,7 @@ from aam_eval_action.report import (
     file_error_results,
     to_json,
 )
-from aam_eval_action.settings import Overrides, check_judge, resolve
+from aam_eval_action.settings import Overrides, check_judge, resolve, runner_environment
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,11 @@ def run(args: RunArgs, console: Console | None = None) -> int:
 
 
 def execute(
-    args: RunArgs, console: Console | None = None, environ: dict[str, str] | None = None
+    args: RunArgs, console: Console | None = None, environ: Mapping[str, str] | None = None
 ) -> tuple[Report | None, int]:
     """Run the selected cases; the report (None for a dry run) and the exit code."""
-    console = console or Console()
+    environ = runner_environment() if environ is None else environ
+    console = console or Console(environ=environ)
     package = load_package(args.package)
     settings = resolve(package, args.overrides, environ)
     if settings.in_ci:  # untrusted text printed below must not form workflow commands
@@ -83,7 +84,7 @@ def execute(
                           time.monotonic() - t0, interrupted)
     report = Report.model_validate(ctx.redactor.deep(report.model_dump(mode="json")))
     _write(args, report, default_report_path(package.layout.evals_dir, started), console,
-           [(ctx, o) for o in outcomes])
+           runner_checkout(environ), [(ctx, o) for o in outcomes])
     console.summary(report)
     if interrupted:
         return report, EXIT_INTERRUPTED
@@ -93,7 +94,7 @@ def execute(
 
 
 def _write(
-    args: RunArgs, report: Report, default_path: Path, console: Console,
+    args: RunArgs, report: Report, default_path: Path, console: Console, checkout: Path | None,
     ran: Sequence[tuple[CaseContext, Outcome]] = (),
 ) -> None:
     paths = []
@@ -102,24 +103,24 @@ def _write(
     if args.report and not args.output:
         paths.append(default_path)
     for path in paths:
-        write_file(path, to_json(report), "report")
+        write_file(path, to_json(report), "report", checkout)
         console.line(f"report written to {path}")
     if args.junit:
         from aam_eval_action.render.junit import to_junit
 
-        write_file(args.junit, to_junit(report), "JUnit XML")
+        write_file(args.junit, to_junit(report), "JUnit XML", checkout)
         console.line(f"JUnit XML written to {args.junit}")
     if args.html:
         from aam_eval_action.render.html import run_html
 
-        write_file(args.html, run_html(report, ran), "HTML report")
+        write_file(args.html, run_html(report, ran), "HTML report", checkout)
         console.line(f"HTML report written to {args.html}")
 
 
-def write_file(path: Path, text: str, what: str) -> None:
+def write_file(path: Path, text: str, what: str, checkout: Path | None) -> None:
     """Write atomically; an unwritable path is a usage error that says what to do."""
     try:
-        atomic_write(path, text)
+        atomic_write(path, text, checkout)
     except OSError as exc:
         raise UsageError(f"cannot write the {what} to {path}: {exc.strerror or exc}; "
                          "choose a writable path") from None

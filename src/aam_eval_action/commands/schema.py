@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aam_eval_action.fsutil import atomic_write
+from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.report import Report
+from aam_eval_action.settings import runner_environment
 from aam_eval_action.spec import Case, EvalConfig
 
 KINDS: dict[str, type[BaseModel]] = {"case": Case, "eval-config": EvalConfig, "report": Report}
@@ -31,10 +32,11 @@ def render(kind: str) -> str:
 
 def schema(kind: str, output_dir: Path | None) -> int:
     kinds = list(KINDS) if kind == "all" else [kind]
+    checkout = runner_checkout(runner_environment())
     for k in kinds:
         if output_dir is None:
             print(render(k), end="")
         else:
-            atomic_write(output_dir / FILES[k], render(k))
+            atomic_write(output_dir / FILES[k], render(k), checkout)
             print(f"wrote {output_dir / FILES[k]}")
     return 0

@@ -26,12 +26,13 @@ class AgentRun:
     """A fresh, empty HOME for this session (outside the workspace)."""
     env: dict[str, str]
     """Extra environment: eval-config `env`, API keys and base URLs (`*_BASE_URL`)."""
+    runner_env: Mapping[str, str]
+    """The runner's environment as the run settings read it (the few variables a CLI needs
+    come from here, never from this process's environment)."""
     timeout: float
     """Seconds before the whole process group is killed."""
     sandbox: Sandbox = field(default_factory=Sandbox)
     """Network and writable-path settings to enforce with the engine's own mechanisms."""
-    runner_env: Mapping[str, str] | None = None
-    """The runner's environment as the run settings read it (None: this process's)."""
 
 
 class Engine(Protocol):

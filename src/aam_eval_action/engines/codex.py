@@ -72,7 +72,7 @@ class Codex(RegisteredEngine):
         for path in profile_dirs(run.sandbox, run.workspace) or []:
             path.mkdir(parents=True, exist_ok=True)  # a profile can only grant existing directories
         done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
-        session = new_session(self.name, self.provider, run, done, cli_version(CLI))
+        session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
         parse_events(done.stdout, session)
         for found in HOOK_BLOCK.finditer(done.stderr):
             block(session, found.group(0).strip())

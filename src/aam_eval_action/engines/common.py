@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,7 +26,7 @@ NETWORK_ENV_KEYS = (
 
 def runner_env(run: AgentRun) -> Mapping[str, str]:
     """The runner's environment the run was resolved with."""
-    return os.environ if run.runner_env is None else run.runner_env
+    return run.runner_env
 
 
 PROXY_KEYS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
@@ -92,17 +91,22 @@ def missing_cli(engine: str) -> str | None:
     return f"the `{info.cli}` CLI is not on PATH (npm install -g {info.npm_package})"
 
 
+def cli_version(cli: str, run: AgentRun) -> str | None:
+    """`<cli> --version` as a bare version (`1.0.102`), asked once per process, with the PATH
+    of the run's runner environment and a scratch HOME (Gemini CLI writes into `~/.gemini`
+    when asked its version)."""
+    return _cli_version(cli, run.runner_env.get("PATH", ""))
+
+
 @functools.cache
-def cli_version(cli: str) -> str | None:
-    """`<cli> --version` as a bare version (`1.0.102`), asked once per process, with a scratch
-    HOME (Gemini CLI writes into `~/.gemini` when asked its version)."""
+def _cli_version(cli: str, search_path: str) -> str | None:
     path = shutil.which(cli)
     if path is None:
         return None
     with tempfile.TemporaryDirectory(prefix="aam-eval-version-") as home:
         try:
             out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False,
-                                 env={"PATH": os.environ.get("PATH", ""), "HOME": home}).stdout
+                                 env={"PATH": search_path, "HOME": home}).stdout
         except (OSError, subprocess.TimeoutExpired):
             return None
     found = re.search(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]*[0-9A-Za-z])?", out)

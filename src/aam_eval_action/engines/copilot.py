@@ -77,7 +77,7 @@ class Copilot(RegisteredEngine):
         usage_file = run.home / "copilot-usage.json"
         argv, env = self.argv(run, usage_file), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
-        session = new_session(self.name, self.provider_for(run.model), run, done, cli_version(CLI))
+        session = new_session(self.name, self.provider_for(run.model), run, done, cli_version(CLI, run))
         parse_events(done.stdout, session)
         session.usage = read_usage(usage_file)
         finish(session, done, run.timeout)

@@ -87,7 +87,7 @@ class GeminiCli(RegisteredEngine):
         write_user_settings(run)
         argv, env = self.argv(run), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
-        session = new_session(self.name, self.provider, run, done, cli_version(CLI))
+        session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
         parse_stream(done.stdout, session)
         finish(session, done, run.timeout)
         return session

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aam_eval_action.errors import AamEvalError
+from aam_eval_action.fsutil import runner_checkout
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline import workspace
@@ -96,7 +97,7 @@ def run_session(
         before = workspace.snapshot(ws.root)
         proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
         if isinstance(proxy, RecordingProxy):  # not every CLI names itself in its User-Agent
-            proxy.identify(ENGINES[s.engine].cli, installed_version(ENGINES[s.engine].cli))
+            proxy.identify(ENGINES[s.engine].cli, installed_version(ENGINES[s.engine].cli, s.runner_env))
         with proxy:
             env = {**s.agent_env, **proxy_env(s.engine, proxy.url, s.model)}
             if route.key is not None:
@@ -151,13 +152,13 @@ def save_sessions(
 ) -> None:
     """Write the case's agent cassette (untouched when only volatile fields differ), its model
     traffic's shared entries in the cassettes directory's store."""
-    s = ctx.settings
+    s, checkout = ctx.settings, runner_checkout(ctx.settings.runner_env)
     recorded = AgentCassette(
-        model_traffic=traffic_store.save_traffic(s.cassettes, traffic) if traffic else None,
+        model_traffic=traffic_store.save_traffic(s.cassettes, traffic, checkout) if traffic else None,
         case=name, engine=s.engine,
         recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
         attempts=sessions, provenance=s.provenance(),
     )
     path = agent_cassette.session_path(s.cassettes, name, s.engine, variant)
-    agent_cassette.save(path, recorded, s.cassettes)
+    agent_cassette.save(path, recorded, s.cassettes, checkout=checkout)

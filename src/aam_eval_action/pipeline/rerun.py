@@ -69,7 +69,7 @@ def rerun_session(ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic) -
     unusable = not_reexecutable(traffic)
     if unusable:
         raise CliVersionError(f"cannot re-execute: {unusable}")
-    check_installed(traffic)
+    check_installed(traffic, ctx.settings.runner_env)
     upstream = continue_upstream(ctx)
     ignore = ctx.settings.rerun_ignore
 

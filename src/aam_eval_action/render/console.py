@@ -10,6 +10,7 @@ import io
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from typing import TextIO
 
 from aam_eval_action.report import CaseResult, Report, Summary
@@ -20,11 +21,14 @@ TABLE_ROWS = 40
 
 
 class Console:
-    def __init__(self, stream: TextIO | None = None, *, workflow_commands: bool = False) -> None:
-        """`workflow_commands`: the output is read by a GitHub Actions runner, so no printed
+    def __init__(
+        self, stream: TextIO | None = None, *, environ: Mapping[str, str], workflow_commands: bool = False
+    ) -> None:
+        """`environ`: the runner's environment (its NO_COLOR and FORCE_COLOR decide the colour).
+        `workflow_commands`: the output is read by a GitHub Actions runner, so no printed
         line may start a workflow command (`::…`); set it from the run's settings or context."""
         self.stream = stream or sys.stdout
-        self.color = _wants_color(self.stream)
+        self.color = _wants_color(self.stream, environ)
         self.workflow_commands = workflow_commands
         self._lock = threading.Lock()
 
@@ -128,10 +132,10 @@ def _cost(recorded: float | None, spent: float | None) -> str:
     return f", recorded ${recorded:.4f} · this run ${spent or 0:.4f}"
 
 
-def _wants_color(stream: TextIO) -> bool:
-    if os.environ.get("NO_COLOR"):
+def _wants_color(stream: TextIO, environ: Mapping[str, str]) -> bool:
+    if environ.get("NO_COLOR"):
         return False
-    if os.environ.get("FORCE_COLOR"):
+    if environ.get("FORCE_COLOR"):
         return True
     return hasattr(stream, "isatty") and stream.isatty()
 

@@ -124,8 +124,11 @@ def _check_digest(path: Path, text: str, cassette: AgentCassette) -> None:
         )
 
 
-def save(path: Path, cassette: AgentCassette, cassettes: Path | None = None) -> bool:
-    """Write atomically unless only volatile fields differ; True when the file changed.
+def save(
+    path: Path, cassette: AgentCassette, cassettes: Path | None = None, *, checkout: Path | None
+) -> bool:
+    """Write atomically unless only volatile fields differ; True when the file changed
+    (`checkout`: see `fsutil.atomic_write`).
 
     With `cassettes`, a path that resolves (through a symlinked folder) outside it is refused.
     """
@@ -139,7 +142,7 @@ def save(path: Path, cassette: AgentCassette, cassettes: Path | None = None) -> 
     # Compared as written text, so float rounding in the file cannot make equal data differ.
     if existing is not None and dump_yaml(_stable(existing)) == dump_yaml(_stable(cassette)):
         return False
-    atomic_write(path, dump_yaml(cassette.model_dump(mode="json", exclude_none=True)))
+    atomic_write(path, dump_yaml(cassette.model_dump(mode="json", exclude_none=True)), checkout)
     return True
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 
 from aam_eval_action.engines.registry import engine_of_cli
 from aam_eval_action.errors import AamEvalError
@@ -25,10 +26,11 @@ class CliVersionError(AamEvalError):
     """The CLI on PATH cannot re-execute a recording (missing, or another version)."""
 
 
-def installed_version(cli: str) -> str | None:
+def installed_version(cli: str, environ: Mapping[str, str]) -> str | None:
     """`<cli> --version` as a bare version number; None when the CLI is not on PATH.
 
-    Asked once per executable (by path and modification time), not once per case.
+    The CLI runs with PATH and HOME of `environ`, the runner's environment. Asked once per
+    executable (by path and modification time), not once per case.
     """
     path = shutil.which(cli)
     if path is None:
@@ -37,15 +39,15 @@ def installed_version(cli: str) -> str | None:
         stamp = os.stat(path).st_mtime_ns
     except OSError:
         return None
-    return _version_of(path, stamp)
+    return _version_of(path, stamp, environ.get("PATH", ""), environ.get("HOME", "/tmp"))
 
 
 @functools.cache
-def _version_of(path: str, stamp: int) -> str | None:
+def _version_of(path: str, stamp: int, search_path: str, home: str) -> str | None:
     try:
         out = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=30, check=False,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")},
+            env={"PATH": search_path, "HOME": home},
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -70,6 +72,7 @@ def check_version(cli: str, recorded: str | None, installed: str | None) -> None
         )
 
 
-def check_installed(traffic: ModelTraffic) -> None:
-    """Raise CliVersionError unless the CLI on PATH is the one the traffic was recorded with."""
-    check_version(traffic.cli, traffic.cli_version, installed_version(traffic.cli))
+def check_installed(traffic: ModelTraffic, environ: Mapping[str, str]) -> None:
+    """Raise CliVersionError unless the CLI on PATH is the one the traffic was recorded with
+    (`environ`: the runner's environment, as for `installed_version`)."""
+    check_version(traffic.cli, traffic.cli_version, installed_version(traffic.cli, environ))

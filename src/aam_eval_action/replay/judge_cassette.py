@@ -112,12 +112,14 @@ class JudgeCassette:
 
     def __init__(
         self, path: Path, mode: str, provider: str, redact: Callable[[str], str] = str,
-        inside: Path | None = None, network: Network | None = None,
+        inside: Path | None = None, network: Network | None = None, *, checkout: Path | None,
     ) -> None:
         """`inside`: the cassettes folder; a cassette resolving outside it is refused.
-        `network`: the runner's proxy and CA settings, for the calls that go to the API."""
+        `network`: the runner's proxy and CA settings, for the calls that go to the API.
+        `checkout`: the runner's checkout, for `fsutil.atomic_write`."""
         self.path = path
         self.inside = inside
+        self.checkout = checkout
         self.network = network or Network()
         self.mode = mode
         self.provider = provider
@@ -213,7 +215,7 @@ class JudgeCassette:
             "responses": [resp for _, resp in used],
             "metadata": metadata,
         }
-        atomic_write(self.path, serialize(data, self.cassette._serializer))
+        atomic_write(self.path, serialize(data, self.cassette._serializer), self.checkout)
         return True
 
 

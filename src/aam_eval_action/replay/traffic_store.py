@@ -86,17 +86,18 @@ def _read(path: Path) -> dict[str, Any]:
     return entries
 
 
-def save_traffic(cassettes: Path, traffic: list[ModelTraffic]) -> list[dict[str, Any]]:
-    """Each attempt's traffic as stored in its cassette; shared entries merged into the store."""
+def save_traffic(cassettes: Path, traffic: list[ModelTraffic], checkout: Path | None) -> list[dict[str, Any]]:
+    """Each attempt's traffic as stored in its cassette; shared entries merged into the store
+    (`checkout`: see `fsutil.atomic_write`)."""
     out = []
     for one in traffic:
         detached, entries = detach_shared(one)
-        _merge(store_path(cassettes, one.cli, one.cli_version), one, entries)
+        _merge(store_path(cassettes, one.cli, one.cli_version), one, entries, checkout)
         out.append(stored(detached))
     return out
 
 
-def _merge(path: Path, traffic: ModelTraffic, entries: dict[str, Any]) -> None:
+def _merge(path: Path, traffic: ModelTraffic, entries: dict[str, Any], checkout: Path | None) -> None:
     """Add entries to the store; the file is rewritten only when something is new."""
     with _LOCK:
         try:
@@ -108,7 +109,7 @@ def _merge(path: Path, traffic: ModelTraffic, entries: dict[str, Any]) -> None:
         merged = {**existing, **entries}
         data = {"version": STORE_VERSION, "cli": traffic.cli, "cli_version": traffic.cli_version,
                 "entries": dict(sorted(merged.items()))}
-        atomic_write(path, dump_yaml(data))
+        atomic_write(path, dump_yaml(data), checkout)
         _CACHE.pop(path, None)
 
 

@@ -70,4 +70,5 @@ def record_sessions(package: Path, outputs: dict[str, str], engine: str = "claud
                 fingerprint=cassette.FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
                 attempts=[session],
             ),
+            checkout=None,
         )
