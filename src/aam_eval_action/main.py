@@ -32,8 +32,12 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run (or replay) eval cases and write the report")
     p.add_argument("cases", nargs="*", metavar="CASE", help="case names (default: all)")
     p.add_argument("--package", type=Path, default=Path("."), help="package root (default: .)")
-    p.add_argument("--engine", choices=ENGINE_NAMES + RESERVED_NAMES, help="agent engine")
-    p.add_argument("--model", help="the agent's model")
+    p.add_argument("--engine", metavar="ENGINE[,ENGINE...]",
+                   help=f"agent engine(s): {', '.join(ENGINE_NAMES + RESERVED_NAMES)}; several, "
+                        "comma-separated, run every case on each")
+    p.add_argument("--model", metavar="MODEL[,MODEL...]",
+                   help="the agent's model(s); several, comma-separated, run every case with each "
+                        "(on each engine that serves it)")
     p.add_argument("--judge", help="the judge model (default: the agent's model)")
     p.add_argument("--target", help="only cases with this target (skill:NAME, hook:EVENT, agent:NAME)")
     mode = p.add_mutually_exclusive_group()
@@ -69,9 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aam-eval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run(sub)
-    d = sub.add_parser("diff", help="compare two reports")
-    d.add_argument("base", type=Path)
-    d.add_argument("head", type=Path)
+    d = sub.add_parser("diff", help="compare two reports (one: a report alone, its engines side by side)")
+    d.add_argument("reports", nargs="+", type=Path, metavar="[BASE] HEAD")
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."))
@@ -131,7 +134,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "diff":
         from aam_eval_action.commands.diff import diff
 
-        return diff(args.base, args.head, args.format, sys.stdout)
+        if len(args.reports) > 2:
+            raise UsageError("diff takes one report (HEAD) or two (BASE HEAD)")
+        base, head = ([None, *args.reports])[-2:]
+        return diff(base, head, args.format, sys.stdout)
     if args.command == "action":
         from aam_eval_action.commands.action import action
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aam_eval_action.commands.run import RunArgs, execute
 from aam_eval_action.diff import ReportDiff, diff_reports, not_blamed
@@ -26,6 +27,9 @@ from aam_eval_action.settings import Overrides, runner_environment
 PR_EVENTS = ("pull_request", "pull_request_target")
 ANNOTATION_TITLES = {"stale": "stale cassette: ", "diverged": "replay diverged: "}
 
+if TYPE_CHECKING:
+    from aam_eval_action.spec import EvalConfig
+
 
 def action(environ: Mapping[str, str] | None = None) -> int:
     """Run the action; the exit code decides the step's status."""
@@ -33,7 +37,8 @@ def action(environ: Mapping[str, str] | None = None) -> int:
     try:
         inputs = ActionInputs.from_env(env)
         gh = GitHubContext.from_env(env)
-        workflow.mask(inputs.anthropic_api_key, inputs.openai_api_key, inputs.github_token)
+        workflow.mask(inputs.anthropic_api_key, inputs.openai_api_key, inputs.gemini_api_key,
+                      inputs.github_token)
         return run_action(inputs, gh, with_key_inputs(inputs, env))
     except AamEvalError as exc:
         # The same message as an annotation, so it shows on the run's summary page.
@@ -43,7 +48,8 @@ def action(environ: Mapping[str, str] | None = None) -> int:
 
 def with_key_inputs(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str, str]:
     """The environment the run settings see: the runner's, with the key inputs as the keys."""
-    keys = {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key}
+    keys = {"anthropic": inputs.anthropic_api_key, "openai": inputs.openai_api_key,
+            "gemini": inputs.gemini_api_key}
     out = dict(env)
     for provider, key in keys.items():
         if key:
@@ -197,13 +203,19 @@ def _base_report(
 
 def _cassettes_dir(package: Path) -> Path | None:
     """The package's cassettes folder as its eval-config names it (None when it cannot load)."""
+    found = _cassettes_and_config(package)
+    return found[0] if found else None
+
+
+def _cassettes_and_config(package: Path) -> tuple[Path, EvalConfig] | None:
+    """The cassettes folder and the eval-config (None when the package cannot load)."""
     from aam_eval_action.loader import load_package
 
     try:
         loaded = load_package(package)
     except AamEvalError:
         return None
-    return (loaded.layout.evals_dir / loaded.config.cassettes).resolve()
+    return (loaded.layout.evals_dir / loaded.config.cassettes).resolve(), loaded.config
 
 
 def mark_rerecorded(
@@ -212,24 +224,34 @@ def mark_rerecorded(
     """Flag the head cases whose cassettes the PR changed, with the provenance they carry,
     so the comment lists them ("re-recorded in this PR"); the report file is rewritten."""
     from aam_eval_action.fsutil import atomic_write
-    from aam_eval_action.report import to_json
+    from aam_eval_action.report import case_pair, to_json
+    from aam_eval_action.settings import cassette_stem
 
-    cassettes = _cassettes_dir(package)
-    if not changed or cassettes is None:
+    found = _cassettes_and_config(package)
+    if not changed or found is None:
         return
+    cassettes, cfg = found
     for case in head.cases:
-        if case.name in changed:
+        stem = cassette_stem(cfg, *case_pair(head, case))
+        # In a matrix, each engine + model has its own files: only the changed ones count.
+        if any(_of_stem(name, stem) for name in changed.get(case.name, [])):
             case.cassette_changed = True
-            case.cassette_provenance = _provenance(cassettes, case.name, head.config.engine)
+            case.cassette_provenance = _provenance(cassettes, case.name, stem)
     if report_path.is_file():
         atomic_write(report_path, to_json(head), checkout)
 
 
-def _provenance(cassettes: Path, name: str, engine: str) -> str:
+def _of_stem(file_name: str, stem: str) -> bool:
+    """`<stem>.session.yaml`, `<stem>.judge.yaml` and their `.baseline` variants."""
+    rest = file_name.removeprefix(stem + ".")
+    return rest != file_name and rest.removeprefix("baseline.") in ("session.yaml", "judge.yaml")
+
+
+def _provenance(cassettes: Path, name: str, stem: str) -> str:
     """What the case's agent cassette says about where it was recorded."""
     from aam_eval_action.replay import agent_cassette
 
-    path = agent_cassette.session_path(cassettes, name, engine)
+    path = agent_cassette.session_path(cassettes, name, stem)
     try:
         recorded = agent_cassette.load(path, cassettes)
     except agent_cassette.CassetteError:

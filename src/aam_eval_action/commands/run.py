@@ -11,10 +11,10 @@ from pathlib import Path
 from aam_eval_action.engines.registry import check_engine_name
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from aam_eval_action.fsutil import atomic_write, runner_checkout
-from aam_eval_action.loader import load_package
+from aam_eval_action.loader import LoadedPackage, load_package
 from aam_eval_action.pipeline.case import Outcome
 from aam_eval_action.pipeline.context import CaseContext
-from aam_eval_action.pipeline.scheduler import handle_signals, run_all
+from aam_eval_action.pipeline.scheduler import handle_signals, run_tasks
 from aam_eval_action.pipeline.select import recorded_durations, select
 from aam_eval_action.render.console import Console
 from aam_eval_action.report import (
@@ -23,9 +23,10 @@ from aam_eval_action.report import (
     build_report,
     default_report_path,
     file_error_results,
+    merge_reports,
     to_json,
 )
-from aam_eval_action.settings import Overrides, check_judge, resolve, runner_environment
+from aam_eval_action.settings import Overrides, RunSettings, check_judge, resolve_matrix, runner_environment
 
 
 @dataclass(frozen=True)
@@ -50,47 +51,79 @@ def run(args: RunArgs, console: Console | None = None) -> int:
 def execute(
     args: RunArgs, console: Console | None = None, environ: Mapping[str, str] | None = None
 ) -> tuple[Report | None, int]:
-    """Run the selected cases; the report (None for a dry run) and the exit code."""
+    """Run the selected cases on each engine + model of the run; the report (None for a dry
+    run) and the exit code."""
     environ = runner_environment() if environ is None else environ
     console = console or Console(environ=environ)
     package = load_package(args.package)
-    settings = resolve(package, args.overrides, environ)
-    if settings.in_ci:  # untrusted text printed below must not form workflow commands
+    runs = resolve_matrix(package, args.overrides, environ)
+    first = runs[0]
+    if first.in_ci:  # untrusted text printed below must not form workflow commands
         console.workflow_commands = True
-    # Reserved or unknown engines fail before any case runs, pointing at where the name was set.
-    check_engine_name(settings.engine, "--engine" if args.overrides.engine else
-                      package.config_location("engine"))
-    check_judge(settings, "--judge" if args.overrides.judge else package.config_location("judge")
-                if package.config.judge else None)
-    durations = recorded_durations(settings) if args.shard else None
+    for settings in runs:
+        _check(args, package, settings)
+    durations = recorded_durations(first) if args.shard else None
     selected = select(package.cases, args.cases, args.target, args.shard, durations)
     errors = [e for e in package.errors if not args.cases or e.case_name in args.cases]
     if args.dry_run:
         from aam_eval_action.pipeline.plan import plan_lines
 
-        for text, style in plan_lines(settings, selected):
-            console.line(text, style)
+        for settings in runs:
+            for text, style in plan_lines(settings, selected):
+                console.line(text, style)
         return None, EXIT_USAGE if errors else EXIT_OK
-    ctx = CaseContext.for_run(settings, keep_workspaces=args.keep_workspaces)
-    console.line(f"{len(selected)} case(s) · {settings.engine} · model {settings.model} · "
-                 f"judge {settings.judge_model} · mode {settings.mode}")
+    matrix = len(runs) > 1
+    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix) for s in runs]
+    for s in runs:
+        console.line(f"{len(selected)} case(s) · {s.engine} · model {s.model} · "
+                     f"judge {s.judge_model} · mode {s.mode}")
     for err in errors:
         console.line(f"ERROR {err}", "yellow")
     started, t0 = datetime.now(UTC), time.monotonic()
+    tasks = [(ctx, loaded) for ctx in contexts for loaded in selected]
     with handle_signals():
-        outcomes, interrupted = run_all(ctx, selected, console.case)
-    results = [o.result for o in outcomes] + file_error_results(errors)
-    report = build_report(settings, results, [o.session for o in outcomes], started,
-                          time.monotonic() - t0, interrupted)
-    report = Report.model_validate(ctx.redactor.deep(report.model_dump(mode="json")))
+        done, interrupted = run_tasks(tasks, first.jobs, console.case)
+    duration = time.monotonic() - t0
+    if not interrupted and first.mode in ("auto", "record"):
+        _prune(first, console)
+    parts = []
+    for ctx in contexts:
+        outcomes = sorted((o for i, o in done if tasks[i][0] is ctx), key=lambda o: o.result.name)
+        errored = file_error_results(errors)
+        for result in errored:
+            result.engine, result.model = ctx.pair or (None, None)
+        part = build_report(ctx.settings, [o.result for o in outcomes] + errored,
+                            [o.session for o in outcomes], started, duration, interrupted)
+        parts.append(Report.model_validate(ctx.redactor.deep(part.model_dump(mode="json"))))
+    report = merge_reports(parts) if matrix else parts[0]
     _write(args, report, default_report_path(package.layout.evals_dir, started), console,
-           runner_checkout(environ), [(ctx, o) for o in outcomes])
+           runner_checkout(environ), [(tasks[i][0], o) for i, o in done])
     console.summary(report)
     if interrupted:
         return report, EXIT_INTERRUPTED
     if errors:  # the other cases ran, but a bad case file is a usage error of the run
         return report, EXIT_USAGE
     return report, EXIT_OK if all_passed(report) else EXIT_FAILED
+
+
+def _prune(settings: RunSettings, console: Console) -> None:
+    """A run that recorded may have replaced shared traffic entries: drop the unused ones."""
+    from aam_eval_action.replay.traffic_store import prune_stores
+
+    dropped = prune_stores(settings.cassettes, runner_checkout(settings.runner_env))
+    if dropped:
+        console.line(f"{dropped} shared traffic entr{'y' if dropped == 1 else 'ies'} no cassette "
+                     "uses any more: removed")
+
+
+def _check(args: RunArgs, package: LoadedPackage, settings: RunSettings) -> None:
+    """Reserved or unknown engines, and a judge no SDK of ours serves, fail before any case
+    runs, pointing at where the name was set."""
+    cfg = package.config
+    key = "pairs" if cfg.pairs else "engines" if cfg.engines else "engine"
+    check_engine_name(settings.engine, "--engine" if args.overrides.engine else package.config_location(key))
+    check_judge(settings, "--judge" if args.overrides.judge else package.config_location("judge")
+                if cfg.judge else None)
 
 
 def _write(

@@ -90,6 +90,7 @@ class GeminiCli(RegisteredEngine):
         session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
         parse_stream(done.stdout, session)
         finish(session, done, run.timeout)
+        session.stderr = _without_startup_metrics(session.stderr)
         return session
 
     def argv(self, run: AgentRun) -> list[str]:
@@ -191,3 +192,7 @@ def on_result(event: dict[str, Any], session: Session) -> None:
         cache_read_input_tokens=int(stats.get("cached") or stats.get("cached_tokens") or 0),
     )
 
+
+def _without_startup_metrics(stderr: str) -> str:
+    """Its `[STARTUP] Phase … never ended` lines come and go with timing: not the session's."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith("[STARTUP] "))

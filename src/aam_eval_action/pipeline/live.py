@@ -123,7 +123,7 @@ def restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session
     try:
         workspace.restore(ws.root, session.files)
     except workspace.OutsideWorkspace as exc:
-        path = agent_cassette.session_path(s.cassettes, loaded.case.name, s.engine)
+        path = agent_cassette.session_path(s.cassettes, loaded.case.name, s.cassette_stem)
         raise workspace.OutsideWorkspace(f"{path}: {exc}") from None
     announce_kept(loaded, ws.root)
 
@@ -160,5 +160,5 @@ def save_sessions(
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
         attempts=sessions, provenance=s.provenance(),
     )
-    path = agent_cassette.session_path(s.cassettes, name, s.engine, variant)
+    path = agent_cassette.session_path(s.cassettes, name, s.cassette_stem, variant)
     agent_cassette.save(path, recorded, s.cassettes, checkout=checkout)

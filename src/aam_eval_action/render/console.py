@@ -44,7 +44,8 @@ class Console:
     def case(self, r: CaseResult) -> None:
         source = _source(r)
         flaky = "  flaky" if r.flaky else ""
-        self.line(f"{r.verdict:<5} {r.name}  {r.duration_seconds:.1f}s  {source}{flaky}",
+        pair = f"  [{r.engine} · {r.model}]" if r.engine else ""
+        self.line(f"{r.verdict:<5} {r.name}{pair}  {r.duration_seconds:.1f}s  {source}{flaky}",
                   STYLES.get(r.verdict))
         if r.verdict != "PASS" and r.error:
             self.line(f"      {r.error}", "dim")
@@ -72,6 +73,12 @@ class Console:
         )
         for extra in measures(s):
             self.line(extra)
+        for pair in report.pairs or []:
+            p = pair.summary
+            graded = p.graded if p.graded is not None else p.total - p.skipped
+            rate = f"{p.passed / graded * 100:.1f}% of {graded} graded" if graded else "none graded"
+            self.line(f"  {pair.engine} · {pair.model}: {p.passed}/{p.total} passed ({rate}), "
+                      f"{p.failed} failed, {p.errored} errored")
 
     def _table(self, cases: list[CaseResult]) -> None:
         from rich.console import Console as RichConsole
@@ -84,7 +91,8 @@ class Console:
             checks = ", ".join(f"{k}:{v}" for k, v in c.deterministic_checks.items()) or "-"
             judge = c.judge_verdict.result if c.judge_verdict else "-"
             source = _source(c)
-            table.add_row(c.name, c.verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
+            name = f"{c.name} ({c.engine} · {c.model})" if c.engine else c.name
+            table.add_row(name, c.verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
                           style=STYLES.get(c.verdict) if self.color else None)
         buffer = io.StringIO()
         rich = RichConsole(file=buffer, highlight=False, no_color=not self.color,

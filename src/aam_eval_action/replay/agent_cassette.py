@@ -55,17 +55,18 @@ class AgentCassette(BaseModel):
     `<cassettes>/_shared/`), for re-executing the real CLI against it; absent in older cassettes."""
 
 
-def session_path(cassettes: Path, case: str, engine: str, variant: str = "") -> Path:
-    """`<case>/<engine>.session.yaml`; a variant (`baseline`) gets `<engine>.<variant>.session.yaml`."""
-    return cassettes / case / f"{_stem(engine, variant)}.session.yaml"
+def session_path(cassettes: Path, case: str, stem: str, variant: str = "") -> Path:
+    """`<case>/<stem>.session.yaml`, the stem being the engine (`<engine>@<model>` for a model
+    other than its own); a variant (`baseline`) gets `<stem>.<variant>.session.yaml`."""
+    return cassettes / case / f"{_stem(stem, variant)}.session.yaml"
 
 
-def judge_path(cassettes: Path, case: str, engine: str, variant: str = "") -> Path:
-    return cassettes / case / f"{_stem(engine, variant)}.judge.yaml"
+def judge_path(cassettes: Path, case: str, stem: str, variant: str = "") -> Path:
+    return cassettes / case / f"{_stem(stem, variant)}.judge.yaml"
 
 
-def _stem(engine: str, variant: str) -> str:
-    return f"{engine}.{variant}" if variant else engine
+def _stem(stem: str, variant: str) -> str:
+    return f"{stem}.{variant}" if variant else stem
 
 
 def load(path: Path, cassettes: Path | None = None) -> AgentCassette | None:
@@ -157,12 +158,13 @@ def _stable(cassette: AgentCassette) -> Any:
 
 
 def list_recorded(cassettes: Path) -> dict[str, list[str]]:
-    """Case name → engines with a session cassette, for finding orphans."""
+    """Case name → the stems (`<engine>`, `<engine>@<model>`) with a session cassette, for
+    finding orphans."""
     found: dict[str, list[str]] = {}
     if not cassettes.is_dir():
         return found
     for path in sorted(cassettes.glob("*/*.session.yaml")):
-        engine = path.name.removesuffix(".session.yaml")
-        if "." not in engine:  # `<engine>.baseline` belongs to the same case and engine
-            found.setdefault(path.parent.name, []).append(engine)
+        stem = path.name.removesuffix(".session.yaml")
+        if not stem.endswith(".baseline"):  # `<stem>.baseline` belongs to the same case and pair
+            found.setdefault(path.parent.name, []).append(stem)
     return found

@@ -383,12 +383,17 @@ class Minted:
             return MINTED_PLACEHOLDER.sub(lambda m: self._values.get(m.group(0), m.group(0)), text)
 
 
+def _renamed(key: str, value: Any, rename: Callable[[str], str]) -> Any:
+    if isinstance(value, str) and key in ID_KEYS:
+        return rename(value)
+    if isinstance(value, str) and key == "responseId":  # Gemini's: a bare hex id, new every call
+        return rename(value if value.startswith("resp_") else f"resp_{value}")
+    return _rename_ids(value, rename)
+
+
 def _rename_ids(value: Any, rename: Callable[[str], str]) -> Any:
     if isinstance(value, dict):
-        return {
-            k: rename(v) if k in ID_KEYS and isinstance(v, str) else _rename_ids(v, rename)
-            for k, v in value.items()
-        }
+        return {k: _renamed(k, v, rename) for k, v in value.items()}
     if isinstance(value, list):
         return [_rename_ids(v, rename) for v in value]
     return value
@@ -428,7 +433,9 @@ class Normaliser:
         body = {k: v for k, v in body.items() if k not in RUN_ID_KEYS}
         if isinstance(body.get("input"), list):  # Responses input items carry random ids
             body["input"] = [_without(item, "id") for item in body["input"]]
-        return dict(_rename_ids(self._deep(_strip_keys(body, VOLATILE_KEYS)), self.ids.known))
+        normal = dict(_rename_ids(self._deep(_strip_keys(body, VOLATILE_KEYS)), self.ids.known))
+        _sort_skill_enum(normal)
+        return normal
 
     def response(self, response: RecordedResponse) -> RecordedResponse:
         """An answer with paths as placeholders and secrets redacted, deltas merged."""
@@ -449,6 +456,22 @@ class Normaliser:
         if isinstance(value, list):
             return [self._deep(v) for v in value]
         return value
+
+
+def _sort_skill_enum(body: dict[str, Any]) -> None:
+    """Gemini CLI's `activate_skill` declaration lists the skill names as an enum in an order that
+    varies between runs (1 of 4 runs of its tests here): sorted, like the listings in text."""
+    for tool in body.get("tools") or []:
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        for decl in declarations or []:
+            if not isinstance(decl, dict) or decl.get("name") != "activate_skill":
+                continue
+            for key in ("parametersJsonSchema", "parameters"):
+                schema = decl.get(key)
+                name = schema.get("properties", {}).get("name") if isinstance(schema, dict) else None
+                enum = name.get("enum") if isinstance(name, dict) else None
+                if isinstance(enum, list) and all(isinstance(e, str) for e in enum):
+                    enum.sort()
 
 
 def _sorted_names(listing: re.Match[str]) -> str:

@@ -5,8 +5,9 @@ so a traffic recording holding its own copy would be ~100 KB per case. Those ent
 same for every case run by one CLI version, so they live in one store per cassettes directory
 and CLI version, `<cassettes>/_shared/<cli>-<version>.yaml` (`_` cannot start a case name, so
 it never collides with a case directory). Entries are keyed by name and content hash, so a
-store only ever grows by union; it is written atomically, sorted, and left untouched when a
-recording adds nothing new.
+recording grows a store by union; it is written atomically, sorted, and left untouched when a
+recording adds nothing new. After a run that recorded, entries no cassette refers to any more
+(a re-recording replaced them) are pruned.
 
 Cassettes come from the repository under test: the store is read with the safe YAML loader
 and its shape checked, and a damaged one is a `TrafficError` naming the file.
@@ -35,6 +36,7 @@ STORE_DIR = "_shared"
 STORE_VERSION = 1
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_REFERENCE = re.compile(r"\$shared: ([A-Za-z0-9_.-]+)")
 # The cases of one run share a store: merges into it are serialised.
 _LOCK = threading.Lock()
 _CACHE: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
@@ -132,3 +134,32 @@ def load_traffic(cassettes: Path, recorded: list[dict[str, Any]]) -> list[ModelT
             raise TrafficError(f"{path}: {exc.args[0]}; re-record the case") from None
         out.append(parse_traffic(stored(full)))
     return out
+
+
+def prune_stores(cassettes: Path, checkout: Path | None) -> int:
+    """Drop the store entries no session cassette refers to (a re-recording replaced them);
+    the number dropped. A store whose references cannot all be read is left as it is."""
+    stores = sorted((cassettes / STORE_DIR).glob("*.yaml"))
+    if not stores:
+        return 0
+    used: set[str] = set()
+    for path in cassettes.glob("*/*.session.yaml"):
+        try:
+            used.update(_REFERENCE.findall(path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            return 0  # an unreadable cassette may refer to anything: keep everything
+    dropped = 0
+    with _LOCK:
+        for path in stores:
+            try:
+                data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+                entries = _read(path)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError, TrafficError):
+                continue
+            kept = {key: value for key, value in entries.items() if key in used}
+            if len(kept) == len(entries):
+                continue
+            dropped += len(entries) - len(kept)
+            atomic_write(path, dump_yaml({**data, "entries": kept}), checkout)
+            _CACHE.pop(path, None)
+    return dropped
