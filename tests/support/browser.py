@@ -220,6 +220,10 @@ class Browser:
         return found
 
     def page(self, width: int = 1400, height: int = 1000) -> Page:
+        """A new tab (the tabs opened before it are closed: one page at a time)."""
+        for old in self.send("Target.getTargets")["targetInfos"]:
+            if old["type"] == "page":
+                self.send("Target.closeTarget", {"targetId": old["targetId"]})
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session, target)

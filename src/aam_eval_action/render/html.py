@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from aam_eval_action.pipeline.case import Outcome
     from aam_eval_action.pipeline.context import CaseContext
     from aam_eval_action.redact import Redactor
+    from aam_eval_action.replay.agent_cassette import AgentCassette
     from aam_eval_action.replay.traffic import ModelTraffic
 
 INPUT_FILE_CAP = 64 * 1024
@@ -111,7 +112,7 @@ def cassette_lookup(cassettes: Path, *, strict: bool = False, stem: Stem | None 
     def lookup(case: CaseResult, key: Key, variant: str) -> Recording | str:
         from aam_eval_action.replay import agent_cassette
 
-        found: list[tuple[Path, Any]] = []
+        found: list[tuple[Path, AgentCassette]] = []
         errors: list[str] = []
         for path in _candidates(cassettes, key, variant, stem):
             try:
@@ -165,7 +166,7 @@ def _runs(attempts: Sequence[Session], key: Key) -> bool:
     return model is None or first.model is None or first.model == model
 
 
-def _mismatch(case: CaseResult, cassette: Any) -> str | None:
+def _mismatch(case: CaseResult, cassette: AgentCassette) -> str | None:
     """Why the cassette may not hold the session the report graded."""
     ids = {s.session_id for s in cassette.attempts if s.session_id}
     if case.session_id and case.session_id in ids:
@@ -176,7 +177,7 @@ def _mismatch(case: CaseResult, cassette: Any) -> str | None:
     return None
 
 
-def _traffic(cassettes: Path, cassette: Any) -> list[ModelTraffic | None]:
+def _traffic(cassettes: Path, cassette: AgentCassette) -> list[ModelTraffic | None]:
     """Each attempt's model traffic; a damaged one only costs the turn boundaries."""
     from aam_eval_action.replay import traffic_store
     from aam_eval_action.replay.traffic import TrafficError
@@ -212,7 +213,10 @@ def run_lookup(sessions: Mapping[Key, Session], cassettes: Lookup | None) -> Loo
 
 
 def _same(a: Session, b: Session) -> bool:
-    return a.session_id == b.session_id and a.output == b.output and a.tool_calls == b.tool_calls
+    """The same session: by its id (a recording is redacted, the session in memory is not yet)."""
+    if a.session_id or b.session_id:
+        return a.session_id == b.session_id
+    return a.output == b.output and a.tool_calls == b.tool_calls
 
 
 def package_lookup(package_dir: Path | None) -> tuple[LoadedPackage | None, str | None]:
