@@ -335,3 +335,21 @@ def test_rerun_ignore_tolerates_a_difference_the_author_declares_volatile(pkg: P
     assert case["replay_kind"] == "rerun" and case["verdict"] == "FAIL", case.get("error")
     assert case["judge_verdict"]["result"] == "FAIL" and case["judge_verdict"]["replayed"] is True
 
+
+
+def test_a_git_repository_above_the_workspaces_changes_nothing(
+    pkg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workspaces in a temp folder inside a checkout (a `.git` above them): the CLIs still see a
+    workspace that is no git repository, as when the cassettes were recorded."""
+    import subprocess
+    import tempfile
+
+    above = tmp_path / "checkout"
+    (above / "tmp").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(above)], check=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(above / "tmp"))
+    report, _ = _run(pkg, "--replay", "--rerun", "changelog-entry", "scratch-copy-sandbox")
+    for case in report["cases"]:
+        assert case.get("replay_kind") == "rerun" and not case.get("miss"), case.get("error")
+    assert not any(above.joinpath("tmp").iterdir())  # the workspaces went elsewhere

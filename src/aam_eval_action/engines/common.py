@@ -37,6 +37,8 @@ def base_env(run: AgentRun) -> dict[str, str]:
     source = runner_env(run)
     env = {key: source[key] for key in BASE_ENV_KEYS + NETWORK_ENV_KEYS if key in source}
     env["HOME"] = str(run.home)
+    # The workspace is a git repository only if it is one itself, for the git the agent runs.
+    env["GIT_CEILING_DIRECTORIES"] = str(run.workspace.parent)
     return env
 
 

@@ -33,9 +33,21 @@ class Workspace:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+def workspace_parent() -> Path:
+    """Where workspaces go: the temp folder, unless a `.git` above it (a temp folder inside a
+    checkout) would make every workspace look like part of a git repository to the CLI, which
+    tells the model so and would not replay what was recorded elsewhere; then /tmp or /var/tmp."""
+    candidates = (Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"))
+    return next((c for c in candidates if c.is_dir() and not _in_git_tree(c)), candidates[0])
+
+
+def _in_git_tree(folder: Path) -> bool:
+    return any((p / ".git").exists() for p in (folder.resolve(), *folder.resolve().parents))
+
+
 def create(layout: PackageLayout, case: Case) -> Workspace:
     """mkdir a temp workspace, copy fixtures byte-for-byte and create workspace files."""
-    base = Path(tempfile.mkdtemp(prefix=f"aam-eval-{case.name}-"))
+    base = Path(tempfile.mkdtemp(prefix=f"aam-eval-{case.name}-", dir=workspace_parent()))
     ws = Workspace(base, base / "workspace", base / "home")
     ws.root.mkdir()
     ws.home.mkdir()
