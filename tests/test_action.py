@@ -109,6 +109,12 @@ def test_pull_request_run_creates_then_updates_one_sticky_comment(
         assert outputs["regressions"] == "1" and outputs["total"] == "4"
         assert outputs["comment-url"] == comments[0]["html_url"]
         assert outputs["report-path"] == "head-report.json"
+        # The graded rate says what it is over; the HTML report sits beside the JSON one.
+        assert outputs["graded"] == "4" and outputs["not-graded"] == "0"
+        assert outputs["html-path"] == "head-report.html"
+        page = (repo / "head-report.html").read_text()
+        assert "Content-Security-Policy" in page and "case-01" in page
+        assert "head-report.html in the [run's artifacts]" in body
         assert "::error file=pkg/evals/cases/0001-case-01.yaml,line=1,title=eval regression%3A case-01::" in out
         assert "::add-mask::rw-token" in out
         assert (tmp_path / "summary.md").read_text().count(MARKER) == 1
@@ -242,6 +248,26 @@ def test_every_action_input_is_read_and_every_output_written(metadata: str) -> N
     aliases = {f.alias or name for name, f in ActionInputs.model_fields.items()}
     assert aliases == set(INPUTS)
     assert set(spec["outputs"]) == {
-        "pass-rate", "pass-rate-delta", "passed", "failed", "errored", "total", "regressions",
-        "report-path", "comment-url",
+        "pass-rate", "pass-rate-delta", "passed", "failed", "errored", "total", "graded", "not-graded",
+        "regressions", "report-path", "html-path", "comment-url",
     }
+
+
+def test_the_job_summary_charts_the_pass_rate_over_the_kept_reports(tmp_path: Path) -> None:
+    from aam_eval_action.commands.action import trend_chart
+    from aam_eval_action.report import to_json
+
+    from support.reports import case, report
+
+    folder = tmp_path / "pkg/evals/reports"
+    folder.mkdir(parents=True)
+    assert trend_chart(tmp_path / "pkg") == ""
+    for day, verdicts in (("2026-11-20", ["PASS", "FAIL"]), ("2026-11-21", ["PASS", "PASS"]),
+                          ('2026-11-22"] ] %%{init}', ["FAIL", "FAIL"])):
+        one = report([case(f"c{i}", v) for i, v in enumerate(verdicts)])
+        one.timestamp = day + "T03:17:00Z"
+        (folder / f"{day[:10]}.json").write_text(to_json(one))
+    chart = trend_chart(tmp_path / "pkg")
+    assert "```mermaid\nxychart-beta\n" in chart
+    assert 'x-axis ["2026-11-20", "2026-11-21", "2026-11-22"]' in chart  # a hostile date: digits only
+    assert "line [50.0, 100.0, 0.0]" in chart and "%%" not in chart

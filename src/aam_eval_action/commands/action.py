@@ -76,11 +76,13 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
     if changed is not None and not inputs.merge_reports:
         mark_rerecorded(head, changed, package, report_path, checkout)
     diff = diff_reports(base, head)
-    body = _render(inputs, gh, diff)
-    workflow.append(gh.summary_file, body)
+    html_path = write_html(head, base, package, report_path.with_suffix(".html"), environ, checkout,
+                           gh.summary_file)
+    body = _render(inputs, gh, diff, html_path.name if html_path else None)
+    workflow.append(gh.summary_file, body + trend_chart(package))
     _annotate(inputs, diff)
     comment_url = _comment(inputs, gh, body)
-    workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url))
+    workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url, html_path))
     return exit_code(inputs, diff, bool(head.interrupted))
 
 
@@ -270,11 +272,66 @@ def _pr_base_sha(gh: GitHubContext) -> str | None:
     return None
 
 
-def _render(inputs: ActionInputs, gh: GitHubContext, diff: ReportDiff) -> str:
+def _render(inputs: ActionInputs, gh: GitHubContext, diff: ReportDiff, html_name: str | None) -> str:
     from aam_eval_action.render.comment import render_comment
 
     template = gh.workspace / inputs.comment_template if inputs.comment_template else None
-    return render_comment(diff, template=template, marker_id=inputs.comment_id, run_url=gh.run_url)
+    return render_comment(diff, template=template, marker_id=inputs.comment_id, run_url=gh.run_url,
+                          html_report=html_name)
+
+
+def write_html(
+    head: Report, base: Report | None, package: Path, path: Path, environ: Mapping[str, str],
+    checkout: Path | None, summary_file: Path | None,
+) -> Path | None:
+    """The HTML report beside the JSON one: base beside head, transcripts from the head's
+    cassettes, trends from the reports kept under `evals/reports/`. A failure costs the page
+    only (a warning), never the check."""
+    from aam_eval_action.commands.run import write_file
+    from aam_eval_action.commands.view import default_history, side
+    from aam_eval_action.redact import Redactor
+    from aam_eval_action.render import html
+
+    try:
+        head_side = side(head, package, strict=False)
+        base_side = side(base, None, strict=True) if base is not None else None
+        reports, warnings = html.history_reports(default_history(head_side))
+        page = html.page_data(head_side, base_side, reports, warnings=warnings)
+        write_file(path, html.render(page, Redactor.from_environment({}, environ)), "HTML report", checkout)
+    except (AamEvalError, OSError) as exc:
+        workflow.warning(f"the HTML report was not written: {exc}", summary_file)
+        return None
+    return path
+
+
+TREND_RUNS = 30
+"""Reports the job summary's trend chart shows, the newest."""
+
+
+def trend_chart(package: Path) -> str:
+    """A Mermaid chart of the pass rate over the reports kept under `evals/reports/` (GitHub
+    renders it in the job summary); '' with fewer than two. Labels are the reports' dates,
+    digits and dashes only: a report is a file of the repository."""
+    import re
+
+    folder = package / "evals" / "reports"
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            report = load_report(path)
+        except AamEvalError:
+            continue
+        graded = report.summary.graded if report.summary.graded is not None else report.summary.total
+        if graded:
+            found.append((report.timestamp, report.summary.passed / graded * 100))
+    found = sorted(found)[-TREND_RUNS:]
+    if len(found) < 2:
+        return ""
+    labels = ", ".join(f'"{re.sub(r"[^0-9-]", "", stamp[:10]) or "?"}"' for stamp, _ in found)
+    points = ", ".join(f"{rate:.1f}" for _, rate in found)
+    return ("\n### Pass rate over the last runs\n\n```mermaid\nxychart-beta\n"
+            f'    x-axis [{labels}]\n    y-axis "graded pass rate (%)" 0 --> 100\n'
+            f"    line [{points}]\n```\n")
 
 
 def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:
@@ -312,19 +369,25 @@ def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:
 
 
 def outputs(
-    gh: GitHubContext, head: Report, diff: ReportDiff, report_path: Path, comment_url: str | None
+    gh: GitHubContext, head: Report, diff: ReportDiff, report_path: Path, comment_url: str | None,
+    html_path: Path | None = None,
 ) -> dict[str, str]:
     """The action's outputs, as action.yml declares them."""
     s = diff.head
     delta = diff.pass_rate_delta_pp
-    try:
-        shown = report_path.relative_to(gh.workspace.resolve()).as_posix()
-    except ValueError:
-        shown = report_path.as_posix()
+
+    def shown(path: Path) -> str:
+        try:
+            return path.relative_to(gh.workspace.resolve()).as_posix()
+        except ValueError:
+            return path.as_posix()
+
     return {
         "pass-rate": f"{s.pass_rate * 100:.1f}",
         "pass-rate-delta": "" if delta is None else f"{delta:+.1f}",
         "passed": str(s.passed), "failed": str(s.failed), "errored": str(s.errored),
-        "total": str(s.total), "regressions": str(diff.regressions),
-        "report-path": shown, "comment-url": comment_url or "",
+        "total": str(s.total), "graded": str(s.graded), "not-graded": str(s.total - s.graded),
+        "regressions": str(diff.regressions),
+        "report-path": shown(report_path), "html-path": shown(html_path) if html_path else "",
+        "comment-url": comment_url or "",
     }

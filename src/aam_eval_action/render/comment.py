@@ -89,6 +89,7 @@ def render_comment(
     marker_id: str | None = None,
     run_url: str | None = None,
     max_chars: int = MAX_COMMENT_CHARS,
+    html_report: str | None = None,
 ) -> str:
     """The comment body for `diff`, from the built-in template or a user template.
 
@@ -105,6 +106,7 @@ def render_comment(
             "diff": View(diff),
             "marker": Markup(mark),
             "run_url": run_url,
+            "html_report": html_report,
             "max_chars": max_chars,
             **view.context(),
         }
