@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -114,6 +115,9 @@ def test_pull_request_run_creates_then_updates_one_sticky_comment(
         assert outputs["html-path"] == "head-report.html"
         page = (repo / "head-report.html").read_text()
         assert "Content-Security-Policy" in page and "case-01" in page
+        # Base beside head: the regressed case's base session was read from the base's worktree.
+        found = re.search(r'<script type="application/json" id="case-1">(.*?)</script>', page, re.S)
+        assert found and json.loads(found.group(1))["base"]["rec"]["sessions"], "no base transcript"
         assert "head-report.html in the [run's artifacts]" in body
         assert "::error file=pkg/evals/cases/0001-case-01.yaml,line=1,title=eval regression%3A case-01::" in out
         assert "::add-mask::rw-token" in out

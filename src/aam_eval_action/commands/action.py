@@ -28,6 +28,9 @@ PR_EVENTS = ("pull_request", "pull_request_target")
 ANNOTATION_TITLES = {"stale": "stale cassette: ", "diverged": "replay diverged: "}
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aam_eval_action.render.html import Page
     from aam_eval_action.spec import EvalConfig
 
 
@@ -72,12 +75,12 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
             head, code = execute(run_args, console, dict(environ))
     if head is None:
         return code
-    base, changed = _base_report(inputs, gh, console, environ)
+    page = HtmlReport(head, package, gh.summary_file)
+    base, changed = _base_report(inputs, gh, console, environ, page.add_base)
     if changed is not None and not inputs.merge_reports:
         mark_rerecorded(head, changed, package, report_path, checkout)
     diff = diff_reports(base, head)
-    html_path = write_html(head, base, package, report_path.with_suffix(".html"), environ, checkout,
-                           gh.summary_file)
+    html_path = page.write(report_path.with_suffix(".html"), base, environ, checkout)
     body = _render(inputs, gh, diff, html_path.name if html_path else None)
     workflow.append(gh.summary_file, body + trend_chart(package))
     _annotate(inputs, diff)
@@ -173,10 +176,12 @@ Changed = dict[str, list[str]]
 
 
 def _base_report(
-    inputs: ActionInputs, gh: GitHubContext, console: Console, environ: Mapping[str, str]
+    inputs: ActionInputs, gh: GitHubContext, console: Console, environ: Mapping[str, str],
+    on_base: Callable[[Report, Path], None] | None = None,
 ) -> tuple[Report | None, Changed | None]:
     """The report to compare against (base-report, or the base commit replayed; None if
-    neither), and the cassettes the head changed (None when no base commit was checked out)."""
+    neither), and the cassettes the head changed (None when no base commit was checked out).
+    `on_base` sees a replayed base report with its package while the worktree still exists."""
     if inputs.base_report:
         return load_report(gh.workspace / inputs.base_report), None
     ref = inputs.base_ref or _pr_base_sha(gh)
@@ -197,6 +202,8 @@ def _base_report(
             with workflow.commands_stopped():
                 report, _ = execute(_run_args(inputs, package, "replay", None), console,
                                     dict(environ))
+            if report is not None and on_base is not None:
+                on_base(report, package)
             return report, changed
     except AamEvalError as exc:
         workflow.warning(f"no base report to compare against: {exc}", gh.summary_file)
@@ -280,28 +287,47 @@ def _render(inputs: ActionInputs, gh: GitHubContext, diff: ReportDiff, html_name
                           html_report=html_name)
 
 
-def write_html(
-    head: Report, base: Report | None, package: Path, path: Path, environ: Mapping[str, str],
-    checkout: Path | None, summary_file: Path | None,
-) -> Path | None:
-    """The HTML report beside the JSON one: base beside head, transcripts from the head's
-    cassettes, trends from the reports kept under `evals/reports/`. A failure costs the page
-    only (a warning), never the check."""
-    from aam_eval_action.commands.run import write_file
-    from aam_eval_action.commands.view import default_history, side
-    from aam_eval_action.redact import Redactor
-    from aam_eval_action.render import html
+class HtmlReport:
+    """The HTML report beside the JSON one: base beside head (the base's transcripts read while
+    its worktree exists), transcripts from the head's cassettes, trends from the reports kept
+    under `evals/reports/`. A failure costs the page only (a warning), never the check."""
 
-    try:
-        head_side = side(head, package, strict=False)
-        base_side = side(base, None, strict=True) if base is not None else None
-        reports, warnings = html.history_reports(default_history(head_side))
-        page = html.page_data(head_side, base_side, reports, warnings=warnings)
-        write_file(path, html.render(page, Redactor.from_environment({}, environ)), "HTML report", checkout)
-    except (AamEvalError, OSError) as exc:
-        workflow.warning(f"the HTML report was not written: {exc}", summary_file)
-        return None
-    return path
+    def __init__(self, head: Report, package: Path, summary_file: Path | None) -> None:
+        self.head, self.package, self.summary_file = head, package, summary_file
+        self._page: Page | None = None
+
+    def add_base(self, base: Report, base_package: Path) -> None:
+        self._page = self._build(base, base_package)
+
+    def write(self, path: Path, base: Report | None, environ: Mapping[str, str],
+              checkout: Path | None) -> Path | None:
+        from aam_eval_action.commands.run import write_file
+        from aam_eval_action.redact import Redactor
+        from aam_eval_action.render import html
+
+        page = self._page or self._build(base, None)
+        if page is None:
+            return None
+        try:
+            write_file(path, html.render(page, Redactor.from_environment({}, environ)), "HTML report",
+                       checkout)
+        except (AamEvalError, OSError) as exc:
+            workflow.warning(f"the HTML report was not written: {exc}", self.summary_file)
+            return None
+        return path
+
+    def _build(self, base: Report | None, base_package: Path | None) -> Page | None:
+        from aam_eval_action.commands.view import default_history, side
+        from aam_eval_action.render import html
+
+        try:
+            head_side = side(self.head, self.package, strict=False)
+            base_side = side(base, base_package, strict=True) if base is not None else None
+            reports, warnings = html.history_reports(default_history(head_side))
+            return html.page_data(head_side, base_side, reports, warnings=warnings)
+        except (AamEvalError, OSError) as exc:
+            workflow.warning(f"the HTML report was not written: {exc}", self.summary_file)
+            return None
 
 
 TREND_RUNS = 30
