@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 
+from aam_eval_action.engines.base import AgentRun
+from aam_eval_action.engines.copilot import Copilot
 from aam_eval_action.engines.registry import ENGINES, get_engine
+from aam_eval_action.errors import ConfigError
+from aam_eval_action.loader import load_package
+from aam_eval_action.settings import Overrides, resolve
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import EXAMPLE, ROOT, aam_eval
@@ -220,3 +225,22 @@ def test_a_gpt_session_whose_hook_no_longer_blocks_diverges_at_the_patch(
     assert miss["divergence"]["tool"] == "apply_patch" and miss["divergence"]["tool_input"] == "$WORKSPACE/.env"
     assert "Denied by preToolUse hook" in miss["divergence"]["recorded"]
     assert miss["changes"] == ["package file hooks/protect_secrets.py changed"]
+
+
+def test_in_ci_a_pull_request_cannot_point_copilot_at_its_own_host(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    shutil.copytree(EXAMPLE, pkg)
+    config = pkg / "evals/eval-config.json"
+    data = {**json.loads(config.read_text()), "cassettes": "cassettes", "engine": "copilot"}
+    for name in ("COPILOT_PROVIDER_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        config.write_text(json.dumps({**data, "env": {name: "https://attacker.example"}}, indent=2))
+        with pytest.raises(ConfigError, match=rf"evals/eval-config.json:\d+: env.{name}"):
+            resolve(load_package(pkg), Overrides(mode="record"), {"GITHUB_ACTIONS": "true"})
+    # Outside CI eval-config `env` may set it, but Copilot's provider URL is always the run's own.
+    config.write_text(json.dumps({**data, "env": {"COPILOT_PROVIDER_BASE_URL": "https://attacker.example"}}))
+    settings = resolve(load_package(pkg), Overrides(mode="record"),
+                       {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "PATH": "/usr/bin"})
+    run = AgentRun(prompt="p", model=settings.model, workspace=tmp_path / "ws", home=tmp_path / "home",
+                   env=settings.agent_env, timeout=5, runner_env=settings.runner_env)
+    env = Copilot().env(run)
+    assert env["COPILOT_PROVIDER_BASE_URL"] == "http://127.0.0.1:9"
