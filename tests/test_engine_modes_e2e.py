@@ -64,7 +64,7 @@ def test_repeated_attempts_are_recorded_and_replayed_one_by_one(engine: str, tmp
     assert cassette is not None and len(cassette.attempts) == 3 and len(cassette.model_traffic or []) == 3
     for rerun in ("--no-rerun", "--rerun"):
         replayed, _ = _run(pkg, engine, "--replay", rerun, "--repeat", "3")
-        assert [a["verdict"] for a in replayed["attempts"]] == ["PASS"] * 3, replayed.get("error")
+        assert [a["verdict"] for a in replayed.get("attempts") or []] == ["PASS"] * 3, replayed.get("error")
         assert replayed["replay_kind"] == ("rerun" if rerun == "--rerun" else "snapshot")
     every = "".join(p.read_text() for p in (pkg / "evals/cassettes").rglob("*.yaml"))
     assert not any(key in every for key in KEYS.values())

@@ -284,3 +284,24 @@ def processes_using(*paths: Path) -> list[str]:
         if any(cwd.startswith(w) or w in cmdline or f"HOME={w}\0" in environ for w in wanted):
             found.append(f"{pid}: {cmdline[:200]}")
     return found
+
+
+def test_codex_commands_use_a_temp_folder_of_their_own_and_leave_tmp_alone(
+    server: ModelServer, tmp_path: Path
+) -> None:
+    """Codex's sandbox makes `<root>/.git` for each writable root while a command runs: with
+    /tmp writable, a `/tmp/.git` made every CLI working under /tmp at the time say it was in a
+    git repository. The command now writes its temp files to the run's own folder."""
+    engine = get_engine("codex")
+    if reason := engine.available():
+        pytest.skip(reason)
+    server.add({
+        "match": "Make a scratch file",
+        "agent": [{"bash": "test -e /tmp/.git && echo GIT-IN-TMP; mktemp; echo TMPDIR=$TMPDIR"},
+                  {"text": "Made one."}],
+    })  # fmt: skip
+    run = agent_run(engine, server, tmp_path / "run", "Make a scratch file.")
+    session = run_case(engine, SKILL_PKG, run, None)
+    result = session.tool_calls[0].result or ""
+    assert "GIT-IN-TMP" not in result
+    assert f"TMPDIR={run.workspace.parent / 'tmp'}" in result and str(run.workspace.parent / "tmp") + "/tmp." in result

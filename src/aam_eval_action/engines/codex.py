@@ -77,6 +77,7 @@ class Codex(RegisteredEngine):
         for found in HOOK_BLOCK.finditer(done.stderr):
             block(session, found.group(0).strip())
         finish(session, done, run.timeout)
+        session.stderr = LOG_STAMP.sub("", session.stderr)
         return session
 
     def argv(self, run: AgentRun) -> list[str]:
@@ -93,6 +94,7 @@ class Codex(RegisteredEngine):
         env = base_env(run)
         env["CODEX_HOME"] = str(run.home / ".codex")
         env.update(run.env)
+        env["TMPDIR"] = str(private_tmp(run))
         return direct_loopback(env)
 
 
@@ -169,10 +171,15 @@ def sandbox_args(network: bool, dirs: list[Path] | None) -> list[str]:
     """Codex's own sandbox: the workspace writable, or only `dirs` through a permission profile."""
     net = "true" if network else "false"
     if dirs is None:
+        # Not /tmp: for every writable root Codex's Linux sandbox makes an empty `<root>/.git`
+        # while a command runs (to mount it read-only), and a `/tmp/.git` makes every other
+        # CLI working under /tmp at that moment tell its model it is in a git repository.
+        # Its temp folder is the run's own (TMPDIR, see `env`).
         return [
             "--sandbox",
             "workspace-write",
-            *config_args([f"sandbox_workspace_write.network_access={net}"]),
+            *config_args([f"sandbox_workspace_write.network_access={net}",
+                          "sandbox_workspace_write.exclude_slash_tmp=true"]),
         ]
     rules = {":root": "read"} | {str(d): "write" for d in dirs}
     table = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in rules.items())
@@ -183,6 +190,17 @@ def sandbox_args(network: bool, dirs: list[Path] | None) -> list[str]:
             f"permissions.{PROFILE}.network.enabled={net}",
         ]
     )
+
+
+LOG_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z ", re.M)
+"""The clock time Codex starts its log lines with: a second recording would differ by it alone."""
+
+
+def private_tmp(run: AgentRun) -> Path:
+    """The run's own temp folder beside its workspace (writable in Codex's sandbox)."""
+    tmp = run.workspace.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
+    return tmp
 
 
 def config_args(settings: list[str]) -> list[str]:
