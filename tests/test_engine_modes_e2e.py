@@ -8,8 +8,10 @@ model server with canary keys, on a private copy per engine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,17 @@ def _package(tmp_path: Path) -> Path:
     return pkg
 
 
+@contextlib.contextmanager
+def serving() -> Iterator[ModelServer]:
+    """The scripted model server, the CLIs pointed at it with the canary keys."""
+    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        mp.setenv("ANTHROPIC_BASE_URL", server.url)
+        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        for name, value in KEYS.items():
+            mp.setenv(name, value)
+        yield server
+
+
 def _run(pkg: Path, engine: str, *args: str) -> tuple[dict[str, Any], str]:
     out = pkg.parent / f"run-{len(list(pkg.parent.glob('run-*.json')))}.json"
     result = aam_eval("run", CASE, "--package", str(pkg), *ENGINES[engine], *args, "-o", str(out))
@@ -53,11 +66,7 @@ def _run(pkg: Path, engine: str, *args: str) -> tuple[dict[str, Any], str]:
 
 def test_repeated_attempts_are_recorded_and_replayed_one_by_one(engine: str, tmp_path: Path) -> None:
     pkg = _package(tmp_path)
-    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
-        mp.setenv("ANTHROPIC_BASE_URL", server.url)
-        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        for name, value in KEYS.items():
-            mp.setenv(name, value)
+    with serving():
         recorded, _ = _run(pkg, engine, "--record", "--repeat", "3")
     assert [a["verdict"] for a in recorded["attempts"]] == ["PASS"] * 3 and recorded["verdict"] == "PASS"
     cassette = agent_cassette.load(agent_cassette.session_path(pkg / "evals/cassettes", CASE, engine))
@@ -72,11 +81,7 @@ def test_repeated_attempts_are_recorded_and_replayed_one_by_one(engine: str, tmp
 
 def test_auto_with_a_key_continues_live_from_the_diverging_turn(engine: str, tmp_path: Path) -> None:
     pkg = _package(tmp_path)
-    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
-        mp.setenv("ANTHROPIC_BASE_URL", server.url)
-        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        for name, value in KEYS.items():
-            mp.setenv(name, value)
+    with serving() as server:
         _run(pkg, engine, "--record")
         script = pkg / "skills/csv-summary/scripts/summarize.py"
         script.write_text(script.read_text().replace("Rows: {len(rows)}", "Row count: {len(rows)}"))

@@ -359,43 +359,18 @@ def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
             entry.engine, entry.model = engine, model
     compared = [cell for pair, part in zip(order, heads, strict=True)
                 for cell in _compared(bases.get(pair), part)]
-    base_rate, head_rate = _rate([b for b, _ in compared]), _rate([h for _, h in compared])
     cases = sorted((c for d in diffs for c in d.cases),
                    key=lambda c: (CATEGORIES.index(c.category), c.name,
                                   order.index((c.engine or "", c.model or ""))))
+    gathered = _assemble(base, head, cases, compared, [s for d in diffs for s in d.stale],
+                         [v for d in diffs for v in d.diverged], [r for d in diffs for r in d.rerecorded])
     matrix = _matrix(order, diffs)
-    return ReportDiff(
-        package=head.package.name,
-        engine=head.config.engine,
-        model=head.config.model or head.agent.model,
-        judge=head.config.judge or head.judge.model,
-        mode=head.config.mode,
-        interrupted=bool(head.interrupted),
-        base=_totals(base) if base else None,
-        head=_totals(head),
-        compared=len(compared),
-        base_compared_rate=base_rate,
-        head_compared_rate=head_rate,
-        pass_rate_delta_pp=None if base_rate is None or head_rate is None
-        else round_value((head_rate - base_rate) * 100),
-        cost_delta_usd=_cost_delta(base, head),
-        duration_delta_seconds=round_value(head.duration_seconds - base.duration_seconds) if base else None,
-        counts={cat: sum(d.counts[cat] for d in diffs) for cat in CATEGORIES},
-        regressions=sum(d.regressions for d in diffs),
-        flaky_regressions=sum(d.flaky_regressions for d in diffs),
-        noise_regressions=sum(d.noise_regressions for d in diffs),
-        repeated=any(d.repeated for d in diffs),
-        pass_rate_delta_ci_pp=_delta_interval(compared),
-        cases=cases,
-        stale=[s for d in diffs for s in d.stale],
-        diverged=[v for d in diffs for v in d.diverged],
-        package_path=head.config.package_path,
-        rerecorded=[r for d in diffs for r in d.rerecorded],
-        pairs=[_pair_diff(pair, d) for pair, d in zip(order, diffs, strict=True)],
-        matrix=matrix,
-        pairs_agree=all(row.agree for row in matrix),
-        comparisons=compare_pairs(heads),
-    )
+    return gathered.model_copy(update={
+        "pairs": [_pair_diff(pair, d) for pair, d in zip(order, diffs, strict=True)],
+        "matrix": matrix,
+        "pairs_agree": all(row.agree for row in matrix),
+        "comparisons": compare_pairs(heads),
+    })
 
 
 def _pair_diff(pair: Pair, d: ReportDiff) -> PairDiff:
@@ -459,9 +434,20 @@ def compare_pairs(parts: list[Report]) -> list[PairComparison]:
 
 def _diff_pair(base: Report | None, head: Report) -> ReportDiff:
     """The diff of one engine + model."""
-    cases = _case_diffs(base, head)
+    return _assemble(
+        base, head, _case_diffs(base, head), _compared(base, head),
+        [_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
+        [_diverged(c) for c in head.cases if c.replay_miss == "diverged"],
+        _rerecorded(head),
+    )
+
+
+def _assemble(
+    base: Report | None, head: Report, cases: list[CaseDiff], compared: list[tuple[CaseResult, CaseResult]],
+    stale: list[StaleCase], diverged: list[DivergedCase], rerecorded: list[RerecordedCase],
+) -> ReportDiff:
+    """The diff from its entries: counts, regressions and rates over `cases` and `compared`."""
     regressed = [c for c in cases if c.category == "regressed"]
-    compared = _compared(base, head)
     base_rate, head_rate = _rate([b for b, _ in compared]), _rate([h for _, h in compared])
     noise = [c for c in regressed if c.significant is False]
     flaky = [c for c in regressed if not_blamed(c) and c.significant is None]
@@ -488,10 +474,10 @@ def _diff_pair(base: Report | None, head: Report) -> ReportDiff:
         repeated=any(c.significant is not None for c in cases),
         pass_rate_delta_ci_pp=_delta_interval(compared),
         cases=cases,
-        stale=[_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
-        diverged=[_diverged(c) for c in head.cases if c.replay_miss == "diverged"],
+        stale=stale,
+        diverged=diverged,
         package_path=head.config.package_path,
-        rerecorded=_rerecorded(head),
+        rerecorded=rerecorded,
     )
 
 
