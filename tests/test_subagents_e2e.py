@@ -122,3 +122,22 @@ def test_an_edited_sub_agent_prompt_diverges_in_that_sub_agents_conversation(
                                        "the request changed at system[2].text")
     assert "number and the word lines" in found["live"] and "number only" in found["recorded"]
     assert "agents/counter/system-prompt.md" in case["miss"]["reason"]
+
+
+def test_the_html_transcript_nests_both_recorded_sub_agents_under_the_turn_that_started_them(
+    recorded: Recorded,
+) -> None:
+    """The HTML report's transcript of a real recording: the main agent's first turn starts two
+    `counter` conversations at once; each is nested there with its own turns and its command."""
+    from aam_eval_action.render.transcript import traffic_turns
+
+    pkg, _, engine = recorded
+    cassette = yaml.safe_load((pkg / "evals/cassettes/parallel-count" / f"{engine}.session.yaml").read_text())
+    [traffic] = load_traffic(pkg / "evals/cassettes", cassette["model_traffic"])
+    turns = traffic_turns(traffic)
+    nested = [(turn["n"], sub) for turn in turns for sub in turn.get("sub", [])]
+    assert len(nested) == 2 and {n for n, _ in nested} == {turns[0]["n"]}, [t.get("sub") for t in turns]
+    for _, sub in nested:
+        calls = [call for turn in sub["turns"] for call in turn.get("calls", [])]
+        assert calls and all(call["result"] for call in calls), sub
+    assert len({sub["id"] for _, sub in nested}) == 2  # two conversations, told apart
