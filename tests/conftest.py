@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -55,6 +56,15 @@ def aam_eval(*argv: str) -> Result:
     with redirect_stdout(out), redirect_stderr(err):
         code = main(list(argv))
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def example_copy(dest: Path) -> Path:
+    """The shipped example copied to `dest` to be recorded there: its cassettes inside it (none
+    yet) and no no-skill baseline."""
+    shutil.copytree(EXAMPLE, dest)
+    config = dest / "evals/eval-config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes", "baseline": False}))
+    return dest
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from aam_eval_action.loader import load_package
 from aam_eval_action.settings import Overrides, resolve
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
-from conftest import EXAMPLE, ROOT, aam_eval
+from conftest import EXAMPLE, ROOT, aam_eval, example_copy
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -43,9 +43,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
     if reason:
         pytest.skip(reason)
     pkg = tmp_path_factory.mktemp("copilot") / "pkg"
-    shutil.copytree(EXAMPLE, pkg)
-    config = pkg / "evals/eval-config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes", "baseline": False}))
+    example_copy(pkg)
     with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=KEY) as server:
         mp.setenv("ANTHROPIC_BASE_URL", server.url)
         mp.setenv("ANTHROPIC_API_KEY", KEY)
@@ -170,9 +168,7 @@ def recorded_gpt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pat
     if reason:
         pytest.skip(reason)
     pkg = tmp_path_factory.mktemp("copilot-gpt") / "pkg"
-    shutil.copytree(EXAMPLE, pkg)
-    config = pkg / "evals/eval-config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes", "baseline": False}))
+    example_copy(pkg)
     with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=(OPENAI_KEY, JUDGE_KEY)) as server:
         mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
         mp.setenv("OPENAI_API_KEY", OPENAI_KEY)

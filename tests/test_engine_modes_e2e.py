@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 
-from conftest import EXAMPLE, ROOT, aam_eval
+from conftest import ROOT, aam_eval, example_copy
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -36,14 +35,6 @@ def engine(request: pytest.FixtureRequest) -> str:
     if reason := get_engine(name).available():
         pytest.skip(reason)
     return name
-
-
-def _package(tmp_path: Path) -> Path:
-    pkg = tmp_path / "pkg"
-    shutil.copytree(EXAMPLE, pkg)
-    config = pkg / "evals/eval-config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes", "baseline": False}))
-    return pkg
 
 
 @contextlib.contextmanager
@@ -65,7 +56,7 @@ def _run(pkg: Path, engine: str, *args: str) -> tuple[dict[str, Any], str]:
 
 
 def test_repeated_attempts_are_recorded_and_replayed_one_by_one(engine: str, tmp_path: Path) -> None:
-    pkg = _package(tmp_path)
+    pkg = example_copy(tmp_path / "pkg")
     with serving():
         recorded, _ = _run(pkg, engine, "--record", "--repeat", "3")
     assert [a["verdict"] for a in recorded["attempts"]] == ["PASS"] * 3 and recorded["verdict"] == "PASS"
@@ -80,7 +71,7 @@ def test_repeated_attempts_are_recorded_and_replayed_one_by_one(engine: str, tmp
 
 
 def test_auto_with_a_key_continues_live_from_the_diverging_turn(engine: str, tmp_path: Path) -> None:
-    pkg = _package(tmp_path)
+    pkg = example_copy(tmp_path / "pkg")
     with serving() as server:
         _run(pkg, engine, "--record")
         script = pkg / "skills/csv-summary/scripts/summarize.py"

@@ -23,7 +23,7 @@ from aam_eval_action.loader import load_package
 from aam_eval_action.settings import Overrides, resolve
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
-from conftest import EXAMPLE, ROOT, aam_eval
+from conftest import ROOT, aam_eval, example_copy
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -60,9 +60,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("gemini")
     pkg = root / "pkg"
-    shutil.copytree(EXAMPLE, pkg)
-    config = pkg / "evals/eval-config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes", "baseline": False}))
+    example_copy(pkg)
     hook_pkg = _hook_package(root)
     with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
         server.add(PROTECTED)

@@ -22,7 +22,7 @@ from aam_eval_action.engines.registry import get_engine
 from aam_eval_action.testing.http_proxy import ForwardProxy
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
-from conftest import EXAMPLE, ROOT, aam_eval
+from conftest import ROOT, aam_eval, example_copy
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -39,9 +39,7 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, For
         if reason:
             pytest.skip(reason)
     pkg = tmp_path_factory.mktemp("proxied") / "pkg"
-    shutil.copytree(EXAMPLE, pkg)
-    config = pkg / "evals/eval-config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()), "cassettes": "cassettes", "baseline": False}))
+    example_copy(pkg)
     with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server, \
             ForwardProxy({API_HOST: ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))}) as proxy, \
             pytest.MonkeyPatch.context() as mp:

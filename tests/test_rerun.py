@@ -37,8 +37,8 @@ from support.reports import report as make_report
 PROMPT = "You are an agent. " * 200  # long: goes to the shared table
 
 
-def _traffic(answer: str = "done") -> ModelTraffic:
-    request = {"model": "m", "system": [{"type": "text", "text": PROMPT}],
+def _traffic(answer: str = "done", prompt: str = PROMPT) -> ModelTraffic:
+    request = {"model": "m", "system": [{"type": "text", "text": prompt}],
                "tools": [{"name": "Write", "input_schema": {}}],
                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
     response = RecordedResponse(status=200, events=[SseEvent(data={"type": "message_stop", "text": answer})])
@@ -105,6 +105,21 @@ def test_shared_entries_are_stored_once_per_directory_and_read_back(tmp_path: Pa
     before = store.stat().st_mtime_ns
     traffic_store.save_traffic(tmp_path, [one], None)
     assert store.stat().st_mtime_ns == before
+
+
+def test_entries_no_cassette_uses_are_pruned(tmp_path: Path) -> None:
+    """A re-recording replaces shared entries; the old ones are dropped, the used ones kept."""
+    kept = traffic_store.save_traffic(tmp_path, [_traffic("one")], None)
+    traffic_store.save_traffic(tmp_path, [_traffic("two", prompt="An older system prompt. " * 100)], None)
+    (tmp_path / "case-one").mkdir()
+    (tmp_path / "case-one/claude-code.session.yaml").write_text(yaml.safe_dump({"model_traffic": kept}))
+    store = tmp_path / "_shared/claude-2.1.330.yaml"
+    assert "An older system prompt." in store.read_text()
+    assert traffic_store.prune_stores(tmp_path, None) == 1
+    assert "An older system prompt." not in store.read_text()
+    back = traffic_store.load_traffic(tmp_path, kept)
+    assert [full_requests(t) for t in back] == [full_requests(_traffic("one"))]
+    assert traffic_store.prune_stores(tmp_path, None) == 0  # nothing more to drop
 
 
 @pytest.mark.parametrize(

@@ -84,7 +84,9 @@ def execute(
     with handle_signals():
         done, interrupted = run_tasks(tasks, first.jobs, console.case)
     duration = time.monotonic() - t0
-    if not interrupted and first.mode in ("auto", "record"):
+    # A run that saved sessions may have replaced shared traffic entries (a snapshot-only run did not).
+    if not interrupted and any(o.result.replay_kind in ("live", "rerun") for _, o in done) \
+            and first.mode in ("auto", "record"):
         _prune(first, console)
     parts = []
     for ctx in contexts:
@@ -107,7 +109,7 @@ def execute(
 
 
 def _prune(settings: RunSettings, console: Console) -> None:
-    """A run that recorded may have replaced shared traffic entries: drop the unused ones."""
+    """Drop the shared traffic entries no cassette uses any more."""
     from aam_eval_action.replay.traffic_store import prune_stores
 
     dropped = prune_stores(settings.cassettes, runner_checkout(settings.runner_env))
