@@ -9,8 +9,8 @@ Everything goes through `aam-eval run` on a private copy of the shipped example
 1. per case and engine (claude-code, codex, copilot, gemini-cli): a live session against the
    scripted model server (`--record`, jobs 1), a snapshot replay (`--replay --no-rerun`) and a
    re-execution of the real CLI against the recorded traffic (`--replay --rerun`), each case's
-   own duration from the report; the same for the parallel
-   sub-agent package of the tests (tests/fixtures/subagents-pkg: two `counter` sub-agents at once);
+   own duration from the report; the same, on each engine, for the parallel sub-agent package
+   of the tests (tests/fixtures/subagents-pkg: two `counter` sub-agents at once);
 2. `--jobs` scaling: the whole re-execute run with jobs 1 and jobs 2 (wall time);
 3. sizes: each session cassette with and without its model traffic, and the shared stores.
 """
@@ -126,9 +126,11 @@ def main() -> None:
     for engine, extra in ENGINES:
         measured = times(pkg, args.rounds, *extra)
         rows += [(n, engine, live, snap, rerun, same) for n, live, snap, rerun, same in measured]
-    sub = package(SUBAGENTS)
-    measured = times(sub, args.rounds, scenarios=SUBAGENT_SCENARIOS)
-    rows += [(n, "claude-code", live, snap, rerun, same) for n, live, snap, rerun, same in measured]
+    for engine, extra in ENGINES:
+        sub = package(SUBAGENTS)
+        measured = times(sub, args.rounds, *extra, scenarios=SUBAGENT_SCENARIOS)
+        rows += [(n, engine, live, snap, rerun, same) for n, live, snap, rerun, same in measured]
+        shutil.rmtree(sub.parent)
     print(f"{'case':24} {'engine':11} {'live s':>7} {'snapshot s':>10} {'rerun s':>8} {'same':>5}")
     for name, engine, live, snap, rerun, same in rows:
         print(f"{name:24} {engine:11} {live:7.2f} {snap:10.3f} {rerun:8.2f} {same!s:>5}")

@@ -1,4 +1,5 @@
-"""A self-hosted runner behind a corporate HTTP proxy, with the real `claude` and `codex` CLIs.
+"""A self-hosted runner behind a corporate HTTP proxy, with the real agent CLIs (Claude Code,
+Codex, Copilot, Gemini CLI).
 
 `HTTP_PROXY` and `HTTPS_PROXY` point at a forward proxy on 127.0.0.1 (`testing/http_proxy.py`)
 and `NO_PROXY` is empty. The proxy refuses anything aimed at a loopback address, as a real
@@ -26,15 +27,20 @@ from conftest import ROOT, aam_eval, example_copy
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
-KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-proxied-9b21", "OPENAI_API_KEY": "sk-openai-CANARY-proxied-3c7d"}
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-proxied-9b21", "OPENAI_API_KEY": "sk-openai-CANARY-proxied-3c7d",
+        "GEMINI_API_KEY": "gemini-CANARY-proxied-51e0"}
 API_HOST = "api.model.test"
-CODEX = ("csv-summary-e2e", "--engine", "codex", "--model", "gpt-5.5")
+CODEX = ("--engine", "codex", "--model", "gpt-5.5")
+# Every case through the two newer engines, in one matrix run (Copilot on Claude, Gemini CLI).
+OTHERS = ("--engine", "copilot,gemini-cli")
+ENGINES = ("claude-code", "codex", "copilot", "gemini-cli")
 
 
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ForwardProxy, dict[str, Any]]]:
-    """(the package recorded behind the proxy, the proxy, the recording reports: claude, codex)."""
-    for engine in ("claude-code", "codex"):
+    """(the package recorded behind the proxy, the proxy, the recording reports: claude, codex,
+    others)."""
+    for engine in ENGINES:
         reason = get_engine(engine).available()
         if reason:
             pytest.skip(reason)
@@ -50,11 +56,13 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, For
         mp.delenv("no_proxy", raising=False)
         mp.setenv("ANTHROPIC_BASE_URL", api)
         mp.setenv("OPENAI_BASE_URL", api + "/v1")
+        mp.setenv("GOOGLE_GEMINI_BASE_URL", api)
         for name, value in KEYS.items():
             mp.setenv(name, value)
         claude = _run(pkg, "rec-claude", "--record", "--jobs", "3")
         codex = _run(pkg, "rec-codex", "--record", *CODEX)
-        yield pkg, proxy, {"claude": claude, "codex": codex}
+        others = _run(pkg, "rec-others", "--record", "--jobs", "3", *OTHERS)
+        yield pkg, proxy, {"claude": claude, "codex": codex, "others": others}
 
 
 def _run(pkg: Path, name: str, *args: str) -> dict[str, Any]:
@@ -65,7 +73,8 @@ def _run(pkg: Path, name: str, *args: str) -> dict[str, Any]:
 
 
 def _verdicts(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {c["name"]: (c["verdict"], c["judge_verdict"]["result"]) for c in report["cases"]}
+    return {f"{c['name']} {c.get('engine', '')}".strip(): (c["verdict"], c["judge_verdict"]["result"])
+            for c in report["cases"]}
 
 
 def _shipped(example: Path, *args: str) -> dict[str, tuple[str, str]]:
@@ -81,12 +90,16 @@ def test_recording_behind_the_proxy_gives_the_examples_verdicts_and_the_proxy_ca
     _, proxy, reports = runner
     assert _verdicts(reports["claude"]) == _shipped(example)
     assert _verdicts(reports["codex"]) == _shipped(example, *CODEX)
+    assert _verdicts(reports["others"]) == _shipped(example, *OTHERS)
     seen = proxy.log()
     # Every model and judge request went through the proxy to the API's host: the judge calls
-    # from the SDK, the agent's from the recording proxy; none was aimed at the loopback.
+    # from the SDK, the agent's from the recording proxy; none was aimed at the loopback, and
+    # no CLI called anything else (home, updates, telemetry).
     assert seen and {(s.host, s.outcome) for s in seen} == {(API_HOST, "forwarded")}
     paths = {s.target.split(API_HOST, 1)[1].split("/", 1)[1] for s in seen}
-    assert paths == {"v1/messages?beta=true", "v1/responses", "v1/messages"}  # Claude Code, Codex, the judge
+    # Claude Code, Codex, the judge (and Copilot: Anthropic Messages), Gemini CLI.
+    assert paths == {"v1/messages?beta=true", "v1/responses", "v1/messages",
+                     "v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"}
     judged = sum(len(c["judge_verdict"].get("votes") or [1]) for c in reports["claude"]["cases"]
                  if c["judge_verdict"]["result"] != "SKIP")
     assert sum(s.target.endswith("/v1/messages") for s in seen) >= judged > 0
@@ -106,8 +119,10 @@ def test_replay_behind_the_proxy_gives_the_same_verdicts_and_sends_the_proxy_not
         mp.setenv("NO_PROXY", "")
         claude = _run(pkg, "claude", "--replay", rerun, "--jobs", "3")
         codex = _run(pkg, "codex", "--replay", rerun, *CODEX)
+        others = _run(pkg, "others", "--replay", rerun, "--jobs", "3", *OTHERS)
     assert _verdicts(claude) == _verdicts(reports["claude"])
     assert _verdicts(codex) == _verdicts(reports["codex"])
+    assert _verdicts(others) == _verdicts(reports["others"])
     kind = "rerun" if rerun == "--rerun" else "snapshot"
-    assert {c["replay_kind"] for c in claude["cases"] + codex["cases"]} == {kind}
+    assert {c["replay_kind"] for c in claude["cases"] + codex["cases"] + others["cases"]} == {kind}
     assert proxy.log()[before:] == []

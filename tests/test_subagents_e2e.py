@@ -1,11 +1,13 @@
-"""Parallel sub-agents with the real `claude` and `codex` CLIs against the scripted model server.
+"""Parallel sub-agents with the real agent CLIs against the scripted model server.
 
 `tests/fixtures/subagents-pkg` has one AAM sub-agent, `counter`; its `parallel-count` case makes
 the main agent start two counters in one message (they run at the same time, each its own
 conversation, each running a command), and `one-counter` starts one. Claude Code starts them
-with its `Agent` tool (the package's `counter` agent); Codex with its `spawn_agent` tool (its
-own generic sub-agent: Codex has no agent definitions). Recorded once per engine; each test
-replays a private copy.
+with its `Agent` tool, Copilot with its `task` tool (in the background, like Claude Code) and
+Gemini CLI with `invoke_agent` (both at once; the call returns the sub-agent's answer, which it
+hands back through `complete_task`), each the package's `counter` agent; Codex with its
+`spawn_agent` tool (its own generic sub-agent: Codex has no agent definitions). Recorded once
+per engine; each test replays a private copy.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ pytestmark = pytest.mark.cli
 PACKAGE = ROOT / "tests/fixtures/subagents-pkg"
 SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-scenarios.yaml")
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-subagents-4e1f", "OPENAI_API_KEY": "sk-openai-CANARY-subagents-77a0"}
-ENGINE_ARGS = {"claude-code": (), "codex": ("--engine", "codex", "--model", "gpt-5.5")}
+ENGINE_ARGS = {"claude-code": (), "codex": ("--engine", "codex", "--model", "gpt-5.5"),
+               "copilot": ("--engine", "copilot"), "gemini-cli": ("--engine", "gemini-cli")}
+KEYS["GEMINI_API_KEY"] = "gemini-CANARY-subagents-2d9c"
+# Where each CLI's request carries the sub-agent's system prompt (the package's agent file).
+PROMPT_AT = {"claude-code": "system[2].text", "copilot": "system[0].text",
+             "gemini-cli": "systemInstruction.parts[0].text"}
 Recorded = tuple[Path, dict[str, Any], str]
 
 
@@ -45,6 +52,7 @@ def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
         mp.setenv("ANTHROPIC_BASE_URL", server.url)
         mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
         for name, value in KEYS.items():
             mp.setenv(name, value)
         result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "2", *ENGINE_ARGS[engine],
@@ -73,7 +81,7 @@ def test_recording_keeps_the_main_agent_and_each_sub_agent_as_its_own_conversati
     assert _verdicts(report) == {"parallel-count": "PASS", "one-counter": "PASS"}
     cassette = pkg / f"evals/cassettes/parallel-count/{engine}.session.yaml"
     traffic = load_traffic(pkg / "evals/cassettes", yaml.safe_load(cassette.read_text())["model_traffic"])[0]
-    name = "counter" if engine == "claude-code" else "spawn_agent"
+    name = "spawn_agent" if engine == "codex" else "counter"
     assert [(c.id, c.agent, c.parent, c.turn) for c in traffic.conversations] == [
         ("main", None, None, None), (name, name, "main", 1), (f"{name}-2", name, "main", 1)]
     assert {e.conversation for e in traffic.exchanges} == {"main", name, f"{name}-2"}
@@ -81,8 +89,10 @@ def test_recording_keeps_the_main_agent_and_each_sub_agent_as_its_own_conversati
     # The ids the CLIs make up per run are stored as placeholders, and no key is stored.
     if engine == "claude-code":
         assert "agentId: $AGENT1" in text and "/tasks/$AGENT2.output" in text
-    else:
+    elif engine == "codex":
         assert '"agent_id":"$UUID1","nickname":"$NICK"' in text
+    elif engine == "copilot":  # the agent ids, and how long an agent ran when the main agent read it
+        assert "Agent started in background with agent_id: $UUID" in text and "elapsed: $SECONDS," in text
     assert not any(key in text for key in KEYS.values())
 
 
@@ -106,7 +116,7 @@ def test_re_execution_with_concurrent_sub_agents_gives_the_same_verdict_every_ti
 
 
 # Codex has no agent definitions: its sub-agents take no system prompt from the package.
-@pytest.mark.parametrize("recorded", ["claude-code"], indirect=True)
+@pytest.mark.parametrize("recorded", list(PROMPT_AT), indirect=True)
 def test_an_edited_sub_agent_prompt_diverges_in_that_sub_agents_conversation(
     recorded: Recorded, tmp_path: Path
 ) -> None:
@@ -119,7 +129,7 @@ def test_an_edited_sub_agent_prompt_diverges_in_that_sub_agents_conversation(
     found = case["miss"]["divergence"]
     assert found["conversation"] in ("counter", "counter-2") and found["turn"] == 1
     assert found["message"].startswith(f"turn 1 of sub-agent `{found['conversation']}`, started at main turn 1: "
-                                       "the request changed at system[2].text")
+                                       f"the request changed at {PROMPT_AT[recorded[2]]}")
     assert "number and the word lines" in found["live"] and "number only" in found["recorded"]
     assert "agents/counter/system-prompt.md" in case["miss"]["reason"]
 

@@ -155,18 +155,23 @@ def write_agents(package: PackageLayout, dest: Path) -> None:
         shutil.copy2(md, dest / md.name)
 
 
-def subagent(agent_dir: Path) -> str:
-    """A Claude subagent file: frontmatter name/description/tools, then the system prompt."""
+def subagent(agent_dir: Path, rename: dict[str, str] | None = None) -> str:
+    """A Claude subagent file: frontmatter name/description/tools, then the system prompt.
+    With `rename` (Claude Code's tool names → another CLI's), the tools are that CLI's, as a
+    YAML list (Gemini CLI's format), and the name a slug."""
     spec_path = agent_dir / "agent.yaml"
     spec = yaml.safe_load(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else {}
     spec = spec if isinstance(spec, dict) else {}
-    front: dict[str, str] = {
+    front: dict[str, Any] = {
         "name": str(spec.get("name", agent_dir.name)),
         "description": str(spec.get("description") or f"The {agent_dir.name} agent."),
     }
     tools = spec.get("tools")
     if isinstance(tools, list) and tools:
-        front["tools"] = ", ".join(str(t) for t in tools)
+        names = [str(t) for t in tools]
+        front["tools"] = list(dict.fromkeys(rename.get(n, n) for n in names)) if rename is not None else ", ".join(names)
+    if rename is not None:
+        front["name"] = re.sub(r"[^a-z0-9_-]+", "-", front["name"].lower()).strip("-") or agent_dir.name
     prompt_path = agent_dir / "system-prompt.md"
     prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.is_file() else ""
     return f"---\n{yaml.safe_dump(front, sort_keys=False)}---\n\n{prompt.strip()}\n"

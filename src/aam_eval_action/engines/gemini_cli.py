@@ -80,7 +80,7 @@ class GeminiCli(RegisteredEngine):
         for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()) if agents.is_dir() else []:
             dest = workspace / ".gemini" / "agents" / f"{agent_dir.name}.md"
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(subagent(agent_dir), encoding="utf-8")
+            dest.write_text(subagent(agent_dir, TOOL_NAMES), encoding="utf-8")
 
     def run(self, run: AgentRun) -> Session:
         """Run `gemini -p` in the workspace and parse its stream-json events."""

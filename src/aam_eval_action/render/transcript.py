@@ -216,6 +216,10 @@ def _responses_items(datas: list[Any]) -> list[Part]:
     return parts
 
 
+GEMINI_HAND_BACK = "complete_task"
+"""A Gemini CLI sub-agent answers through this tool: the transcript shows its `result` as text."""
+
+
 def _gemini_parts(datas: list[Any]) -> list[Part]:
     parts: list[Part] = []
     for data in datas:
@@ -233,6 +237,10 @@ def _gemini_parts(datas: list[Any]) -> list[Part]:
                     parts.append((kind, {"text": part["text"]}))
             elif isinstance(part.get("functionCall"), dict):
                 call = part["functionCall"]
+                args = call.get("args") if isinstance(call.get("args"), dict) else {}
+                if call.get("name") == GEMINI_HAND_BACK and isinstance(args.get("result"), str):
+                    parts.append(("text", {"text": args["result"]}))  # a sub-agent's answer
+                    continue
                 parts.append(("call", {"name": str(call.get("name", "?")), "input": call.get("args"),
                                        "id": call.get("id")}))
     return parts

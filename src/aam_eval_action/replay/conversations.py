@@ -171,9 +171,12 @@ def _args(value: Any) -> dict[str, Any]:
 
 
 def _starter(prompt: str, calls: list[_Call], conversation: int) -> _Call | None:
+    """The call whose input carries the conversation's prompt: all of it, or its end after a
+    line break (Copilot puts a `<current_datetime>` line before a sub-agent's prompt)."""
     for call in calls:
         if call.conversation != conversation and any(
-            isinstance(v, str) and v.strip() == prompt for v in call.args.values()
+            isinstance(v, str) and v.strip() and (v.strip() == prompt or prompt.endswith("\n" + v.strip()))
+            for v in call.args.values()
         ):
             return call
     return None

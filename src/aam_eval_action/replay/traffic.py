@@ -94,6 +94,8 @@ VOLATILE_TEXT = (
     (re.compile(r"(<duration_ms>)\d+(</duration_ms>)"), r"\1$MS\2"),
     (re.compile(r"^(duration_ms: )\d+$", re.M), r"\1$MS"),
     (re.compile(r"/claude-\d+/"), "/claude-$UID/"),
+    # Copilot: how long a background agent has run, in `read_agent`'s status line.
+    (re.compile(r"(, elapsed: )\d+s(, total_turns: )"), r"\1$SECONDS\2"),
     # Codex: the random nickname its spawn_agent result gives a sub-agent (`"nickname":"Nash"`).
     (re.compile(r'("nickname":")[^"\\]*(")'), r"\1$NICK\2"),
 )

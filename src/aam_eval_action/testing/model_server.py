@@ -15,12 +15,18 @@ each chosen by a substring of the request:
       - write: {path: "output/hello.txt", content: "Hello"}   # Gemini: write_file
       - subagent: {type: "reviewer", prompt: "Review a.txt", description: "Review a"}
                                 # Claude: the Agent tool; Codex: `spawn_agent` (namespace
-                                # `multi_agent_v1`) with the prompt as its message; Gemini:
-                                # `invoke_agent` {agent_name, prompt}. Either way
-                                # a sub-agent, which its own scenario answers (by its prompt)
+                                # `multi_agent_v1`) with the prompt as its message; Copilot:
+                                # `task` {agent_type, name, description, prompt, mode:
+                                # background}; Gemini: `invoke_agent` {agent_name, prompt}.
+                                # Either way a sub-agent, which its own scenario answers (by
+                                # its prompt); a Gemini sub-agent's text step is its
+                                # `complete_task` call (its only way to hand an answer back)
       - parallel:               # several tool calls in one answer (sub-agents run concurrently)
           - subagent: {type: "reviewer", prompt: "Review a.txt"}
           - bash: "wc -l b.txt"
+      - {text: "Waiting for the reviewer.", background: true}
+                                # said while sub-agents run in the background: Gemini CLI,
+                                # whose sub-agent call returns the answer, skips this step
       - text: "Final answer"    # ends the session
       - sleep: 30               # wait before answering (combines with another key)
       - error: {status: 500, message: "overloaded"}
@@ -107,6 +113,8 @@ INJECTED_PREFIXES = (
 )
 GEMINI_INJECTED_PREFIXES = ("<session_context>", "<hook_context>")
 """Gemini CLI's own text parts in the user's turn (its environment: date, OS, the workspace tree)."""
+GEMINI_COMPLETE = "complete_task"
+"""The tool a Gemini CLI sub-agent must call to hand its answer back (a text answer is an error)."""
 CODEX_SHELL_TOOLS = ("exec_command", "shell_command", "shell")
 APPLY_PATCH = "apply_patch"
 CUSTOM_INPUT = "input"
@@ -344,7 +352,8 @@ class Script:
         found = self.find(prompt_text(body))
         if found is None:
             return Reply(text="OK.")
-        reply = step_reply(agent_step(found[1], turn_index(body), listed_skills(body)), body)
+        step = agent_step(found[1], turn_index(body), listed_skills(body), waits=is_gemini(body))
+        reply = step_reply(step, body)
         return reply if "messages" in body or is_gemini(body) else codex_wait(reply, body)
 
     def judge_reply(self, body: dict[str, Any]) -> Reply:
@@ -397,16 +406,20 @@ def _texts_of_messages(body: dict[str, Any]) -> list[str]:
     return [t for m in _messages(body) for t in _texts(m.get("content"))]
 
 
-def agent_step(scenario: dict[str, Any], turn: int, skills: set[str] | None = None) -> dict[str, Any]:
+def agent_step(
+    scenario: dict[str, Any], turn: int, skills: set[str] | None = None, waits: bool = False
+) -> dict[str, Any]:
     """The step for this turn; past the end, the last text step (or `Done.`).
 
     A scenario with `needs-skill` plays `without-skill` when the request does not list that skill.
+    With `waits` (a CLI whose sub-agent call returns the sub-agent's answer: Gemini CLI), the
+    steps marked `background: true` (said while sub-agents run in the background) are left out.
     """
     key = "agent"
     needed = scenario.get("needs-skill")
     if needed and skills is not None and str(needed) not in skills:
         key = "without-skill"
-    steps = list(scenario.get(key) or [])
+    steps = [s for s in scenario.get(key) or [] if not (waits and s.get("background"))]
     if turn < len(steps):
         return dict(steps[turn])
     texts = [s["text"] for s in steps if "text" in s]
@@ -435,7 +448,11 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
     else:
         calls = [claude_call(one, cwd) if anthropic else codex_call(one, body) for one in steps]
     if not any(calls):
-        return Reply(text=str(step.get("text", "Done.")), delay=delay)
+        text = str(step.get("text", "Done."))
+        if is_gemini(body) and GEMINI_COMPLETE in gemini_tool_names(body):
+            # A Gemini CLI sub-agent hands its answer back only through `complete_task`.
+            return Reply(calls=((GEMINI_COMPLETE, {"result": text}),), delay=delay)
+        return Reply(text=text, delay=delay)
     return Reply(calls=tuple(call for call in calls if call), delay=delay)
 
 
@@ -445,8 +462,9 @@ def tool_names(body: dict[str, Any]) -> set[str]:
 
 
 def is_copilot(body: dict[str, Any]) -> bool:
-    """Copilot CLI speaks Anthropic Messages and OpenAI Responses; its tools are `bash`, `view`…"""
-    return {"bash", "view"} <= tool_names(body)
+    """Copilot CLI speaks Anthropic Messages and OpenAI Responses; its tools are `bash`, `view`…
+    (a sub-agent of it may have `bash` and its helpers only)."""
+    return "bash" in tool_names(body)
 
 
 def copilot_call(step: dict[str, Any], cwd: str | None, tools: set[str]) -> tuple[str, dict[str, Any]] | None:
@@ -456,6 +474,11 @@ def copilot_call(step: dict[str, Any], cwd: str | None, tools: set[str]) -> tupl
         return "skill", {"skill": step["skill"]}
     if "bash" in step:
         return "bash", {"command": step["bash"], "description": "Run a scripted command"}
+    if "subagent" in step:
+        agent = step["subagent"]
+        kind = str(agent["type"])
+        return "task", {"agent_type": kind, "name": kind, "description": str(agent.get("description") or kind),
+                        "prompt": str(agent["prompt"]), "mode": "background"}
     if "write" in step:
         path = str(step["write"]["path"])
         if cwd and not path.startswith("/"):
