@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.claude_code import ClaudeCode
-from aam_eval_action.engines.codex import Codex
+from aam_eval_action.engines.base import AgentRun, Engine
+from aam_eval_action.engines.registry import ENGINE_NAMES, get_engine
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.proxy import RecordingProxy
 from aam_eval_action.replay.traffic import Normaliser, Paths
@@ -53,8 +52,8 @@ def _run(tmp_path: Path, runner_env: dict[str, str], env: dict[str, str] | None 
                     runner_env=runner_env)
 
 
-@pytest.mark.parametrize("engine", [ClaudeCode(), Codex()], ids=["claude-code", "codex"])
-def test_behind_a_proxy_each_cli_reaches_the_loopback_directly(tmp_path: Path, engine: ClaudeCode | Codex) -> None:
+@pytest.mark.parametrize("engine", [get_engine(name) for name in ENGINE_NAMES], ids=list(ENGINE_NAMES))
+def test_behind_a_proxy_each_cli_reaches_the_loopback_directly(tmp_path: Path, engine: Engine) -> None:
     proxied = {"HTTPS_PROXY": "http://proxy.corp:3128", "HTTP_PROXY": "http://proxy.corp:3128",
                "NO_PROXY": "", "no_proxy": "git.corp", "PATH": "/usr/bin"}
     env = engine.env(_run(tmp_path, proxied))
