@@ -160,7 +160,6 @@ def main() -> None:
     for store in sorted((pkg / "evals/cassettes/_shared").glob("*.yaml")):
         print(f"shared store {store.name}: {store.stat().st_size} B (once per cassettes directory)")
     shutil.rmtree(pkg.parent)
-    shutil.rmtree(sub.parent)
 
 
 if __name__ == "__main__":
