@@ -477,7 +477,8 @@ def copilot_call(step: dict[str, Any], cwd: str | None, tools: set[str]) -> tupl
     if "subagent" in step:
         agent = step["subagent"]
         kind = str(agent["type"])
-        return "task", {"agent_type": kind, "name": kind, "description": str(agent.get("description") or kind),
+        return "task", {"agent_type": kind, "name": kind,
+                        "description": str(agent.get("description") or kind),
                         "prompt": str(agent["prompt"]), "mode": "background"}
     if "write" in step:
         path = str(step["write"]["path"])
