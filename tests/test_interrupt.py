@@ -143,3 +143,49 @@ def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
     assert json.loads(report.read_text())["interrupted"] is True
     time.sleep(0.5)
     assert not (live_claude(runs) - before), "agent processes were left running"
+
+
+def test_an_interrupted_matrix_run_writes_a_partial_report_naming_every_pair(tmp_path: Path) -> None:
+    """Two engines, interrupted after the first case: the report keeps what finished, lists both
+    pairs (the one that had not started with no cases), and reads back as a matrix report."""
+    from aam_eval_action.report import load_report
+
+    names = [f"case-{i:02d}" for i in range(6)]
+    pkg = write_package(tmp_path / "pkg", [simple_case(n) for n in names])
+    for engine in ("claude-code", "copilot"):
+        record_sessions(pkg, {n: f"Finished the task for {n}." for n in names}, engine=engine)
+    report = tmp_path / "report.json"
+    judged = [{"match": "Finished the task for", "judge": {"result": "PASS", "reason": "finished"}}]
+    with ModelServer(judged, latency=0.7) as server:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": server.api_key,
+               "NO_COLOR": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg),
+             "--engine", "claude-code,copilot", "--jobs", "1", "-o", str(report)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        assert proc.stdout is not None
+        for _ in range(2):
+            assert "case(s)" in proc.stdout.readline()
+        first = proc.stdout.readline()
+        assert first.startswith("PASS"), first
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True
+    assert [(p["engine"], p["summary"]["total"] > 0) for p in data["pairs"]] == [
+        ("claude-code", True), ("copilot", False)]
+    assert 1 <= len(data["cases"]) < len(names)
+    assert {c["engine"] for c in data["cases"]} == {"claude-code"}
+    assert load_report(report).pairs is not None
+    assert "interrupted: partial report" in out
+    # The partial matrix reads as one: engines side by side, and its HTML page.
+    side = subprocess.run([sys.executable, "-m", "aam_eval_action", "diff", str(report)],
+                          env=env, capture_output=True, text=True)
+    assert "Traceback" not in side.stderr and "copilot" in side.stdout, side.stdout + side.stderr
+    assert "No case was graded by more than one engine/model: nothing to compare." in side.stdout
+    page = tmp_path / "report.html"
+    view = subprocess.run([sys.executable, "-m", "aam_eval_action", "view", str(report), "-o", str(page)],
+                          env=env, capture_output=True, text=True)
+    assert view.returncode == 0 and page.is_file(), view.stdout + view.stderr

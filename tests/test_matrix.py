@@ -98,6 +98,12 @@ def test_a_changed_case_is_stale_on_every_pair_with_a_re_record_command_each(exa
         assert f"aam-eval run average-revenue --record --engine {engine} --model {model}" in comment
     assert comment.count("| ⚠️ stale |") == 0  # no base: the cells show the head alone
     assert "average-revenue" in comment
+    # Agreement is over the cases more than one pair graded: a stale case is not agreement.
+    two = _run(example, example.parent / "two.json", "--replay", "--no-rerun", "--engine", "claude-code,codex")
+    assert {c["verdict"] for c in two["cases"] if c["name"] == "average-revenue"} == {"ERROR"}
+    said = aam_eval("diff", str(example.parent / "two.json")).out
+    assert ("The engines/models agree on all 6 cases more than one of them graded (1 graded by one or none)."
+            in said), said
 
 
 def _config(pkg: Path, **fields: Any) -> None:

@@ -12,6 +12,7 @@ from aam_eval_action.diff import (
     CaseDiff,
     Category,
     MatrixCell,
+    MatrixRow,
     PairComparison,
     PairDiff,
     ReportDiff,
@@ -160,14 +161,28 @@ def cell_text(cell: MatrixCell | None) -> str:
 
 
 def agreement_line(d: ReportDiff) -> str:
-    """Whether every pair gave every case the same verdict."""
+    """Whether every pair gave every case the same verdict (over the cases at least two graded:
+    a partial run or a stale pair is not agreement)."""
     if not d.pairs:
         return ""
     if d.pairs_agree:
-        return f"All {len(d.pairs)} engines/models agree on every case."
+        rows = d.matrix or []
+        shared = sum(1 for row in rows if _graded_by(row) >= 2)
+        if shared == len(rows):
+            return f"All {len(d.pairs)} engines/models agree on every case."
+        if not shared:
+            return "No case was graded by more than one engine/model: nothing to compare."
+        return (f"The engines/models agree on all {shared} case{'s' if shared != 1 else ''} more than one "
+                f"of them graded ({len(rows) - shared} graded by one or none).")
     split = [r.name for r in d.matrix or [] if not r.agree]
     return (f"The engines/models disagree on {len(split)} case{'s' if len(split) != 1 else ''}: "
             + ", ".join(split))
+
+
+def _graded_by(row: MatrixRow) -> int:
+    """How many pairs gave the case a verdict on the head (not stale, not diverged, not missing)."""
+    return sum(1 for c in row.cells if c is not None and c.head_verdict in ("PASS", "FAIL")
+               and c.category not in ("stale", "diverged"))
 
 
 def comparison_line(c: PairComparison) -> str:
