@@ -96,6 +96,33 @@ def test_recording_keeps_the_main_agent_and_each_sub_agent_as_its_own_conversati
     assert not any(key in text for key in KEYS.values())
 
 
+# What each CLI's own output shows of the two counters: the calls that started them with the
+# answers they handed back, or the sub-agents' commands with their results.
+SEEN = {
+    "claude-code": [("Bash", "wc -l < fixtures/a.txt", "3"), ("Bash", "wc -l < fixtures/b.txt", "5")],
+    # (a started agent's status is `pending_init` or `running`, by a race in the CLI)
+    "codex": [("spawn_agent", "Count the lines of fixtures/a.txt.", ""),
+              ("spawn_agent", "Count the lines of fixtures/b.txt.", ""), ("wait", "", "completed: 3")],
+    "copilot": [("bash", "wc -l < fixtures/a.txt", "3"), ("bash", "wc -l < fixtures/b.txt", "5")],
+    # Gemini CLI's stream-json has neither: both come from its chat files.
+    "gemini-cli": [("invoke_agent", "Count the lines of fixtures/a.txt.", "Result:\n3"),
+                   ("run_shell_command", "wc -l < fixtures/a.txt", "Output: 3"),
+                   ("invoke_agent", "Count the lines of fixtures/b.txt.", "Result:\n5"),
+                   ("run_shell_command", "wc -l < fixtures/b.txt", "Output: 5")],
+}
+
+
+def test_the_session_shows_what_the_sub_agents_did(recorded: Recorded) -> None:
+    pkg, _, engine = recorded
+    cassette = yaml.safe_load((pkg / f"evals/cassettes/parallel-count/{engine}.session.yaml").read_text())
+    calls = cassette["attempts"][0]["tool_calls"]
+    for name, given, answer in SEEN[engine]:
+        assert any(c["name"] == name and given in str(c["input"].get("prompt") or c["input"].get("command") or "")
+                   and answer in (c.get("result") or "") for c in calls), (name, given, answer, calls)
+    if engine == "gemini-cli":  # each sub-agent's calls right after the call that started it
+        assert [c["name"] for c in calls] == [n for n, _, _ in SEEN[engine]]
+
+
 def test_snapshot_replay_gives_the_recorded_verdicts(recorded: Recorded, tmp_path: Path) -> None:
     report, _ = _run(_copy(recorded, tmp_path), recorded[2], "--replay", "--no-rerun")
     assert _verdicts(report) == _verdicts(recorded[1])

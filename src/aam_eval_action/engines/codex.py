@@ -272,7 +272,24 @@ def tool_call(item: dict[str, Any]) -> ToolCall | None:
         )
     if kind == "web_search":
         return ToolCall(name="web_search", input={"query": item.get("query")})
+    if kind == "collab_tool_call":
+        return sub_agent_call(item, failed)
     return None
+
+
+def sub_agent_call(item: dict[str, Any], failed: bool) -> ToolCall:
+    """A sub-agent tool call (`spawn_agent`, `wait`, …): its prompt, and each agent's status and
+    answer in the result. Agent ids are left out: they are new every run. The sub-agents' own
+    commands are not in `codex exec --json`."""
+    states = item.get("agents_states")
+    lines = []
+    for state in states.values() if isinstance(states, dict) else []:
+        if isinstance(state, dict):
+            status, message = state.get("status"), state.get("message")
+            lines.append(f"{status}: {message}" if message is not None else str(status))
+    given = {"prompt": item["prompt"]} if isinstance(item.get("prompt"), str) else {}
+    return ToolCall(name=str(item.get("tool") or "collab_tool_call"), input=given,
+                    result=cap("\n".join(lines), TOOL_RESULT_CAP), is_error=failed)
 
 
 def add_usage(session: Session, usage: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ workspace (`GEMINI_CLI_TRUST_WORKSPACE=true`).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ TOOL_NAMES = {
 }
 """Claude Code's tool names in a hook matcher → Gemini CLI's."""
 WEB_TOOLS = ("web_fetch", "google_web_search")
+SUB_AGENT_TOOL = "invoke_agent"
+SUB_AGENT_DONE = "complete_task"
+"""The tool a sub-agent hands its answer back with: not one of its own calls."""
 
 
 class GeminiCli(RegisteredEngine):
@@ -88,7 +92,8 @@ class GeminiCli(RegisteredEngine):
         argv, env = self.argv(run), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
         session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
-        parse_stream(done.stdout, session)
+        calls = parse_stream(done.stdout, session)
+        add_sub_agents(run.home, session, calls)
         finish(session, done, run.timeout)
         session.stderr = _without_startup_metrics(session.stderr)
         return session
@@ -144,8 +149,8 @@ def gemini_matcher(matcher: str) -> str:
 # --- stream-json ------------------------------------------------------------------------
 
 
-def parse_stream(stdout: str, session: Session) -> None:
-    """Fill a session from Gemini CLI's stream-json events."""
+def parse_stream(stdout: str, session: Session) -> dict[str, ToolCall]:
+    """Fill a session from Gemini CLI's stream-json events; the calls by their tool id."""
     calls: dict[str, ToolCall] = {}
     answer: list[str] = []
     for event in events(stdout):
@@ -165,6 +170,7 @@ def parse_stream(stdout: str, session: Session) -> None:
         elif kind == "result":
             on_result(event, session)
     session.output = "".join(answer).strip()
+    return calls
 
 
 def on_tool_result(event: dict[str, Any], session: Session, calls: dict[str, ToolCall]) -> None:
@@ -191,6 +197,79 @@ def on_result(event: dict[str, Any], session: Session) -> None:
         output_tokens=int(stats.get("output_tokens") or stats.get("candidates_tokens") or 0),
         cache_read_input_tokens=int(stats.get("cached") or stats.get("cached_tokens") or 0),
     )
+
+
+# --- sub-agents, from its chat files -------------------------------------------------------
+
+
+def add_sub_agents(home: Path, session: Session, calls: dict[str, ToolCall]) -> None:
+    """What stream-json leaves out of a sub-agent: the answer `invoke_agent` returned (its
+    `tool_result` has no output) and the sub-agent's own tool calls. Gemini CLI's chat files in
+    the run's HOME (`~/.gemini/tmp/<project>/chats/`: the main session's, and one per
+    sub-agent) have both; each sub-agent's calls are listed after the call that started it."""
+    results: dict[str, tuple[str, bool]] = {}
+    started: dict[str, list[list[ToolCall]]] = {}
+    for path in sorted((home / ".gemini" / "tmp").glob("*/chats/**/*.jsonl")):
+        kind, prompt, found = _chat(path)
+        if kind == "main":
+            results.update({i: (c.result or "", c.is_error) for i, c in found.items()})
+        elif kind == "subagent" and prompt is not None:
+            own = [c for c in found.values() if c.name != SUB_AGENT_DONE]
+            started.setdefault(prompt, []).append(own)
+    out: list[ToolCall] = []
+    by_call = {id(call): tool_id for tool_id, call in calls.items()}
+    for call in session.tool_calls:
+        out.append(call)
+        if call.name != SUB_AGENT_TOOL:
+            continue
+        got = results.get(by_call.get(id(call), ""))
+        if got and not call.result:
+            call.result, call.is_error = cap(got[0], TOOL_RESULT_CAP), got[1] or call.is_error
+        queue = started.get(str(call.input.get("prompt", "")).strip())
+        if queue:
+            out += queue.pop(0)
+    session.tool_calls = out
+
+
+def _chat(path: Path) -> tuple[str | None, str | None, dict[str, ToolCall]]:
+    """(kind `main`/`subagent`, the first user text, the tool calls by id) of one chat file;
+    lines that are not JSON records are skipped."""
+    kind: str | None = None
+    prompt: str | None = None
+    found: dict[str, ToolCall] = {}
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None, None, {}
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if kind is None and isinstance(record.get("kind"), str):
+            kind = record["kind"]
+        content = record.get("content")
+        if prompt is None and record.get("type") == "user" and isinstance(content, list):
+            texts = [str(p["text"]) for p in content
+                     if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            prompt = texts[-1].strip() if texts else None
+        for raw in record.get("toolCalls") or [] if isinstance(record.get("toolCalls"), list) else []:
+            if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+                found[raw["id"]] = _chat_call(raw)
+    return kind, prompt, found
+
+
+def _chat_call(raw: dict[str, Any]) -> ToolCall:
+    texts = []
+    for part in raw.get("result") or [] if isinstance(raw.get("result"), list) else []:
+        response = (part.get("functionResponse") or {}).get("response") if isinstance(part, dict) else None
+        if isinstance(response, dict):
+            texts.append(str(response.get("output") or response.get("error") or ""))
+    args = raw.get("args")
+    return ToolCall(name=str(raw.get("name")), input=args if isinstance(args, dict) else {},
+                    result=cap("\n".join(texts), TOOL_RESULT_CAP), is_error=raw.get("status") != "success")
 
 
 def _without_startup_metrics(stderr: str) -> str:
