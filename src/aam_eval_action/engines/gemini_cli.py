@@ -55,7 +55,7 @@ TOOL_NAMES = {
 """Claude Code's tool names in a hook matcher → Gemini CLI's."""
 WEB_TOOLS = ("web_fetch", "google_web_search")
 CHAT_MAX_BYTES = 32 * 1024 * 1024
-"""A chat file larger than this is not read (the agent can write into its HOME too)."""
+"""A chat file larger than this, or a link, is not read (the agent can write into its HOME too)."""
 SUB_AGENT_TOOL = "invoke_agent"
 SUB_AGENT_DONE = "complete_task"
 """The tool a sub-agent hands its answer back with: not one of its own calls."""
@@ -240,7 +240,7 @@ def _chat(path: Path) -> tuple[str | None, str | None, dict[str, ToolCall]]:
     prompt: str | None = None
     found: dict[str, ToolCall] = {}
     try:
-        if path.stat().st_size > CHAT_MAX_BYTES:
+        if path.is_symlink() or path.stat().st_size > CHAT_MAX_BYTES:
             return None, None, {}
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
