@@ -116,6 +116,23 @@ def test_a_session_is_split_into_the_main_agent_and_each_sub_agent_started_by_it
     ]
 
 
+def test_a_sub_agent_prompt_after_the_clis_tagged_lines_is_still_found_by_its_call() -> None:
+    """Copilot starts a sub-agent's conversation with a `<current_datetime>` line before the
+    prompt that its `task` call carried."""
+    tagged = {"role": "user", "content": [{"type": "text", "text": "<current_datetime>2026-11-23T15:12:02Z"
+                                           f"</current_datetime>\n\n{PROMPT_A}"}]}
+    requests = [_request(MAIN_SYSTEM, MAIN_PROMPT), _request(MAIN_SYSTEM, MAIN_PROMPT, AGENTS),
+                _request(SUB_SYSTEM, tagged)]
+    streams = [classify("/v1/messages", r) for r in requests]
+    named = name_conversations(requests, streams, [0, 0, 1])
+    assert [(c.id, c.description, c.parent) for c in named] == [
+        ("main", None, None), ("counter", "Count a", "main")]
+    # Text that merely ends like a call's input is not its prompt.
+    other = {"role": "user", "content": [{"type": "text", "text": f"Something else.\n{PROMPT_A}"}]}
+    named = name_conversations([*requests[:2], _request(SUB_SYSTEM, other)], streams, [0, 0, 1])
+    assert named[1].parent is None
+
+
 def test_a_retry_after_an_error_stays_in_its_conversation_and_an_identical_root_is_a_new_one() -> None:
     a1 = _request(SUB_SYSTEM, _user(PROMPT_A))
     requests = [a1, a1, a1]

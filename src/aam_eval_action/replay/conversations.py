@@ -170,13 +170,17 @@ def _args(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+LEADING_TAGS = re.compile(r"^(?:\s*<(\w+)>[^<]*</\1>)+\s*")
+"""Tagged lines a CLI puts before a sub-agent's prompt (Copilot: `<current_datetime>…`)."""
+
+
 def _starter(prompt: str, calls: list[_Call], conversation: int) -> _Call | None:
-    """The call whose input carries the conversation's prompt: all of it, or its end after a
-    line break (Copilot puts a `<current_datetime>` line before a sub-agent's prompt)."""
+    """The call whose input carries the conversation's prompt, with or without the tagged lines
+    the CLI put before it."""
+    prompts = {prompt, LEADING_TAGS.sub("", prompt)}
     for call in calls:
         if call.conversation != conversation and any(
-            isinstance(v, str) and v.strip() and (v.strip() == prompt or prompt.endswith("\n" + v.strip()))
-            for v in call.args.values()
+            isinstance(v, str) and v.strip() in prompts for v in call.args.values()
         ):
             return call
     return None
