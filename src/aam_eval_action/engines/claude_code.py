@@ -169,8 +169,10 @@ def subagent(agent_dir: Path, rename: dict[str, str] | None = None) -> str:
     tools = spec.get("tools")
     if isinstance(tools, list) and tools:
         names = [str(t) for t in tools]
-        renamed = list(dict.fromkeys(rename.get(n, n) for n in names)) if rename is not None else None
-        front["tools"] = renamed if renamed is not None else ", ".join(names)
+        if rename is None:
+            front["tools"] = ", ".join(names)
+        else:
+            front["tools"] = list(dict.fromkeys(rename.get(n, n) for n in names))
     if rename is not None:
         front["name"] = re.sub(r"[^a-z0-9_-]+", "-", front["name"].lower()).strip("-") or agent_dir.name
     prompt_path = agent_dir / "system-prompt.md"

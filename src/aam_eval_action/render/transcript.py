@@ -21,6 +21,7 @@ import json
 import re
 from typing import Any
 
+from aam_eval_action.engines.gemini_cli import SUB_AGENT_DONE
 from aam_eval_action.replay.traffic import ModelTraffic, SseEvent, full_requests
 from aam_eval_action.session import Session, cap
 
@@ -216,10 +217,6 @@ def _responses_items(datas: list[Any]) -> list[Part]:
     return parts
 
 
-GEMINI_HAND_BACK = "complete_task"
-"""A Gemini CLI sub-agent answers through this tool: the transcript shows its `result` as text."""
-
-
 def _gemini_parts(datas: list[Any]) -> list[Part]:
     parts: list[Part] = []
     for data in datas:
@@ -238,8 +235,8 @@ def _gemini_parts(datas: list[Any]) -> list[Part]:
             elif isinstance(part.get("functionCall"), dict):
                 call = part["functionCall"]
                 args = call.get("args") if isinstance(call.get("args"), dict) else {}
-                if call.get("name") == GEMINI_HAND_BACK and isinstance(args.get("result"), str):
-                    parts.append(("text", {"text": args["result"]}))  # a sub-agent's answer
+                if call.get("name") == SUB_AGENT_DONE and isinstance(args.get("result"), str):
+                    parts.append(("text", {"text": args["result"]}))  # a sub-agent's answer, handed back
                     continue
                 parts.append(("call", {"name": str(call.get("name", "?")), "input": call.get("args"),
                                        "id": call.get("id")}))
