@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.base import AgentRun
+from aam_eval_action.engines.base import AgentRun, get_engine
 from aam_eval_action.engines.copilot import Copilot
-from aam_eval_action.engines.registry import ENGINES, get_engine
+from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.loader import load_package
 from aam_eval_action.settings import Overrides, resolve

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 

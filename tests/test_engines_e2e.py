@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from aam_eval_action.engines.base import AgentRun, Engine
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import AgentRun, Engine, get_engine
+from aam_eval_action.layouts.detect import read_package
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import Session
 from aam_eval_action.settings import runner_environment
@@ -24,9 +24,9 @@ from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, all_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SKILL_PKG = PackageLayout(FIXTURES / "engine-skill-pkg")
-HOOK_PKG = PackageLayout(FIXTURES / "engine-hook-pkg")
-MCP_PKG = PackageLayout(FIXTURES / "engine-mcp-pkg")
+SKILL_PKG = read_package(FIXTURES / "engine-skill-pkg")
+HOOK_PKG = read_package(FIXTURES / "engine-hook-pkg")
+MCP_PKG = read_package(FIXTURES / "engine-mcp-pkg")
 ENGINES = ("claude-code", "codex")
 
 pytestmark = pytest.mark.cli

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.loader import load_package
 from aam_eval_action.settings import Overrides, resolve

@@ -284,10 +284,11 @@ def test_a_package_symlink_out_of_the_package_is_refused_not_followed(
     assert "scripts/helper.sh: is a symlink to" in error and "outside the package" in error
 
     from aam_eval_action.engines.install import copy_package
-    from aam_eval_action.package import PackageLayout, PackageLinkError
+    from aam_eval_action.layouts.detect import read_package
+    from aam_eval_action.package import PackageLinkError
 
     with pytest.raises(PackageLinkError):
-        copy_package(PackageLayout(pkg), None, tmp_path / "ws")
+        copy_package(read_package(pkg), None, tmp_path / "ws")
     assert not (tmp_path / "ws/.aam/package/scripts/helper.sh").exists()
 
 
@@ -613,7 +614,7 @@ def test_no_session_starts_after_an_interrupt_killed_the_others(tmp_path: Path) 
 def test_network_off_is_enforced_or_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tripwire: tuple[str, list[bytes]], engine: str
 ) -> None:
-    from aam_eval_action.engines.registry import get_engine
+    from aam_eval_action.engines.base import get_engine
 
     reason = get_engine(engine).available()
     if reason:

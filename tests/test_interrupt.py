@@ -110,7 +110,7 @@ def test_model_server_dying_half_way_errors_only_the_affected_cases(
 
 @pytest.mark.cli
 def test_interrupt_kills_running_agent_sessions(tmp_path: Path) -> None:
-    from aam_eval_action.engines.registry import get_engine
+    from aam_eval_action.engines.base import get_engine
 
     reason = get_engine("claude-code").available()
     if reason:

@@ -122,7 +122,7 @@ def test_check_command_exit_codes(tmp_path: Path) -> None:
     assert bad.code == 2
     assert "evals/cases/bad.yaml:1: input: required field is missing" in bad.err
     missing = aam_eval("check", "--package", str(tmp_path / "nowhere"))
-    assert missing.code == 2 and "no package.agent.json" in missing.err
+    assert missing.code == 2 and "not a folder" in missing.err
 
 
 def test_the_reserved_cursor_engine_fails_clearly_saying_why(tmp_path: Path) -> None:

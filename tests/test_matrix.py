@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aam_eval_action.diff import compare_pairs, diff_reports
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.render.comment import render_comment
 from aam_eval_action.report import Attempt, load_report, merge_reports, split_by_pair
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios

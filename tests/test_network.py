@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.base import AgentRun, Engine
-from aam_eval_action.engines.registry import ENGINE_NAMES, get_engine
+from aam_eval_action.engines.base import AgentRun, Engine, get_engine
+from aam_eval_action.engines.registry import ENGINE_NAMES
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.proxy import RecordingProxy
 from aam_eval_action.replay.traffic import Normaliser, Paths

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.testing.http_proxy import ForwardProxy
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 

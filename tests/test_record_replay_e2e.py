@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import ROOT, aam_eval

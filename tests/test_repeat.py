@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.testing.model_server import ModelServer
 from aam_eval_action.testing.packages import simple_case, write_package
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from aam_eval_action.diff import diff_reports
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.loader import load_package
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.scheduler import run_all

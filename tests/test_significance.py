@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aam_eval_action.diff import diff_reports
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.render.comment import render_comment
 from aam_eval_action.render.text import format_text
 from aam_eval_action.report import Attempt, Report, load_report

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.replay.traffic_store import load_traffic
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 

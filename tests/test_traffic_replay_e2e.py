@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aam_eval_action.engines.base import AgentRun, Engine
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import AgentRun, Engine, get_engine
 from aam_eval_action.fsutil import dump_yaml
+from aam_eval_action.layouts.detect import read_package
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.cli_version import CliVersionError, check_installed, installed_version
@@ -71,7 +71,7 @@ def _engine(name: str) -> Engine:
 def package(tmp_path: Path) -> PackageLayout:
     """A private copy of the example package (evals included) that a test may edit."""
     shutil.copytree(EXAMPLE, tmp_path / "pkg", ignore=shutil.ignore_patterns("cassettes"))
-    return PackageLayout(tmp_path / "pkg")
+    return read_package(tmp_path / "pkg")
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aam_eval_action.package import PackageLayout
+from aam_eval_action.layouts.detect import read_package
 from aam_eval_action.pipeline.checks import CheckInputs, run_checks
 from aam_eval_action.pipeline.finished import FinishedWorkspace
 from aam_eval_action.session import FileChange, Session, ToolCall
@@ -110,7 +110,7 @@ def test_a_hash_only_file_is_named_when_content_checks_and_commands_need_it(tmp_
     })
     session = Session(engine="claude-code", model_provider="anthropic", files=[
         FileChange(path="out/img.png", status="created", sha256="0" * 64, size=4)])
-    inputs = CheckInputs(FinishedWorkspace(PackageLayout(pkg), case, session), Sandbox(),
+    inputs = CheckInputs(FinishedWorkspace(read_package(pkg), case, session), Sandbox(),
                          command_env={"PATH": "/usr/bin:/bin"})
     checks = {c.name: c for c in run_checks(case.expected, session, inputs)}
     assert checks["file_contains"].detail == (
@@ -126,7 +126,7 @@ def test_the_command_runs_without_network_when_the_sandbox_has_none(tmp_path: Pa
         "name": "net", "input": {"prompt": "p"}, "judge": {"criteria": "c"},
         "expected": {"command": {"run": "test $(grep -c : /proc/net/dev) -eq 1", "timeout": 10}}})
     session = Session(engine="claude-code", model_provider="anthropic")
-    inputs = CheckInputs(FinishedWorkspace(PackageLayout(pkg), case, session), Sandbox(network=False),
+    inputs = CheckInputs(FinishedWorkspace(read_package(pkg), case, session), Sandbox(network=False),
                          command_env={"PATH": "/usr/bin:/bin"})
     from aam_eval_action.pipeline.finished import _no_network_prefix
 
@@ -149,7 +149,7 @@ def test_a_recorded_path_escaping_the_workspace_is_never_written(tmp_path: Path)
                FileChange.model_construct(path=str(target), status="created", text="pwned", size=5,
                                           sha256=None)]
     session = Session(engine="claude-code", model_provider="anthropic", files=hostile)
-    inputs = CheckInputs(FinishedWorkspace(PackageLayout(pkg), case, session), Sandbox(),
+    inputs = CheckInputs(FinishedWorkspace(read_package(pkg), case, session), Sandbox(),
                          command_env={"PATH": "/usr/bin:/bin"})
     assert run_checks(case.expected, session, inputs)[0].passed
     assert not target.exists()

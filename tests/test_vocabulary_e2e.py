@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aam_eval_action.engines.registry import get_engine
+from aam_eval_action.engines.base import get_engine
 from aam_eval_action.session import ToolCall
 from aam_eval_action.testing.model_server import ModelServer
 from aam_eval_action.testing.packages import write_package

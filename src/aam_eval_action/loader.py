@@ -1,8 +1,15 @@
-"""Load and validate a package: manifest, eval-config and case files, with file:line errors."""
+"""Load and validate a repository: its packages (any layout), eval-config and case files,
+with file:line errors.
+
+Evals live in one place per repository root, `evals/`: eval-config is optional outside an AAM
+package; a repository of several plugins keeps each plugin's cases in `evals/cases/<plugin>/`
+(and its cassettes in `<cassettes>/<plugin>/`), so two plugins' cases never collide.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -10,15 +17,19 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from aam_eval_action.errors import ConfigError
+from aam_eval_action.engines.registry import DEFAULT_ENGINE, engine_for_hosts
+from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.fsutil import is_inside
-from aam_eval_action.package import PackageLayout
+from aam_eval_action.lines import Loc, index_lines, line_map, line_of, loc_str, nearest_line
+from aam_eval_action.package import Finding, PackageLayout
 from aam_eval_action.spec import Case, EvalConfig, PackageManifest
 
-Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|^\.+")
 PACKAGE_JSON = ("hooks/hooks.json", "mcp/servers.json")
 CONFIG_PATH = "evals/eval-config.json"
+__all__ = ["CONFIG_PATH", "FileError", "LoadedCase", "LoadedPackage", "LoadedRepo", "line_of", "load_package",
+           "load_repo"]
 # libyaml's loader when present: it keeps node marks (lines) and parses several times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -51,7 +62,8 @@ class FileError:
 
 @dataclass
 class LoadedPackage:
-    """A package ready to run: valid cases, and the case files that were not."""
+    """A package ready to run: valid cases, and the case files that were not. In a repository
+    of plugins, one plugin."""
 
     layout: PackageLayout
     manifest: PackageManifest
@@ -60,39 +72,118 @@ class LoadedPackage:
     errors: list[FileError] = field(default_factory=list)
     config_lines: dict[Loc, int] = field(default_factory=dict)
     """Line of each eval-config field, by its path, for errors found after loading."""
+    several: bool = False
+    """One plugin of several: its cases and cassettes sit in a folder named after it, and its
+    results are named `<plugin>/<case>`."""
+
+    @property
+    def plugin(self) -> str | None:
+        return self.layout.plugin
+
+    @property
+    def key(self) -> str:
+        """The plugin's folder name under `evals/cases/` and the cassettes (file-name safe)."""
+        return plugin_key(self.layout.plugin or "")
+
+    @property
+    def cases_dir(self) -> Path:
+        cases = self.layout.evals_dir / "cases"
+        return cases / self.key if self.several else cases
+
+    def qualified(self, name: str) -> str:
+        """A case's name in a report: `<plugin>/<case>` when the repository has several plugins."""
+        return f"{self.key}/{name}" if self.several else name
 
     def config_location(self, *loc: str | int) -> str:
         """`evals/eval-config.json:LINE: field.path`, for an error about one eval-config field."""
-        line = _nearest_line(self.config_lines, loc)
-        return f"{CONFIG_PATH}:{line}: {_loc_str(loc)}" if line else f"{CONFIG_PATH}: {_loc_str(loc)}"
+        line = nearest_line(self.config_lines, loc)
+        return f"{CONFIG_PATH}:{line}: {loc_str(loc)}" if line else f"{CONFIG_PATH}: {loc_str(loc)}"
+
+
+@dataclass
+class LoadedRepo:
+    """What `--package DIR` holds: the layout, and each package (plugin) with its cases."""
+
+    root: Path
+    kind: str
+    packages: list[LoadedPackage]
+    source: str | None = None
+    """The file the layout was recognised by (a manifest or a marketplace)."""
+    name: str | None = None
+    """The marketplace's name, when it has one."""
+    findings: list[Finding] = field(default_factory=list)
+    """Skipped plugins, lint warnings and what the layout could not read."""
+    plugins_known: list[str] = field(default_factory=list)
+    """Every plugin of the repository (before `--plugin` picked some)."""
+
+    @property
+    def several(self) -> bool:
+        return len(self.plugins_known) > 1
+
+
+def plugin_key(name: str) -> str:
+    return _FILE_UNSAFE.sub("-", name) or "plugin"
+
+
+def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
+    """Every package of the repository, or only the `plugins` named (`--plugin`)."""
+    from aam_eval_action.layouts.detect import detect
+
+    repo = detect(root)
+    known = [p.plugin or "" for p in repo.packages]
+    chosen = repo.packages
+    if plugins:
+        unknown = [p for p in plugins if p not in known]
+        if unknown:
+            raise UsageError(f"--plugin: no plugin {', '.join(map(repr, unknown))} here; plugins: "
+                             f"{', '.join(known) or 'none'}")
+        chosen = [p for p in repo.packages if p.plugin in plugins]
+    if not chosen:
+        raise ConfigError(f"{root}: {repo.source or 'the marketplace'} lists no plugin with a local source; "
+                          "nothing to run")
+    hosts = [h for p in repo.packages for h in p.hosts]
+    config, lines = _config(repo.root, required=repo.kind == "aam", engine=engine_for_hosts(hosts))
+    several = len(repo.packages) > 1
+    loaded = [_load(layout, config, lines, several) for layout in chosen]
+    findings = list(repo.findings) + [f for layout in chosen for f in layout.findings]
+    return LoadedRepo(repo.root, repo.kind, loaded, repo.source, repo.name, findings, known)
 
 
 def load_package(root: Path) -> LoadedPackage:
-    """Load everything; a bad manifest or eval-config raises, a bad case file is collected."""
-    layout = PackageLayout(root.resolve())
-    if not (layout.root / "package.agent.json").is_file():
-        raise ConfigError(
-            f"{root}: no package.agent.json here; pass --package DIR pointing at the package root"
-        )
-    manifest = _load_json_model(layout, "package.agent.json", PackageManifest)
-    if not (layout.root / CONFIG_PATH).is_file():
-        raise ConfigError(
-            f"{root / CONFIG_PATH}: missing; create it with at least "
-            '{"version": 1, "engine": "claude-code"}'
-        )
-    config = _load_json_model(layout, CONFIG_PATH, EvalConfig)
-    _check_cassettes_dir(layout, config, CONFIG_PATH)
-    for rel in PACKAGE_JSON:
-        if (layout.root / rel).is_file():
-            _check_json_object(layout, rel)
-    lines = _line_map((layout.root / CONFIG_PATH).read_text(encoding="utf-8"))
-    loaded = LoadedPackage(layout, manifest, config, config_lines=lines)
+    """The repository's one package (an AAM package, a plugin, a skills folder); with several
+    plugins, the first (use `load_repo` for all)."""
+    return load_repo(root).packages[0]
+
+
+def _config(root: Path, required: bool, engine: str) -> tuple[EvalConfig, dict[Loc, int]]:
+    """eval-config: required in an AAM package, else optional (then the repository's own
+    host's engine runs every case: Claude Code for a Claude plugin)."""
+    path = root / CONFIG_PATH
+    if not path.is_file():
+        if required:
+            raise ConfigError(f"{path}: missing; create it with at least "
+                              f'{{"version": 1, "engine": "{DEFAULT_ENGINE}"}}')
+        return EvalConfig(version=1, engine=engine), {}
+    config = _load_json_model(root, CONFIG_PATH, EvalConfig)
+    _check_cassettes_dir(root, config, CONFIG_PATH)
+    return config, line_map(path.read_text(encoding="utf-8"))
+
+
+def _load(layout: PackageLayout, config: EvalConfig, lines: dict[Loc, int], several: bool) -> LoadedPackage:
+    if layout.kind == "aam":
+        manifest = _load_json_model(layout.root, "package.agent.json", PackageManifest)
+        for rel in PACKAGE_JSON:
+            if (layout.root / rel).is_file():
+                _check_json_object(layout, rel)
+    else:
+        manifest = PackageManifest(name=layout.name or layout.root.name, version=layout.version)
+    loaded = LoadedPackage(layout, manifest, config, config_lines=lines, several=several)
     _load_cases(loaded)
     return loaded
 
 
-def _load_json_model(layout: PackageLayout, rel: str, model: type[M]) -> M:
-    text = (layout.root / rel).read_text(encoding="utf-8")
+def _load_json_model(root: Path, rel: str, model: type[M]) -> M:
+    text = (root / rel).read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -100,7 +191,7 @@ def _load_json_model(layout: PackageLayout, rel: str, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        lines = _line_map(text)
+        lines = line_map(text)
         errors = [_format_error(rel, lines, err) for err in exc.errors()]
         raise ConfigError("\n".join(str(e) for e in errors)) from None
 
@@ -113,20 +204,20 @@ def repository_root(package_root: Path) -> Path:
     return package_root
 
 
-def _check_cassettes_dir(layout: PackageLayout, config: EvalConfig, rel: str) -> None:
+def _check_cassettes_dir(root: Path, config: EvalConfig, rel: str) -> None:
     """eval-config `cassettes` is read from a pull request: it must stay inside the repository.
 
     `../../../cassettes` (a folder at the repository's top, as the shipped example keeps
     them) is fine; an absolute path, or one resolving outside the repository, is not.
     """
     value = config.cassettes
-    line = line_of((layout.root / rel).read_text(encoding="utf-8"), ("cassettes",))
+    line = line_of((root / rel).read_text(encoding="utf-8"), ("cassettes",))
     where = f"{rel}:{line}" if line else rel
     if Path(value).is_absolute() or value.startswith("~"):
         raise ConfigError(f"{where}: cassettes: {value!r} is absolute; use a path relative to "
                           "evals/ inside the repository")
-    repo = repository_root(layout.root)
-    if not is_inside(layout.evals_dir / value, repo.resolve()):
+    repo = repository_root(root)
+    if not is_inside(root / "evals" / value, repo.resolve()):
         raise ConfigError(f"{where}: cassettes: {value!r} resolves outside the repository "
                           f"({repo}); keep the cassettes inside it")
 
@@ -141,9 +232,9 @@ def _check_json_object(layout: PackageLayout, rel: str) -> None:
         raise ConfigError(f"{rel}:1: must be a JSON object")
 
 
-def case_files(layout: PackageLayout) -> list[Path]:
+def case_files(loaded: LoadedPackage) -> list[Path]:
     """Case files in a stable order."""
-    base = layout.evals_dir / "cases"
+    base = loaded.cases_dir
     if not base.is_dir():
         return []
     return sorted(p for p in base.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
@@ -151,7 +242,7 @@ def case_files(layout: PackageLayout) -> list[Path]:
 
 def _load_cases(loaded: LoadedPackage) -> None:
     seen: dict[str, LoadedCase] = {}
-    for path in case_files(loaded.layout):
+    for path in case_files(loaded):
         rel = path.relative_to(loaded.layout.root).as_posix()
         for item in _parse_case_file(loaded.layout, path, rel):
             if isinstance(item, FileError):
@@ -197,10 +288,10 @@ def _validate_case(
     layout: PackageLayout, rel: str, node: yaml.Node, prefix: Loc
 ) -> LoadedCase | FileError:
     lines: dict[Loc, int] = {}
-    dup = _index_lines(node, (), lines)
+    dup = index_lines(node, (), lines)
     start = node.start_mark.line + 1
     if dup:
-        return FileError(rel, dup[1], f"{_loc_str(prefix + dup[0])}: duplicate key; keep one")
+        return FileError(rel, dup[1], f"{loc_str(prefix + dup[0])}: duplicate key; keep one")
     data = yaml.constructor.SafeConstructor().construct_document(node)
     name = data.get("name") if isinstance(data, dict) else None
     name = name if isinstance(name, str) else None
@@ -208,7 +299,7 @@ def _validate_case(
         kinds = {"str": "string", "list": "list", "int": "number", "float": "number", "bool": "boolean"}
         kind = kinds.get(type(data).__name__, type(data).__name__)
         what = f"{kind} {str(data)[:40]!r}" if data is not None else "empty entry"
-        return FileError(rel, start, f"{_loc_str(prefix) or 'case'}: this is a {what}, but a case is "
+        return FileError(rel, start, f"{loc_str(prefix) or 'case'}: this is a {what}, but a case is "
                          "a mapping with name, input and judge; a file holds one case or a list "
                          "of case mappings", name)
     try:
@@ -216,14 +307,14 @@ def _validate_case(
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
-        line = _nearest_line(lines, loc) or start
+        line = nearest_line(lines, loc) or start
         msg = _message(err)
         more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-        return FileError(rel, line, f"{_loc_str(prefix + loc)}: {msg}{more}", name)
+        return FileError(rel, line, f"{loc_str(prefix + loc)}: {msg}{more}", name)
     problem = check_paths(layout, case)
     if problem:
         loc, msg = problem
-        return FileError(rel, _nearest_line(lines, loc) or start, f"{_loc_str(prefix + loc)}: {msg}",
+        return FileError(rel, nearest_line(lines, loc) or start, f"{loc_str(prefix + loc)}: {msg}",
                          case.name)
     return LoadedCase(case, rel, start)
 
@@ -240,8 +331,9 @@ def check_target(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
     if kind == "skill" and name not in layout.skills():
         have = ", ".join(layout.skills()) or "none"
         return ("target",), f"skill {name!r} not found in skills/ (skills: {have}); fix the target"
-    if kind == "agent" and not (layout.root / "agents" / name).is_dir():
-        return ("target",), f"agent {name!r} not found in agents/; fix the target"
+    if kind == "agent" and name not in [a.name for a in layout.agents]:
+        have = ", ".join(a.name for a in layout.agents) or "none"
+        return ("target",), f"agent {name!r} not found in agents/ (agents: {have}); fix the target"
     return None
 
 
@@ -286,61 +378,9 @@ def _show(layout: PackageLayout, path: Path) -> str:
     return path.relative_to(layout.root).as_posix() + "/"
 
 
-def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int]) -> tuple[Loc, int] | None:
-    """Record the line of every node by its field path; return the first duplicate key."""
-    out[loc] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        keys: set[str] = set()
-        for key, value in node.value:
-            k = str(key.value)
-            if k in keys:
-                return (*loc, k), key.start_mark.line + 1
-            keys.add(k)
-            dup = _index_lines(value, (*loc, k), out)
-            if dup:
-                return dup
-            out[(*loc, k)] = key.start_mark.line + 1  # the key's line, not its value's
-    elif isinstance(node, yaml.SequenceNode):
-        for i, child in enumerate(node.value):
-            dup = _index_lines(child, (*loc, i), out)
-            if dup:
-                return dup
-    return None
-
-
-def _nearest_line(lines: dict[Loc, int], loc: Loc) -> int | None:
-    for n in range(len(loc), -1, -1):
-        if loc[:n] in lines:
-            return lines[loc[:n]]
-    return None
-
-
-def line_of(text: str, loc: Loc) -> int | None:
-    """The line of the field at `loc` in a YAML or JSON text (or its nearest parent's)."""
-    return _nearest_line(_line_map(text), loc)
-
-
-def _line_map(text: str) -> dict[Loc, int]:
-    lines: dict[Loc, int] = {}
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return lines
-    if node is not None:
-        _index_lines(node, (), lines)
-    return lines
-
-
 def _format_error(rel: str, lines: dict[Loc, int], err: Any) -> FileError:
     loc = tuple(err["loc"])
-    return FileError(rel, _nearest_line(lines, loc), f"{_loc_str(loc)}: {_message(err)}")
-
-
-def _loc_str(loc: Loc) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out
+    return FileError(rel, nearest_line(lines, loc), f"{loc_str(loc)}: {_message(err)}")
 
 
 def _message(err: Any) -> str:

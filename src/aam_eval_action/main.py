@@ -64,6 +64,18 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--keep-workspaces", action="store_true", help="keep workspaces for debugging")
     p.add_argument("--baseline", action="store_true", default=None,
                    help="also run each case without the skill, to measure its lift")
+    _add_package_flags(p)
+
+
+def _plugins(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _add_package_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]",
+                   help="only these plugins of a marketplace (default: every plugin with a local source)")
+    p.add_argument("--strict", action="store_true",
+                   help="the package's lint warnings (SKILL.md, manifests, hooks) are errors")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("reports", nargs="+", type=Path, metavar="[BASE] HEAD")
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
-    c.add_argument("--package", type=Path, default=Path("."))
+    c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    _add_package_flags(c)
     m = sub.add_parser("merge", help="join shard reports into one report")
     m.add_argument("reports", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, help="write the merged report here")
@@ -129,7 +142,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,
             dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit, html=args.html,
-            keep_workspaces=args.keep_workspaces, shard=args.shard,
+            keep_workspaces=args.keep_workspaces, shard=args.shard, plugins=args.plugin, strict=args.strict,
         ))
     if args.command == "diff":
         from aam_eval_action.commands.diff import diff
@@ -162,7 +175,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "check":
         from aam_eval_action.commands.check import check
 
-        return check(args.package)
+        return check(args.package, args.plugin, args.strict)
     raise UsageError(f"unknown command {args.command}")
 
 

@@ -1,36 +1,130 @@
-"""The package under evaluation on disk: which of its files reach the agent."""
+"""The neutral package: what reaches the agent, whatever layout it was written in.
+
+Every layout module (`layouts/`) turns its files into one `PackageLayout`: skills by name,
+agents, commands, hook files in their dialect, MCP servers, context files and the files a
+hook or server may run. The engines install from it and never learn which layout it came
+from. Paths are relative to `root` (the `--package` folder, where `evals/` is) and checked
+when they are walked, so a link out of the repository fails the case that would read it.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from aam_eval_action.errors import ConfigError
 
-# Top-level entries installed into every workspace (skills are filtered by target).
+# An AAM package: top-level entries installed into every workspace (skills filtered by target).
 INSTALLED_DIRS = ("hooks", "rules", "commands", "agents", "mcp", "scripts")
 INSTALLED_FILES = ("package.agent.json", "AGENTS.md")
+NOT_COPIED = frozenset({".git", "evals", "node_modules", "__pycache__", ".venv", "cassettes"})
+"""Folders of a plugin's root never copied into a workspace: they are not the plugin's."""
+
+Dialect = Literal["claude", "copilot", "gemini"]
+"""The three hook dialects (and agent and tool-name vocabularies) of the hosts."""
+AgentFormat = Literal["aam", "claude", "copilot", "gemini"]
+Level = Literal["warning", "skipped"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a layout or lint found: a warning (an error with `--strict`) or a skipped part."""
+
+    file: str
+    """Relative to the package root."""
+    line: int | None
+    message: str
+    level: Level = "warning"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class AgentDef:
+    """A sub-agent: `agents/<name>/` (AAM) or a Markdown file with frontmatter."""
+
+    name: str
+    path: str
+    """File or folder, relative to the root."""
+    format: AgentFormat
+
+
+@dataclass(frozen=True)
+class CommandDef:
+    """A slash command: Markdown (Claude, Copilot) or TOML (Gemini CLI)."""
+
+    name: str
+    path: str
+    format: Literal["md", "toml"]
+
+
+@dataclass(frozen=True)
+class HookSource:
+    """One hooks file (or a manifest's inline hooks) in its dialect."""
+
+    dialect: Dialect
+    path: str
+    """The file the hooks were read from, relative to the root."""
+    events: dict[str, Any]
+    """Event name → entries, as the dialect writes them."""
 
 
 @dataclass(frozen=True)
 class PackageLayout:
-    """A package directory (the one holding `package.agent.json`)."""
+    """A package (or one plugin of a repository), ready to install into a workspace."""
 
     root: Path
+    """The `--package` folder: where `evals/` is; every path below is relative to it."""
     baseline: bool = False
     """The no-skill baseline: nothing installed, or for a `skill:` target everything but that skill."""
+    kind: str = "aam"
+    """The layout it was read from: `aam`, `claude-plugin`, `gemini-extension`, `skills`…,
+    several joined by `+` for one plugin with several hosts' manifests."""
+    plugin: str | None = None
+    """The plugin's name; None for an AAM package."""
+    base: str = ""
+    """The plugin's folder, relative to the root (`""`: the root itself)."""
+    name: str = ""
+    version: str = ""
+    skill_dirs: dict[str, str] = field(default_factory=dict)
+    """Skill name → its folder."""
+    agents: tuple[AgentDef, ...] = ()
+    commands: tuple[CommandDef, ...] = ()
+    hooks: tuple[HookSource, ...] = ()
+    mcp: dict[str, Any] = field(default_factory=dict)
+    """MCP servers by name, as the manifests or `.mcp.json` wrote them."""
+    mcp_files: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    """Files always put in the agent's context (AGENTS.md, rules, a Gemini context file)."""
+    exclude_tools: tuple[str, ...] = ()
+    """Gemini CLI tools the extension removes."""
+    hosts: tuple[str, ...] = ()
+    """The hosts whose manifests were found: `claude`, `codex`, `copilot`, `gemini`."""
+    nested: tuple[str, ...] = ()
+    """Other plugins' folders inside this one's: not part of it."""
+    findings: tuple[Finding, ...] = ()
 
     @property
     def evals_dir(self) -> Path:
         return self.root / "evals"
 
+    @property
+    def plugin_root(self) -> Path:
+        """The plugin's own folder (what `${CLAUDE_PLUGIN_ROOT}` names)."""
+        return self.root / self.base if self.base else self.root
+
+    # --- skills ---
+
     def skills(self) -> list[str]:
-        """Names of the package's skills (directories holding SKILL.md)."""
-        base = self.root / "skills"
-        if not base.is_dir():
-            return []
-        return sorted(p.name for p in base.iterdir() if (p / "SKILL.md").is_file())
+        """Names of the package's skills."""
+        return sorted(self.skill_dirs)
+
+    def skill_dir(self, name: str) -> Path:
+        return self.root / self.skill_dirs[name]
 
     def skills_for(self, target: str | None) -> list[str]:
         """The skills installed for a case: only the target's skill when it targets one."""
@@ -38,23 +132,48 @@ class PackageLayout:
             return []
         if target and target.startswith("skill:"):
             name = target.split(":", 1)[1]
-            return [name] if name in self.skills() else []
+            return [name] if name in self.skill_dirs else []
         return self.skills()
+
+    # --- what reaches the agent ---
 
     def files_for(self, target: str | None) -> list[str]:
         """Every package file (relative POSIX path) that reaches the agent for this target."""
-        found: list[str] = []
         if not self.installs_anything(target):
-            return found
+            return []
+        found: list[str] = []
         for name in self.skills_for(target):
-            found += _walk(self.root, self.root / "skills" / name)
-        for d in INSTALLED_DIRS:
-            found += _walk(self.root, self.root / d)
-        for f in INSTALLED_FILES:
-            _refuse_escaping_link(self.root, self.root / f)
-            if (self.root / f).is_file():
-                found.append(f)
-        return sorted(found)
+            found += walk_files(self.root, self.skill_dir(name), plugin=self.kind != "aam")
+        found += self.copied_files(target)
+        for rel in self._component_paths():
+            found += walk_files(self.root, self.root / rel)
+        return sorted(set(found))
+
+    def copied_files(self, target: str | None) -> list[str]:
+        """The files copied into the workspace's package copy (hook scripts, server code…):
+        an AAM package's installed folders, or a plugin's whole folder but skill folders
+        (skills are installed by target), its evals and other plugins' folders."""
+        if not self.installs_anything(target):
+            return []
+        if self.kind == "aam":
+            found: list[str] = []
+            for d in INSTALLED_DIRS:
+                found += walk_files(self.root, self.root / d)
+            for f in INSTALLED_FILES:
+                _refuse_escaping_link(self.root, self.root / f)
+                if (self.root / f).is_file():
+                    found.append(f)
+            return sorted(found)
+        nested = {(self.root / rel).resolve() for rel in self.nested}
+        return walk_files(self.root, self.plugin_root, plugin=True, nested=nested)
+
+    def _component_paths(self) -> list[str]:
+        """Files named by the layout that may sit outside the plugin's folder."""
+        if self.kind == "aam":
+            return []
+        paths = [a.path for a in self.agents] + [c.path for c in self.commands]
+        paths += [h.path for h in self.hooks] + list(self.mcp_files) + list(self.context)
+        return [p for p in paths if not _under(p, self.base)]
 
     def installs_anything(self, target: str | None) -> bool:
         """False for the baseline of a case that does not target a skill: it runs on a bare agent."""
@@ -64,24 +183,49 @@ class PackageLayout:
         """What the baseline leaves out, for fingerprints and messages."""
         return f"without {target}" if target and target.startswith("skill:") else "without the package"
 
+    def relative(self, path: Path) -> str:
+        """`path` relative to the plugin's folder (the package copy's layout)."""
+        return path.relative_to(self.plugin_root).as_posix()
+
 
 class PackageLinkError(ConfigError):
     """A package file is a symlink pointing outside the package."""
 
 
-def _walk(root: Path, base: Path) -> list[str]:
-    """Files under `base`, relative to `root`; a symlink that leaves the package is an error."""
+def _under(rel: str, base: str) -> bool:
+    return not base or rel == base or rel.startswith(base.rstrip("/") + "/")
+
+
+def walk_files(root: Path, base: Path, plugin: bool = False, nested: set[Path] | None = None) -> list[str]:
+    """Files under `base` (or `base` itself), relative to `root`; a symlink that leaves the
+    package is an error. In a `plugin`'s folder, the `NOT_COPIED` folders, skill folders and
+    `nested` plugins' folders are left out."""
     _refuse_escaping_link(root, base)
+    if base.is_file():
+        return [base.relative_to(root).as_posix()]
     if not base.is_dir():
         return []
     found = []
-    for p in sorted(base.rglob("*")):
-        if "__pycache__" in p.parts:
-            continue
-        _refuse_escaping_link(root, p)
-        if p.is_file():
-            found.append(p.relative_to(root).as_posix())
-    return found
+    for dirpath, dirnames, filenames in os.walk(base):
+        here = Path(dirpath)
+        keep = []
+        for d in sorted(dirnames):
+            sub = here / d
+            _refuse_escaping_link(root, sub)
+            if d == "__pycache__" or (plugin and _left_out(sub, nested or set())):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            p = here / name
+            _refuse_escaping_link(root, p)
+            if p.is_file():
+                found.append(p.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _left_out(folder: Path, nested: set[Path]) -> bool:
+    return folder.name in NOT_COPIED or (folder / "SKILL.md").is_file() or folder.resolve() in nested
 
 
 def _refuse_escaping_link(root: Path, path: Path) -> None:

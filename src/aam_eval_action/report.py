@@ -24,7 +24,7 @@ from aam_eval_action import __version__
 from aam_eval_action.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
-    from aam_eval_action.loader import FileError
+    from aam_eval_action.loader import FileError, LoadedPackage, LoadedRepo
     from aam_eval_action.session import Session
     from aam_eval_action.settings import RunSettings
 
@@ -320,6 +320,9 @@ class CaseResult(Part):
     """The engine this result is for, in a report of several engines or models (additive)."""
     model: str | None = None
     """The agent model this result is for, in a report of several engines or models (additive)."""
+    plugin: str | None = None
+    """The plugin the case belongs to, in a repository of plugins (its name is then
+    `<plugin>/<case>` when there are several) (additive)."""
 
 
 class PairSummary(Part):
@@ -333,6 +336,22 @@ class PairSummary(Part):
     """The engine's version, as it reported it."""
     summary: Summary
     """Counts over this pair's cases."""
+
+
+class PluginSummary(Part):
+    """One plugin of a repository of plugins (additive)."""
+
+    name: str
+    """The plugin's name."""
+    layout: str
+    """The layout it was read from (`claude-plugin`, `claude-plugin+gemini-extension`…)."""
+    path: str
+    """Its folder, relative to the package root (`.` for the root)."""
+    summary: Summary
+    """Counts over its cases."""
+    warnings: list[str] = Field(default_factory=list)
+    """What its files break of their standards, and what could not be converted for the
+    run's engines."""
 
 
 class Report(Part):
@@ -366,6 +385,12 @@ class Report(Part):
     """With several engines or models: each engine + model and its summary, in run order; each
     case then names its `engine` and `model`, and `summary` counts every case of every pair
     (additive; absent for a run of one engine and model)."""
+    layout: str | None = None
+    """The repository's layout when it is not an AAM package (`claude-marketplace`, `skills`…)
+    (additive)."""
+    plugins: list[PluginSummary] | None = None
+    """The plugins run, each with its summary, in a repository of plugins; each case then
+    names its `plugin` (additive)."""
 
 
 # --- building a report ---
@@ -445,12 +470,13 @@ def not_asked(why: str) -> JudgeVerdict:
     return JudgeVerdict(result="SKIP", reason=f"not asked: {why}")
 
 
-def file_error_results(errors: list[FileError]) -> list[CaseResult]:
+def file_error_results(errors: list[FileError], package: LoadedPackage | None = None) -> list[CaseResult]:
     """Bad case files as ERROR results, so a run reports them and goes on."""
     return [
-        CaseResult(name=err.case_name or Path(err.file).stem, verdict="ERROR", error=str(err),
-                   file=err.file, line=err.line, judge_verdict=not_asked("the case file is invalid"))
-        for err in errors
+        CaseResult(name=package.qualified(name) if package else name, verdict="ERROR", error=str(err),
+                   file=err.file, line=err.line, judge_verdict=not_asked("the case file is invalid"),
+                   plugin=package.plugin if package else None)
+        for err in errors for name in [err.case_name or Path(err.file).stem]
     ]
 
 
@@ -619,6 +645,27 @@ def _describe_pairs(report: Report, order: list[Pair], versions: dict[Pair, str 
     report.config.model = report.agent.model = models
     report.config.engine_version = report.agent.runtime_version = None
     report.agent.model_provider = None
+
+
+def describe_plugins(report: Report, repo: LoadedRepo, engines: list[str]) -> None:
+    """The layout and each plugin's summary and warnings (lint, and what could not be
+    converted for the run's engines); several plugins: the report is the repository's."""
+    from aam_eval_action.engines.install import conversion_warnings
+    from aam_eval_action.engines.registry import ENGINES
+
+    report.layout = repo.kind
+    report.plugins = []
+    for package in repo.packages:
+        layout = package.layout
+        warnings = [str(f) for f in layout.findings]
+        for engine in dict.fromkeys(engines):
+            reads = tuple(ENGINES[engine].hook_dialects)
+            warnings += [f"{engine}: {w}" for w in conversion_warnings(layout, reads)]  # type: ignore[arg-type]
+        report.plugins.append(PluginSummary(
+            name=package.plugin or layout.name, layout=layout.kind, path=layout.base or ".",
+            summary=summarize([c for c in report.cases if c.plugin == package.plugin]), warnings=warnings))
+    if repo.several:
+        report.package = PackageInfo(name=repo.name or repo.root.name, version=None)
 
 
 # --- policy ---

@@ -160,7 +160,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         repeat=repeat,
         min_pass=min(cfg.min_pass or repeat, repeat),
         timeout=o.timeout or cfg.timeout,
-        cassettes=(o.cassettes or package.layout.evals_dir / cfg.cassettes).resolve(),
+        cassettes=cassettes_dir(package, o.cassettes),
         agent_env=env,
         secret_values={**proxy_passwords({**runner_env, **env}), **secrets},
         runner_env=runner_env,
@@ -169,6 +169,13 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
         cassette_stem=cassette_stem(cfg, engine, model),
     )
+
+
+def cassettes_dir(package: LoadedPackage, flag: Path | None) -> Path:
+    """`--cassettes`, else eval-config `cassettes` under `evals/`; one folder per plugin in a
+    repository of several."""
+    base = (flag or package.layout.evals_dir / package.config.cassettes).resolve()
+    return base / package.key if package.several else base
 
 
 # --- a matrix of engines and models ---

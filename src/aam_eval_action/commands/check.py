@@ -1,26 +1,82 @@
-"""`aam-eval check`: static validation of the package; no agent, no model."""
+"""`aam-eval check`: static validation of the package; no agent, no model.
+
+It says what it found: the layout, each plugin with the skills, agents, commands, hooks files
+and MCP servers it will install, what was skipped and why, the lint warnings (errors with
+`--strict`), what each engine of the run gets converted, then the cases.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from aam_eval_action.engines.registry import check_engine_name
+from aam_eval_action.engines.install import conversion_warnings
+from aam_eval_action.engines.registry import ENGINES, check_engine_name
 from aam_eval_action.errors import EXIT_OK, EXIT_USAGE
-from aam_eval_action.loader import load_package
+from aam_eval_action.loader import LoadedPackage, LoadedRepo, load_repo
+from aam_eval_action.package import PackageLayout
 from aam_eval_action.settings import Overrides, check_judge, resolve_matrix
 
 
-def check(package: Path) -> int:
-    loaded = load_package(package)
-    check_engine_name(loaded.config.engine, loaded.config_location("engine"))
-    judge_at = loaded.config_location("judge") if loaded.config.judge else None
-    for settings in resolve_matrix(loaded, Overrides(), {}):  # every engine + model of the run
-        check_judge(settings, judge_at)
-    for err in loaded.errors:
+def check(package: Path, plugins: list[str] | None = None, strict: bool = False) -> int:
+    repo = load_repo(package, plugins)
+    engines: list[str] = []
+    for loaded in repo.packages:
+        check_engine_name(loaded.config.engine, loaded.config_location("engine"))
+        judge_at = loaded.config_location("judge") if loaded.config.judge else None
+        for settings in resolve_matrix(loaded, Overrides(), {}):  # every engine + model of the run
+            check_judge(settings, judge_at)
+            engines.append(settings.engine)
+    for line in describe(repo, list(dict.fromkeys(engines))):
+        print(line)
+    warnings = [f for f in repo.findings if f.level == "warning"]
+    errors = [e for p in repo.packages for e in p.errors]
+    for err in errors:
         print(err, file=sys.stderr)
-    for lc in loaded.cases:
-        print(f"ok  {lc.case.name}  ({lc.file}:{lc.line})")
-    ok = not loaded.errors
-    print(f"{len(loaded.cases)} valid case(s), {len(loaded.errors)} error(s)")
-    return EXIT_OK if ok else EXIT_USAGE
+    for loaded in repo.packages:
+        for lc in loaded.cases:
+            print(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line})")
+    cases = sum(len(p.cases) for p in repo.packages)
+    said = f", {len(warnings)} warning(s)" + (" (errors with --strict)" if warnings and strict else "")
+    print(f"{cases} valid case(s), {len(errors)} error(s){said if repo.kind != 'aam' else ''}")
+    return EXIT_OK if not errors and not (strict and warnings) else EXIT_USAGE
+
+
+def describe(repo: LoadedRepo, engines: list[str]) -> list[str]:
+    """What the layout holds, as `check` prints it (an AAM package: one line)."""
+    if repo.kind == "aam":
+        return [f"layout: aam ({repo.source})"]
+    lines = [f"layout: {repo.kind}" + (f" ({repo.source})" if repo.source else "")]
+    for finding in repo.findings:
+        if finding.level == "skipped" and not any(finding in p.layout.findings for p in repo.packages):
+            lines.append(f"skipped {finding}")
+    for loaded in repo.packages:
+        lines += _plugin(loaded, engines)
+    lines += [f"warning {f}" for f in repo.findings if f.level == "warning"]
+    return lines
+
+
+def _plugin(loaded: LoadedPackage, engines: list[str]) -> list[str]:
+    layout = loaded.layout
+    where = layout.base or "."
+    cases = f"cases in {loaded.cases_dir.relative_to(layout.root).as_posix()}/"
+    lines = [f"plugin {layout.plugin} ({where}, {layout.kind}; {cases})"]
+    lines += [f"  skill   {name:<24} {rel or '.'}/SKILL.md" for name, rel in sorted(layout.skill_dirs.items())]
+    lines += [f"  agent   {a.name:<24} {a.path} ({a.format})" for a in layout.agents]
+    lines += [f"  command {c.name:<24} {c.path}" for c in layout.commands]
+    lines += [f"  hooks   {h.dialect:<24} {h.path} ({', '.join(h.events)})" for h in layout.hooks]
+    lines += [f"  mcp     {name:<24} {_mcp_source(layout)}" for name in sorted(layout.mcp)]
+    lines += [f"  context {rel}" for rel in layout.context]
+    if layout.exclude_tools:
+        lines.append(f"  exclude {', '.join(layout.exclude_tools)} (Gemini CLI's tools)")
+    if not (layout.skill_dirs or layout.agents or layout.commands or layout.hooks or layout.mcp):
+        lines.append("  (nothing to install)")
+    lines += [f"  skipped {f}" for f in layout.findings if f.level == "skipped"]
+    for engine in engines:
+        reads = tuple(ENGINES[engine].hook_dialects)
+        lines += [f"  {engine}: {w}" for w in conversion_warnings(layout, reads)]  # type: ignore[arg-type]
+    return lines
+
+
+def _mcp_source(layout: PackageLayout) -> str:
+    return ", ".join(layout.mcp_files) or "-"

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aam_eval_action.engines.registry import check_engine_name
-from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
+from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from aam_eval_action.fsutil import atomic_write, runner_checkout
-from aam_eval_action.loader import LoadedPackage, load_package
+from aam_eval_action.loader import LoadedCase, LoadedPackage, LoadedRepo, load_repo
 from aam_eval_action.pipeline.case import Outcome
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.scheduler import handle_signals, run_tasks
@@ -22,6 +22,7 @@ from aam_eval_action.report import (
     all_passed,
     build_report,
     default_report_path,
+    describe_plugins,
     file_error_results,
     merge_reports,
     to_json,
@@ -42,6 +43,10 @@ class RunArgs:
     html: Path | None = None
     keep_workspaces: bool = False
     shard: tuple[int, int] | None = None
+    plugins: list[str] | None = None
+    """`--plugin`: only these plugins of a repository of plugins."""
+    strict: bool = False
+    """`--strict`: the package's lint warnings are errors."""
 
 
 def run(args: RunArgs, console: Console | None = None) -> int:
@@ -55,50 +60,62 @@ def execute(
     run) and the exit code."""
     environ = runner_environment() if environ is None else environ
     console = console or Console(environ=environ)
-    package = load_package(args.package)
-    runs = resolve_matrix(package, args.overrides, environ)
+    repo = load_repo(args.package, args.plugins)
+    check_strict(repo, args.strict)
+    matrices = [(package, resolve_matrix(package, args.overrides, environ)) for package in repo.packages]
+    runs = matrices[0][1]
     first = runs[0]
     if first.in_ci:  # untrusted text printed below must not form workflow commands
         console.workflow_commands = True
-    for settings in runs:
-        _check(args, package, settings)
-    durations = recorded_durations(first) if args.shard else None
-    selected = select(package.cases, args.cases, args.target, args.shard, durations)
-    errors = [e for e in package.errors if not args.cases or e.case_name in args.cases]
+    for package, settings_list in matrices:
+        for settings in settings_list:
+            _check(args, package, settings)
+    chosen = selection(repo, args, matrices)
+    errors = [(p, e) for p in repo.packages for e in p.errors
+              if not args.cases or p.qualified(e.case_name or "") in args.cases or e.case_name in args.cases]
     if args.dry_run:
         from aam_eval_action.pipeline.plan import plan_lines
 
-        for settings in runs:
-            for text, style in plan_lines(settings, selected):
-                console.line(text, style)
+        for package, settings_list in matrices:
+            for settings in settings_list:
+                for text, style in plan_lines(settings, chosen[id(package)]):
+                    console.line(text, style)
         return None, EXIT_USAGE if errors else EXIT_OK
     matrix = len(runs) > 1
-    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix) for s in runs]
+    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix)
+                for _, settings_list in matrices for s in settings_list]
+    total = sum(len(cases) for cases in chosen.values())
     for s in runs:
-        console.line(f"{len(selected)} case(s) · {s.engine} · model {s.model} · "
+        console.line(f"{total} case(s) · {s.engine} · model {s.model} · "
                      f"judge {s.judge_model} · mode {s.mode}")
-    for err in errors:
+    for finding in repo.findings if repo.kind != "aam" else []:
+        console.line(f"{finding.level} {finding}", "yellow")
+    for _, err in errors:
         console.line(f"ERROR {err}", "yellow")
     started, t0 = datetime.now(UTC), time.monotonic()
-    tasks = [(ctx, loaded) for ctx in contexts for loaded in selected]
+    tasks = [(ctx, loaded) for ctx in contexts for loaded in chosen[id(ctx.settings.package)]]
     with handle_signals():
         done, interrupted = run_tasks(tasks, first.jobs, console.case)
     duration = time.monotonic() - t0
     # A run that saved sessions may have replaced shared traffic entries (a snapshot-only run did not).
     if not interrupted and any(o.result.replay_kind in ("live", "rerun") for _, o in done) \
             and first.mode in ("auto", "record"):
-        _prune(first, console)
+        for _, settings_list in matrices:
+            _prune(settings_list[0], console)
     parts = []
     for ctx in contexts:
         outcomes = sorted((o for i, o in done if tasks[i][0] is ctx), key=lambda o: o.result.name)
-        errored = file_error_results(errors)
+        package = ctx.settings.package
+        errored = file_error_results([e for p, e in errors if p is package], package)
         for result in errored:
             result.engine, result.model = ctx.pair or (None, None)
         part = build_report(ctx.settings, [o.result for o in outcomes] + errored,
                             [o.session for o in outcomes], started, duration, interrupted)
         parts.append(Report.model_validate(ctx.redactor.deep(part.model_dump(mode="json"))))
-    report = merge_reports(parts) if matrix else parts[0]
-    _write(args, report, default_report_path(package.layout.evals_dir, started), console,
+    report = merge_reports(parts) if len(parts) > 1 else parts[0]
+    if repo.kind != "aam":
+        describe_plugins(report, repo, [s.engine for s in runs])
+    _write(args, report, default_report_path(repo.root / "evals", started), console,
            runner_checkout(environ), [(tasks[i][0], o) for i, o in done])
     console.summary(report)
     if interrupted:
@@ -106,6 +123,36 @@ def execute(
     if errors:  # the other cases ran, but a bad case file is a usage error of the run
         return report, EXIT_USAGE
     return report, EXIT_OK if all_passed(report) else EXIT_FAILED
+
+
+def selection(
+    repo: LoadedRepo, args: RunArgs, matrices: list[tuple[LoadedPackage, list[RunSettings]]]
+) -> dict[int, list[LoadedCase]]:
+    """Each package's cases to run (by `id` of the package): CASE names (`<plugin>/<case>` or
+    a bare name, matched in every plugin), the target, then the shard's share."""
+    names = args.cases
+    known = {p.qualified(c.case.name) for p in repo.packages for c in p.cases}
+    bare = {c.case.name for p in repo.packages for c in p.cases}
+    unknown = [n for n in names if n not in known and n not in bare]
+    if unknown:
+        raise UsageError(f"no such case: {', '.join(unknown)}; known cases: {', '.join(sorted(known)) or 'none'}")
+    chosen: dict[int, list[LoadedCase]] = {}
+    for package, runs in matrices:
+        mine = [c.case.name for c in package.cases if package.qualified(c.case.name) in names or c.case.name in names]
+        if names and not mine:
+            chosen[id(package)] = []
+            continue
+        durations = recorded_durations(runs[0]) if args.shard else None
+        chosen[id(package)] = select(package.cases, mine, args.target, args.shard, durations)
+    return chosen
+
+
+def check_strict(repo: LoadedRepo, strict: bool) -> None:
+    """With `--strict`, the package's lint warnings fail the run before any case runs."""
+    warnings = [f for f in repo.findings if f.level == "warning"]
+    if strict and warnings:
+        listed = "\n".join(str(f) for f in warnings)
+        raise ConfigError(f"{len(warnings)} warning(s) about the package, errors with --strict:\n{listed}")
 
 
 def _prune(settings: RunSettings, console: Console) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from aam_eval_action.engines.registry import engine_info
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import Session
 from aam_eval_action.spec import Sandbox
@@ -39,9 +41,9 @@ class Engine(Protocol):
     """An agent CLI driven headless."""
 
     name: str
-    """Config name: `claude-code` or `codex`."""
+    """Config name (a key of `registry.ENGINES`)."""
     provider: str
-    """Model provider of its default model: `anthropic` or `openai`."""
+    """Model provider of its default model (a key of `providers.PROVIDERS`)."""
     default_model: str
     """Model used when neither eval-config nor `--model` sets one."""
 
@@ -61,3 +63,10 @@ class Engine(Protocol):
     def available(self) -> str | None:
         """None when the CLI can run here, else why not (for skips and clear errors)."""
         ...
+
+
+def get_engine(name: str) -> Engine:
+    """The adapter for a config name (imported only when a live session needs it)."""
+    module, _, cls = engine_info(name).adapter.partition(":")
+    engine: Engine = getattr(importlib.import_module(module), cls)()
+    return engine

@@ -7,11 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import (
@@ -28,11 +25,12 @@ from aam_eval_action.engines.install import (
     append_text,
     copy_package,
     copy_skills,
-    copy_tree,
     hooks_config,
     instructions,
     mcp_servers,
     merge_json,
+    write_agents,
+    write_commands,
 )
 from aam_eval_action.engines.process import run_process
 from aam_eval_action.package import PackageLayout
@@ -40,8 +38,6 @@ from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, c
 from aam_eval_action.spec import Sandbox
 
 CLI = "claude"
-"""Where the package's non-skill files are copied in the workspace, for hook commands to run."""
-"""The only variables taken from the runner's environment; proxies go through eval-config `env`."""
 OFFLINE_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
@@ -76,7 +72,7 @@ class ClaudeCode(RegisteredEngine):
         if settings:
             merge_json(workspace / ".claude" / "settings.json", settings)
         append_text(workspace / "CLAUDE.md", instructions(package))
-        copy_tree(package.root / "commands", workspace / ".claude" / "commands")
+        write_commands(package, workspace / ".claude" / "commands", "md")
         write_agents(package, workspace / ".claude" / "agents")
 
     def run(self, run: AgentRun) -> Session:
@@ -137,47 +133,6 @@ def mcp_names(workspace: Path) -> list[str]:
         return []
     servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers") or {}
     return sorted(servers)
-
-
-# --- install helpers (shared with the Codex engine) -------------------------------------
-
-
-def write_agents(package: PackageLayout, dest: Path) -> None:
-    """Convert each `agents/<name>/` (agent.yaml + system-prompt.md) to a Claude subagent file."""
-    base = package.root / "agents"
-    if not base.is_dir():
-        return
-    for agent_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-        dest.mkdir(parents=True, exist_ok=True)
-        (dest / f"{agent_dir.name}.md").write_text(subagent(agent_dir), encoding="utf-8")
-    for md in sorted(base.glob("*.md")):  # already in Claude's subagent format
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(md, dest / md.name)
-
-
-def subagent(agent_dir: Path, rename: dict[str, str] | None = None) -> str:
-    """A Claude subagent file: frontmatter name/description/tools, then the system prompt.
-    With `rename` (Claude Code's tool names → another CLI's), the tools are that CLI's, as a
-    YAML list (Gemini CLI's format), and the name a slug."""
-    spec_path = agent_dir / "agent.yaml"
-    spec = yaml.safe_load(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else {}
-    spec = spec if isinstance(spec, dict) else {}
-    front: dict[str, Any] = {
-        "name": str(spec.get("name", agent_dir.name)),
-        "description": str(spec.get("description") or f"The {agent_dir.name} agent."),
-    }
-    tools = spec.get("tools")
-    if isinstance(tools, list) and tools:
-        names = [str(t) for t in tools]
-        if rename is None:
-            front["tools"] = ", ".join(names)
-        else:
-            front["tools"] = list(dict.fromkeys(rename.get(n, n) for n in names))
-    if rename is not None:
-        front["name"] = re.sub(r"[^a-z0-9_-]+", "-", front["name"].lower()).strip("-") or agent_dir.name
-    prompt_path = agent_dir / "system-prompt.md"
-    prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.is_file() else ""
-    return f"---\n{yaml.safe_dump(front, sort_keys=False)}---\n\n{prompt.strip()}\n"
 
 
 # --- stream-json ------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class Codex(RegisteredEngine):
         """Skills into `.agents/skills/`, rules and AGENTS.md into AGENTS.md, hooks and MCP into .codex/."""
         copy_skills(package, target, workspace / ".agents" / "skills")
         root = copy_package(package, target, workspace)
-        hooks = hooks_config(package, root)
+        hooks = hooks_config(package, root)  # Codex reads Claude's dialect
         if hooks:
             merge_json(workspace / ".codex" / "hooks.json", {"hooks": hooks})
         servers = mcp_servers(package, root)
@@ -141,13 +141,14 @@ def base_url(run: AgentRun) -> str:
 
 
 def provider_config(url: str) -> list[str]:
-    """A Responses-API provider at `url` whose key is OPENAI_API_KEY (Codex ignores OPENAI_BASE_URL)."""
+    """A Responses-API provider at `url` whose key is the OpenAI provider's variable (Codex
+    ignores OPENAI_BASE_URL)."""
     prefix = f"model_providers.{PROVIDER}"
     return [
         f"model_provider={toml_str(PROVIDER)}",
         f"{prefix}.name={toml_str(PROVIDER)}",
         f"{prefix}.base_url={toml_str(url)}",
-        f"{prefix}.env_key={toml_str('OPENAI_API_KEY')}",
+        f"{prefix}.env_key={toml_str(PROVIDERS['openai'].key_var)}",
         f"{prefix}.wire_api={toml_str('responses')}",
     ]
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.claude_code import write_agents
 from aam_eval_action.engines.common import (
     RegisteredEngine,
     base_env,
@@ -32,14 +31,17 @@ from aam_eval_action.engines.common import (
 )
 from aam_eval_action.engines.install import (
     append_text,
+    chosen_hooks,
     copy_package,
     copy_skills,
     hooks_config,
     instructions,
     mcp_servers,
     merge_json,
+    write_agents,
 )
 from aam_eval_action.engines.process import run_process
+from aam_eval_action.hooks import rewrite_root
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
@@ -58,19 +60,26 @@ class Copilot(RegisteredEngine):
     name = "copilot"
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
-        """Skills into `.agents/skills/`, agents into `.claude/agents/` (Copilot reads both),
-        rules and AGENTS.md into AGENTS.md, hooks (Claude's format) into `.claude/settings.json`,
-        MCP servers into `.mcp.json`."""
+        """Skills into `.agents/skills/`; its own `.agent.md` agents into `.github/agents/`, others
+        into `.claude/agents/` (Copilot reads both); rules and AGENTS.md into AGENTS.md; hooks in
+        its own dialect into `.github/hooks/`, else in Claude's (which it reads too) into
+        `.claude/settings.json`; MCP servers into `.mcp.json`."""
         copy_skills(package, target, workspace / ".agents" / "skills")
         root = copy_package(package, target, workspace)
-        hooks = hooks_config(package, root)
+        own = [s for s in chosen_hooks(package, ("copilot", "claude")) if s.dialect == "copilot"]
+        for i, source in enumerate(own):
+            hooks = {"version": 1, "hooks": rewrite_root(source.events, root)}
+            merge_json(workspace / ".github" / "hooks" / f"aam-{i}.json", hooks)
+        hooks = {} if own else hooks_config(package, root, "claude", reads=("copilot", "claude"))
         if hooks:
             merge_json(workspace / ".claude" / "settings.json", {"hooks": hooks})
         servers = mcp_servers(package, root)
         if servers:
             merge_json(workspace / ".mcp.json", {"mcpServers": servers})
         append_text(workspace / "AGENTS.md", instructions(package))
-        write_agents(package, workspace / ".claude" / "agents")
+        write_agents(package, workspace / ".github" / "agents", keep=("copilot",), formats=("copilot",),
+                     suffix=".agent.md")
+        write_agents(package, workspace / ".claude" / "agents", formats=("aam", "claude", "gemini"))
 
     def run(self, run: AgentRun) -> Session:
         """Run `copilot -p` in the workspace and parse its JSONL events."""
@@ -88,7 +97,7 @@ class Copilot(RegisteredEngine):
         argv = [CLI, "-p", run.prompt, "--allow-all-tools", "--output-format", "json", "--no-color",
                 "--disable-client-telemetry", "--usage-output-file", str(usage_file),
                 "--log-dir", str(run.home / "copilot-logs")]
-        if (run.workspace / ".claude" / "settings.json").is_file() or (run.workspace / ".mcp.json").is_file():
+        if any((run.workspace / p).exists() for p in (".claude/settings.json", ".mcp.json", ".github/hooks")):
             argv.append("--trust-folder")  # project hooks and MCP servers load only when trusted
         return argv  # offline, Copilot has no web tool: `sandbox.network` false needs nothing more
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
-from aam_eval_action.engines.claude_code import subagent
 from aam_eval_action.engines.common import (
     RegisteredEngine,
     base_env,
@@ -37,6 +36,8 @@ from aam_eval_action.engines.install import (
     instructions,
     mcp_servers,
     merge_json,
+    write_agents,
+    write_commands,
 )
 from aam_eval_action.engines.process import run_process
 from aam_eval_action.package import PackageLayout
@@ -45,14 +46,6 @@ from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, c
 CLI = "gemini"
 HOOK_BLOCKED = re.compile(r"Tool execution blocked: ")
 """How Gemini CLI words the result of a call a hook refused."""
-HOOK_EVENTS = {"PreToolUse": "BeforeTool", "PostToolUse": "AfterTool"}
-"""Claude-format hook events → Gemini CLI's."""
-TOOL_NAMES = {
-    "Write": "write_file", "Edit": "replace", "MultiEdit": "replace", "Bash": "run_shell_command",
-    "Read": "read_file", "Glob": "glob", "Grep": "grep_search", "WebFetch": "web_fetch",
-    "WebSearch": "google_web_search",
-}
-"""Claude Code's tool names in a hook matcher → Gemini CLI's."""
 WEB_TOOLS = ("web_fetch", "google_web_search")
 CHAT_MAX_BYTES = 32 * 1024 * 1024
 """A chat file larger than this, or a link, is not read (the agent can write into its HOME too)."""
@@ -67,26 +60,26 @@ class GeminiCli(RegisteredEngine):
     name = "gemini-cli"
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
-        """Skills into `.agents/skills/`, rules and AGENTS.md into GEMINI.md, hooks (in Gemini's
-        events and tool names) and MCP servers into `.gemini/settings.json`, agents into
-        `.gemini/agents/`."""
+        """Skills into `.agents/skills/`; context files into GEMINI.md; hooks (its own dialect, or
+        converted: events, tool names, timeouts in milliseconds), MCP servers and excluded tools
+        into `.gemini/settings.json`; agents (its tool names) into `.gemini/agents/`, commands
+        (TOML) into `.gemini/commands/`."""
         copy_skills(package, target, workspace / ".agents" / "skills")
         root = copy_package(package, target, workspace)
         settings: dict[str, Any] = {}
-        hooks = gemini_hooks(hooks_config(package, root))
+        hooks = hooks_config(package, root, "gemini")
         if hooks:
             settings["hooks"] = hooks
         servers = mcp_servers(package, root)
         if servers:
             settings["mcpServers"] = servers
+        if package.exclude_tools:
+            settings["tools"] = {"exclude": list(package.exclude_tools)}
         if settings:
             merge_json(workspace / ".gemini" / "settings.json", settings)
         append_text(workspace / "GEMINI.md", instructions(package))
-        agents = package.root / "agents"
-        for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()) if agents.is_dir() else []:
-            dest = workspace / ".gemini" / "agents" / f"{agent_dir.name}.md"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(subagent(agent_dir, TOOL_NAMES), encoding="utf-8")
+        write_agents(package, workspace / ".gemini" / "agents", "gemini", keep=("gemini",))
+        write_commands(package, workspace / ".gemini" / "commands", "toml")
 
     def run(self, run: AgentRun) -> Session:
         """Run `gemini -p` in the workspace and parse its stream-json events."""
@@ -127,25 +120,6 @@ def write_user_settings(run: AgentRun) -> None:
     if agents.is_dir():
         known = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(agents.glob("*.md"))}
         merge_json(run.home / ".gemini" / "acknowledgments" / "agents.json", {str(run.workspace): known})
-
-
-def gemini_hooks(claude: dict[str, Any]) -> dict[str, Any]:
-    """Claude-format hooks in Gemini CLI's events, with its tool names in the matchers."""
-    out: dict[str, Any] = {}
-    for event, entries in claude.items():
-        name = HOOK_EVENTS.get(event)
-        if name is None or not isinstance(entries, list):
-            continue
-        out[name] = [{**entry, "matcher": gemini_matcher(str(entry.get("matcher", "")))}
-                     if isinstance(entry, dict) and entry.get("matcher") else entry for entry in entries]
-    return out
-
-
-def gemini_matcher(matcher: str) -> str:
-    """`Write|Edit|Bash` → `write_file|replace|run_shell_command` (other names kept)."""
-    names = [TOOL_NAMES.get(part, part) for part in matcher.split("|")]
-    return "|".join(dict.fromkeys(names))
-
 
 
 # --- stream-json ------------------------------------------------------------------------

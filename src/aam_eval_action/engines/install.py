@@ -1,22 +1,31 @@
-"""What both engines share: installing a package's files into a workspace.
+"""What every engine shares: installing a neutral package's files into a workspace.
 
-Hooks use Claude Code's format for both CLIs; `${CLAUDE_PLUGIN_ROOT}` is rewritten to the
-package copy inside the workspace, because a hook copied as-is outside a plugin does not run.
+Each engine asks for its own host's files (hooks dialect, agent and command format) and gets
+them as written when the package has them, or converted from another host's. The plugin-root
+variables (`${CLAUDE_PLUGIN_ROOT}`, `${extensionPath}`…) are rewritten to the package copy
+inside the workspace: a hook copied as-is outside a plugin does not run.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from aam_eval_action.package import PackageLayout
+import yaml
+
+from aam_eval_action.hooks import COPILOT_TOOLS, GEMINI_TO_CLAUDE, TOOL_NAMES, convert, rewrite_root
+from aam_eval_action.package import AgentDef, CommandDef, Dialect, HookSource, PackageLayout
 
 PACKAGE_COPY = ".aam/package"
-
-
-PLUGIN_ROOT_VARS = ("${CLAUDE_PLUGIN_ROOT}", "$CLAUDE_PLUGIN_ROOT")
+PREFERENCE: dict[Dialect, tuple[Dialect, ...]] = {
+    "claude": ("claude", "gemini", "copilot"),
+    "copilot": ("copilot", "claude", "gemini"),
+    "gemini": ("gemini", "claude", "copilot"),
+}
+"""Whose hooks an engine takes: its own host's when the package has them, else the closest."""
 
 
 def copy_skills(package: PackageLayout, target: str | None, dest: Path) -> None:
@@ -26,7 +35,15 @@ def copy_skills(package: PackageLayout, target: str | None, dest: Path) -> None:
     """
     package.files_for(target)
     for name in package.skills_for(target):
-        copy_tree(package.root / "skills" / name, dest / name)
+        source = package.skill_dir(name)
+        for rel in _files(package, source):
+            _copy(package.root / rel, dest / name / (package.root / rel).relative_to(source))
+
+
+def _files(package: PackageLayout, folder: Path) -> list[str]:
+    from aam_eval_action.package import walk_files
+
+    return walk_files(package.root, folder, plugin=package.kind != "aam")
 
 
 def copy_package(package: PackageLayout, target: str | None, workspace: Path) -> Path:
@@ -35,71 +52,172 @@ def copy_package(package: PackageLayout, target: str | None, workspace: Path) ->
     `files_for` has refused links out of the package; links inside it are copied as files.
     """
     root = (workspace / PACKAGE_COPY).resolve()
-    for rel in package.files_for(target):
-        if rel.startswith("skills/"):
-            continue
-        dest = root / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(package.root / rel, dest)
+    package.files_for(target)
+    for rel in package.copied_files(target):
+        _copy(package.root / rel, root / package.relative(package.root / rel))
     return root
 
 
-def copy_tree(src: Path, dest: Path) -> None:
-    """Copy a directory when it exists, keeping file modes."""
-    if src.is_dir():
-        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+def _copy(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dest)
 
 
-def hooks_config(package: PackageLayout, root: Path) -> dict[str, Any]:
-    """The package's hooks by event, with plugin-root paths pointing at the copied package.
+# --- hooks ---
 
-    A hook command naming `${CLAUDE_PLUGIN_ROOT}` is refused outside a plugin, so it is
-    rewritten to the absolute path of the package copy.
-    """
-    path = package.root / "hooks" / "hooks.json"
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    events = data.get("hooks", data) if isinstance(data, dict) else None
-    if not isinstance(events, dict):
-        return {}
-    return {k: rewrite_root(v, root) for k, v in events.items() if isinstance(v, list)}
+
+def chosen_hooks(package: PackageLayout, reads: tuple[Dialect, ...]) -> tuple[HookSource, ...]:
+    """The package's hooks files an engine that reads `reads` natively gets: every file of the
+    first dialect (in the engine's preference) that the package has."""
+    sources = package.hooks
+    for dialect in PREFERENCE[reads[0]]:
+        found = tuple(s for s in sources if s.dialect == dialect)
+        if found:
+            return found
+    return ()
+
+
+def hooks_config(package: PackageLayout, root: Path, dialect: Dialect = "claude",
+                 reads: tuple[Dialect, ...] | None = None) -> dict[str, Any]:
+    """The package's hooks by event in `dialect`, from its own host's file(s) when it has them,
+    converted from another's when not; plugin-root paths point at the package copy `root`."""
+    events, _ = convert(chosen_hooks(package, reads or (dialect,)), dialect)
+    return {k: rewrite_root(v, root) for k, v in events.items()}
+
+
+def conversion_warnings(package: PackageLayout, reads: tuple[Dialect, ...]) -> list[str]:
+    """What an engine that reads the hook dialects `reads` loses of the package: its hooks
+    converted from another host's dialect, Gemini CLI's excluded tools elsewhere."""
+    sources = chosen_hooks(package, reads)
+    _, warnings = ([], []) if sources and sources[0].dialect in reads else convert(sources, reads[-1])
+    if package.exclude_tools and "gemini" not in reads:
+        warnings.append(f"excludeTools ({', '.join(package.exclude_tools)}) applies to Gemini CLI only; "
+                        "not converted")
+    return warnings
 
 
 def mcp_servers(package: PackageLayout, root: Path) -> dict[str, Any]:
-    """MCP servers from `mcp/servers.json` (a `mcpServers`/`servers` mapping or a bare one)."""
-    path = package.root / "mcp" / "servers.json"
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    servers = data.get("mcpServers", data.get("servers", data)) if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        return {}
-    return {k: rewrite_root(v, root) for k, v in servers.items() if isinstance(v, dict)}
-
-
-def rewrite_root(value: Any, root: Path) -> Any:
-    """Replace the plugin-root variable in every string of a JSON value."""
-    if isinstance(value, str):
-        for var in PLUGIN_ROOT_VARS:
-            value = value.replace(var, str(root))
-        return value
-    if isinstance(value, list):
-        return [rewrite_root(v, root) for v in value]
-    if isinstance(value, dict):
-        return {k: rewrite_root(v, root) for k, v in value.items()}
-    return value
+    """The package's MCP servers by name, plugin-root paths pointing at the package copy."""
+    return {k: rewrite_root(v, root) for k, v in package.mcp.items() if isinstance(v, dict)}
 
 
 def instructions(package: PackageLayout) -> str:
-    """AGENTS.md followed by every `rules/<name>/RULE.md`, as one instructions text."""
-    parts = []
-    agents_md = package.root / "AGENTS.md"
-    if agents_md.is_file():
-        parts.append(agents_md.read_text(encoding="utf-8").strip())
-    for rule in sorted((package.root / "rules").glob("*/RULE.md")):
-        parts.append(rule.read_text(encoding="utf-8").strip())
+    """The package's context files (AGENTS.md and rules, a Gemini CLI context file) as one text."""
+    parts = [(package.root / rel).read_text(encoding="utf-8").strip() for rel in package.context]
     return "\n\n".join(p for p in parts if p)
+
+
+# --- agents ---
+
+
+def write_agents(package: PackageLayout, dest: Path, dialect: Dialect = "claude", keep: tuple[str, ...] = ("claude",),
+                 formats: tuple[str, ...] | None = None, suffix: str = ".md") -> None:
+    """Each agent (of `formats`, default all) as `dest/<name><suffix>`, a Markdown file with
+    frontmatter in `dialect`'s tool names (Gemini CLI's: a list and a slug name); an agent
+    already in a format of `keep` is copied as written."""
+    for agent in package.agents:
+        if formats is not None and agent.format not in formats:
+            continue
+        src = package.root / agent.path
+        dest.mkdir(parents=True, exist_ok=True)
+        if agent.format in keep and agent.format != "aam":
+            name = Path(agent.path).name if agent.format == "claude" else agent.name + suffix
+            shutil.copy2(src, dest / name)
+            continue
+        name = agent.name if dialect != "gemini" else slug(agent.name) or agent.name
+        (dest / f"{name}{suffix}").write_text(agent_file(package, agent, dialect), encoding="utf-8")
+
+
+def agent_file(package: PackageLayout, agent: AgentDef, dialect: Dialect) -> str:
+    """An agent in `dialect`: frontmatter name/description/tools, then the system prompt."""
+    front, prompt = _agent_parts(package, agent)
+    front = dict(front)
+    tools = front.get("tools")
+    names = [t.strip() for t in (tools.split(",") if isinstance(tools, str) else tools or []) if str(t).strip()]
+    claude = [_claude_tool(str(t), agent.format) for t in names]
+    if dialect == "gemini":
+        front["name"] = slug(str(front.get("name") or agent.name)) or agent.name
+        if names:
+            front["tools"] = list(dict.fromkeys(TOOL_NAMES.get(t, t) for t in claude))
+    elif names:
+        front["tools"] = ", ".join(dict.fromkeys(claude))
+    return f"---\n{yaml.safe_dump(front, sort_keys=False)}---\n\n{prompt.strip()}\n"
+
+
+def _agent_parts(package: PackageLayout, agent: AgentDef) -> tuple[dict[str, Any], str]:
+    """(frontmatter, prompt) of an AAM agent folder (agent.yaml + system-prompt.md) or a file."""
+    path = package.root / agent.path
+    if agent.format == "aam":
+        spec_path = path / "agent.yaml"
+        spec = yaml.safe_load(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else {}
+        spec = spec if isinstance(spec, dict) else {}
+        front: dict[str, Any] = {"name": str(spec.get("name", agent.name)),
+                                 "description": str(spec.get("description") or f"The {agent.name} agent.")}
+        if isinstance(spec.get("tools"), list) and spec["tools"]:
+            front["tools"] = [str(t) for t in spec["tools"]]
+        prompt_path = path / "system-prompt.md"
+        return front, prompt_path.read_text(encoding="utf-8") if prompt_path.is_file() else ""
+    from aam_eval_action.layouts.common import frontmatter
+
+    front, body_line = frontmatter(package.root, agent.path)
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    front = {"name": agent.name, **front} if "name" not in front else front
+    front.setdefault("description", f"The {agent.name} agent.")
+    return front, "\n".join(lines[body_line - 1:]) if front else "\n".join(lines)
+
+
+def _claude_tool(name: str, fmt: str) -> str:
+    if fmt == "gemini":
+        return GEMINI_TO_CLAUDE.get(name, name)
+    if fmt == "copilot":
+        return COPILOT_TOOLS.get(name, name)
+    return name
+
+
+def slug(name: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-")
+
+
+# --- commands ---
+
+
+def write_commands(package: PackageLayout, dest: Path, fmt: str) -> None:
+    """Each command as `dest/<name>.<fmt>`: copied when written so, else converted (a TOML
+    command's `prompt` becomes a Markdown command's body, `{{args}}` ↔ `$ARGUMENTS`)."""
+    for command in package.commands:
+        src = package.root / command.path
+        dest.mkdir(parents=True, exist_ok=True)
+        if command.format == fmt:
+            shutil.copy2(src, dest / Path(command.path).name)
+            continue
+        description, prompt = _command_parts(src, command)
+        if fmt == "toml":
+            text = f"description = {json.dumps(description)}\nprompt = {json.dumps(prompt.replace('$ARGUMENTS', '{{args}}'))}\n"
+        else:
+            head = f"---\n{yaml.safe_dump({'description': description})}---\n\n" if description else ""
+            text = head + prompt.replace("{{args}}", "$ARGUMENTS").strip() + "\n"
+        (dest / f"{command.name}.{fmt}").write_text(text, encoding="utf-8")
+
+
+def _command_parts(src: Path, command: CommandDef) -> tuple[str, str]:
+    text = src.read_text(encoding="utf-8", errors="replace")
+    if command.format == "toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return "", ""
+        return str(data.get("description") or ""), str(data.get("prompt") or "")
+    if text.startswith("---"):
+        head, _, body = text[3:].partition("\n---")
+        front = yaml.safe_load(head) if head.strip() else {}
+        description = front.get("description") if isinstance(front, dict) else None
+        return str(description or ""), body.lstrip("-\n")
+    return "", text
+
+
+# --- files ---
 
 
 def append_text(path: Path, text: str) -> None:

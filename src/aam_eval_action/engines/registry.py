@@ -2,20 +2,15 @@
 
 This module is imported by the command line and the settings, so it stays free of the
 adapters themselves (and of pydantic): they are imported only when a live session needs one.
-Adding an engine is one entry here plus its adapter module.
+Adding an engine is one entry here plus its adapter module (`engines.base.get_engine` loads it).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aam_eval_action.errors import ConfigError, UnsupportedEngineError
 from aam_eval_action.providers import provider_for_model
-
-if TYPE_CHECKING:
-    from aam_eval_action.engines.base import Engine
 
 
 @dataclass(frozen=True)
@@ -42,6 +37,11 @@ class EngineInfo:
     providers: tuple[str, ...] = ()
     """Every provider the CLI can be pointed at, when it is more than `provider` (Copilot: the
     Anthropic Messages and the OpenAI Responses API)."""
+    host: str = ""
+    """The plugin host whose manifests, hooks dialect and context file it reads natively
+    (`claude`, `codex`, `copilot`, `gemini`: see `layouts`)."""
+    hook_dialects: tuple[str, ...] = ("claude",)
+    """The hook dialects it reads, its own first; hooks of another are converted into the last."""
 
     def provider_for(self, model: str) -> str:
         """The provider that serves `model` on this engine: the model's own when the CLI can
@@ -54,22 +54,34 @@ ENGINES: dict[str, EngineInfo] = {
     # Claude Code: `network: false` denies WebFetch/WebSearch; Bash keeps the network.
     "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
                               "aam_eval_action.engines.claude_code:ClaudeCode", cli="claude",
-                              npm_package="@anthropic-ai/claude-code", user_agent="claude-cli"),
+                              npm_package="@anthropic-ai/claude-code", user_agent="claude-cli", host="claude"),
     # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs.
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",
-                        enforces_no_network=True),
+                        enforces_no_network=True, host="codex"),
     # Copilot, offline with a provider of ours (Anthropic, or OpenAI for a GPT model): no web
     # tool; its bash keeps the network.
     "copilot": EngineInfo("copilot", "anthropic", "claude-sonnet-4-6",
                           "aam_eval_action.engines.copilot:Copilot", cli="copilot",
-                          npm_package="@github/copilot", providers=("anthropic", "openai")),
+                          npm_package="@github/copilot", providers=("anthropic", "openai"),
+                          host="copilot", hook_dialects=("copilot", "claude")),
     # Gemini CLI: `network: false` removes its web tools; its shell keeps the network.
     "gemini-cli": EngineInfo("gemini-cli", "gemini", "gemini-2.5-pro",
                              "aam_eval_action.engines.gemini_cli:GeminiCli", cli="gemini",
-                             npm_package="@google/gemini-cli", user_agent="GeminiCLI"),
+                             npm_package="@google/gemini-cli", user_agent="GeminiCLI", host="gemini",
+                             hook_dialects=("gemini",)),
 }
 ENGINE_NAMES = tuple(ENGINES)
+DEFAULT_ENGINE = "claude-code"
+"""The engine of a repository that names none (no eval-config) and whose hosts include Claude."""
+
+
+def engine_for_hosts(hosts: list[str]) -> str:
+    """The engine a repository without eval-config runs on: Claude Code when it is a Claude
+    plugin (or names no host), else the engine of its first host."""
+    if not hosts or ENGINES[DEFAULT_ENGINE].host in hosts:
+        return DEFAULT_ENGINE
+    return next((e.name for e in ENGINES.values() if e.host == hosts[0]), DEFAULT_ENGINE)
 
 RESERVED: dict[str, str] = {
     "cursor": ("Cursor's agent CLI is not on a package registry and talks only to Cursor's own "
@@ -107,13 +119,6 @@ def engine_info(name: str) -> EngineInfo:
     """The registry entry for a config name (errors for reserved and unknown names)."""
     check_engine_name(name)
     return ENGINES[name]
-
-
-def get_engine(name: str) -> Engine:
-    """The adapter for a config name (imported only when a live session needs it)."""
-    module, _, cls = engine_info(name).adapter.partition(":")
-    engine: Engine = getattr(importlib.import_module(module), cls)()
-    return engine
 
 
 def _choices() -> str:

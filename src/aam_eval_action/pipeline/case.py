@@ -53,6 +53,8 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
     result.duration_seconds = round(time.monotonic() - start, 3)
     if ctx.pair is not None:
         result.engine, result.model = ctx.pair
+    package = ctx.settings.package
+    result.name, result.plugin = package.qualified(result.name), package.plugin
     _redact_messages(ctx, result)
     return Outcome(result, session)
 

@@ -55,7 +55,8 @@ def live_session(
 
     `layout` is the package as installed; the baseline passes one without the skill.
     """
-    from aam_eval_action.engines.registry import ENGINES, get_engine
+    from aam_eval_action.engines.base import get_engine
+    from aam_eval_action.engines.registry import ENGINES
 
     s = ctx.settings
     engine = get_engine(s.engine)
@@ -83,8 +84,8 @@ def run_session(
     ctx: CaseContext, loaded: LoadedCase, route: ModelRoute, layout: PackageLayout | None = None
 ) -> tuple[Session, Proxy]:
     """Fresh workspace, package installed, the real CLI run with its model calls going `route`."""
-    from aam_eval_action.engines.base import AgentRun
-    from aam_eval_action.engines.registry import ENGINES, get_engine
+    from aam_eval_action.engines.base import AgentRun, get_engine
+    from aam_eval_action.engines.registry import ENGINES
     from aam_eval_action.replay.cli_version import installed_version
 
     s = ctx.settings

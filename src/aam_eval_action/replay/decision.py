@@ -89,6 +89,7 @@ def rerecord_command(settings: RunSettings, name: str, variant: str = "") -> str
         extra += f" --engine {s.engine}"
     if s.cassette_stem != s.engine:
         extra += f" --model {shlex.quote(s.model)}"
+    name = settings.package.qualified(name)
     return f"aam-eval run {name} --record{extra} --package {display_path(settings.package.layout.root)}"
 
 

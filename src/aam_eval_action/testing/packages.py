@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from aam_eval_action.engines.registry import DEFAULT_ENGINE
+
 
 def write_package(
     root: Path,
@@ -20,7 +22,7 @@ def write_package(
     (root / "package.agent.json").write_text(json.dumps({"name": "@test/pkg", "version": "0.1.0"}))
     evals = root / "evals"
     (evals / "cases").mkdir(parents=True, exist_ok=True)
-    cfg = {"version": 1, "engine": "claude-code", "timeout": 60, **(config or {})}
+    cfg = {"version": 1, "engine": DEFAULT_ENGINE, "timeout": 60, **(config or {})}
     (evals / "eval-config.json").write_text(json.dumps(cfg, indent=2))
     for i, case in enumerate(cases):
         path = evals / "cases" / f"{i:04d}-{case['name']}.yaml"
@@ -41,7 +43,7 @@ def simple_case(name: str, **extra: Any) -> dict[str, Any]:
     return case
 
 
-def record_sessions(package: Path, outputs: dict[str, str], engine: str = "claude-code") -> None:
+def record_sessions(package: Path, outputs: dict[str, str], engine: str = DEFAULT_ENGINE) -> None:
     """Write agent cassettes for cases as if their sessions had been recorded live.
 
     Uses the project's own fingerprint and cassette code, so a replay finds them valid.
