@@ -72,6 +72,8 @@ class LoadedPackage:
     errors: list[FileError] = field(default_factory=list)
     config_lines: dict[Loc, int] = field(default_factory=dict)
     """Line of each eval-config field, by its path, for errors found after loading."""
+    config_written: bool = True
+    """Whether the repository has an eval-config (else the defaults)."""
     several: bool = False
     """One plugin of several: its cases and cassettes sit in a folder named after it, and its
     results are named `<plugin>/<case>`."""
@@ -145,6 +147,8 @@ def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
     config, lines = _config(repo.root, required=repo.kind == "aam", engine=engine_for_hosts(hosts))
     several = len(repo.packages) > 1
     loaded = [_load(layout, config, lines, several) for layout in chosen]
+    for package in loaded:
+        package.config_written = (repo.root / CONFIG_PATH).is_file()
     findings = list(repo.findings) + [f for layout in chosen for f in layout.findings]
     return LoadedRepo(repo.root, repo.kind, loaded, repo.source, repo.name, findings, known)
 

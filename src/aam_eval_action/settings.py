@@ -143,7 +143,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
     info = ENGINES.get(engine)
     model = o.model or own_model(cfg, engine)
     provider = info.provider if info else "anthropic"
-    judge_model = o.judge or cfg.judge or model or PROVIDERS[provider].default_model
+    judge_model = o.judge or cfg.judge or _default_judge(package, model) or PROVIDERS[provider].default_model
     mode = o.mode or cfg.mode
     if runner_env.get("GITHUB_ACTIONS") == "true":
         check_ci_env(package, mode)
@@ -176,6 +176,14 @@ def cassettes_dir(package: LoadedPackage, flag: Path | None) -> Path:
     repository of several."""
     base = (flag or package.layout.evals_dir / package.config.cassettes).resolve()
     return base / package.key if package.several else base
+
+
+def _default_judge(package: LoadedPackage, model: str) -> str:
+    """The agent's model; in a repository without eval-config, when no SDK of ours serves that
+    model (Gemini), the first judge provider's default instead of a config error."""
+    if package.config_written or provider_for_model(model, JUDGE_PROVIDERS[0]) in JUDGE_PROVIDERS:
+        return model
+    return PROVIDERS[JUDGE_PROVIDERS[0]].default_model
 
 
 # --- a matrix of engines and models ---

@@ -129,9 +129,10 @@ def write_agents(package: PackageLayout, dest: Path, dialect: Dialect = "claude"
 
 
 def agent_file(package: PackageLayout, agent: AgentDef, dialect: Dialect) -> str:
-    """An agent in `dialect`: frontmatter name/description/tools, then the system prompt."""
+    """An agent in `dialect`: frontmatter name/description/tools, then the system prompt. Other
+    keys (a model, a colour) belong to the host it was written for and are left out."""
     front, prompt = _agent_parts(package, agent)
-    front = dict(front)
+    front = {k: front[k] for k in ("name", "description", "tools") if k in front}
     tools = front.get("tools")
     names = [t.strip() for t in (tools.split(",") if isinstance(tools, str) else tools or []) if str(t).strip()]
     claude = [_claude_tool(str(t), agent.format) for t in names]
@@ -189,8 +190,10 @@ def write_commands(package: PackageLayout, dest: Path, fmt: str) -> None:
     for command in package.commands:
         src = package.root / command.path
         dest.mkdir(parents=True, exist_ok=True)
+        target = dest / f"{command.name}.{fmt}"
+        target.parent.mkdir(parents=True, exist_ok=True)
         if command.format == fmt:
-            shutil.copy2(src, dest / Path(command.path).name)
+            shutil.copy2(src, target)
             continue
         description, prompt = _command_parts(src, command)
         if fmt == "toml":
@@ -198,7 +201,7 @@ def write_commands(package: PackageLayout, dest: Path, fmt: str) -> None:
         else:
             head = f"---\n{yaml.safe_dump({'description': description})}---\n\n" if description else ""
             text = head + prompt.replace("{{args}}", "$ARGUMENTS").strip() + "\n"
-        (dest / f"{command.name}.{fmt}").write_text(text, encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
 
 
 def _command_parts(src: Path, command: CommandDef) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.errors import ConfigError
-from aam_eval_action.hooks import hooks_from
+from aam_eval_action.hooks import hooks_from, lint
 from aam_eval_action.layouts.common import (
     Json,
     Parts,
@@ -181,7 +181,9 @@ def _add_inline(doc: Json, loc: tuple[Any, ...], key: str, host: Host, parts: Pa
 def _add_hooks_file(root: Path, rel: str, host: Host, parts: Parts) -> None:
     doc = load_json(root, rel)
     found = hooks_from(doc.data, rel, host.dialect)
-    parts.hooks += [found] if found else []
+    if found:
+        parts.hooks.append(found)
+        parts.findings += lint(found, doc.lines)
 
 
 def _add_mcp_file(root: Path, rel: str, parts: Parts) -> None:
@@ -203,12 +205,14 @@ def _agent(rel: str, host: Host) -> AgentDef:
 
 
 def _commands(root: Path, folder: str, host: Host) -> list[CommandDef]:
-    return [_command(rel) for rel in markdown_files(root, folder, host.command_suffix)]
+    return [_command(rel, folder) for rel in markdown_files(root, folder, host.command_suffix)]
 
 
-def _command(rel: str) -> CommandDef:
+def _command(rel: str, folder: str | None = None) -> CommandDef:
+    """A command named by its path under its folder (`deploy/rollback`: `/deploy:rollback`)."""
     path = Path(rel)
-    return CommandDef(path.stem, rel, "toml" if path.suffix == ".toml" else "md")
+    name = path.relative_to(folder).with_suffix("").as_posix() if folder else path.stem
+    return CommandDef(name, rel, "toml" if path.suffix == ".toml" else "md")
 
 
 # --- several hosts, one package ---

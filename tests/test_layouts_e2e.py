@@ -1,0 +1,120 @@
+"""Repositories as they are, run by the real agent CLIs against the scripted model server.
+
+- `tests/fixtures/layouts/claude-plugin`: a Claude Code plugin (no file of ours) whose case loads
+  its skill and whose PreToolUse hook, with a `timeout`, refuses a write into protected/:
+  recorded, snapshot-replayed and re-executed with the same verdicts, on all four engines.
+  Gemini CLI gets the hook converted (its events and tool names, the timeout in milliseconds:
+  30 read as milliseconds would kill the guard before it answers).
+- `tests/fixtures/layouts/multi-host`: one plugin with a manifest and a hooks file per host;
+  each engine runs its own host's hooks file (Codex reads Claude's dialect).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aam_eval_action.engines.base import get_engine
+from aam_eval_action.testing.model_server import ModelServer, load_scenarios
+
+from conftest import ROOT, aam_eval
+
+pytestmark = pytest.mark.cli
+LAYOUTS = ROOT / "tests/fixtures/layouts"
+SCENARIOS = load_scenarios(ROOT / "tests/fixtures/layouts-scenarios.yaml")
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-layouts-51c2", "OPENAI_API_KEY": "sk-openai-CANARY-layouts-0b7e",
+        "GEMINI_API_KEY": "gemini-CANARY-layouts-9e44"}
+ENGINE_ARGS = {"claude-code": ("--engine", "claude-code"), "codex": ("--engine", "codex", "--model", "gpt-5.5"),
+               "copilot": ("--engine", "copilot"), "gemini-cli": ("--engine", "gemini-cli")}
+# Whose hooks file each engine runs in the multi-host plugin: its own host's.
+HOOKS_FILE = {"claude-code": "claude", "codex": "claude", "copilot": "copilot", "gemini-cli": "gemini"}
+Recorded = tuple[Path, dict[str, Any], str]
+
+
+def _record(fixture: str, engine: str, root: Path) -> Recorded:
+    reason = get_engine(engine).available()
+    if reason:
+        pytest.skip(reason)
+    repo = root / fixture
+    shutil.copytree(LAYOUTS / fixture, repo)
+    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        mp.setenv("ANTHROPIC_BASE_URL", server.url)
+        mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        for name, value in KEYS.items():
+            mp.setenv(name, value)
+        result = aam_eval("run", "--package", str(repo), "--record", *ENGINE_ARGS[engine],
+                          "-o", str(root / "rec.json"))
+    report = json.loads((root / "rec.json").read_text())
+    assert result.code == 0, result.out + result.err + json.dumps(report["cases"], indent=1)
+    return repo, report, engine
+
+
+@pytest.fixture(scope="module", params=list(ENGINE_ARGS))
+def plugin(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    yield _record("claude-plugin", request.param, tmp_path_factory.mktemp(f"plugin-{request.param}"))
+
+
+@pytest.fixture(scope="module", params=list(ENGINE_ARGS))
+def multi_host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    yield _record("multi-host", request.param, tmp_path_factory.mktemp(f"multi-{request.param}"))
+
+
+def _run(repo: Path, engine: str, *args: str) -> tuple[dict[str, Any], str]:
+    out = repo.parent / f"run-{len(list(repo.parent.glob('run-*.json')))}.json"
+    result = aam_eval("run", "--package", str(repo), *args, *ENGINE_ARGS[engine], "-o", str(out))
+    return json.loads(out.read_text()), result.out + result.err
+
+
+def _verdicts(report: dict[str, Any]) -> dict[str, str]:
+    return {c["name"]: c["verdict"] for c in report["cases"]}
+
+
+def _session(repo: Path, case: str, engine: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((repo / f"evals/cassettes/{case}/{engine}.session.yaml").read_text())
+    return data
+
+
+def test_a_claude_plugin_records_with_its_skill_loaded_and_its_hook_blocking(plugin: Recorded) -> None:
+    repo, report, engine = plugin
+    case = report["cases"][0]
+    assert _verdicts(report) == {"changelog-guarded": "PASS"}, case
+    assert case["plugin"] == "release-notes" and report["layout"] == "claude-plugin"
+    assert case["skill_triggered"] is True and case["deterministic_checks"]["agent_blocked"] == "PASS"
+    attempt = _session(repo, "changelog-guarded", engine)["attempts"][0]
+    # Copilot gives the model only the exit status of a Claude-format hook; the others its stderr.
+    said = "hook exited with code 2" if engine == "copilot" else "the claude hooks file refused it"
+    assert any(said in e for e in attempt["hook_evidence"]), attempt["hook_evidence"]
+    text = (repo / f"evals/cassettes/changelog-guarded/{engine}.session.yaml").read_text()
+    assert not any(key in text for key in KEYS.values())
+    # Evals sit at the repository's root, beside the plugin's own files; nothing else was written.
+    assert sorted(p.name for p in (repo / "evals").iterdir()) == ["cases", "cassettes", "fixtures"]
+
+
+def test_a_claude_plugin_replays_as_a_snapshot_and_re_executes_with_the_same_verdicts(
+    plugin: Recorded, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(plugin[0], repo)
+    snapshot, log = _run(repo, plugin[2], "--replay", "--no-rerun")
+    assert _verdicts(snapshot) == _verdicts(plugin[1]), log
+    assert [c["replay_kind"] for c in snapshot["cases"]] == ["snapshot"]
+    rerun, log = _run(repo, plugin[2], "--replay", "--rerun")
+    assert _verdicts(rerun) == _verdicts(plugin[1]), json.dumps(rerun["cases"], indent=1) + log
+    assert [c["replay_kind"] for c in rerun["cases"]] == ["rerun"] and not rerun["cases"][0].get("miss")
+
+
+def test_each_engine_runs_its_own_hosts_hooks_file(multi_host: Recorded) -> None:
+    repo, report, engine = multi_host
+    assert _verdicts(report) == {"notes-guarded": "PASS"}, report["cases"]
+    evidence = " ".join(_session(repo, "notes-guarded", engine)["attempts"][0]["hook_evidence"])
+    own = HOOKS_FILE[engine]
+    assert f"the {own} hooks file refused it" in evidence, evidence
+    others = {"claude", "copilot", "gemini"} - {own}
+    assert not any(f"the {o} hooks file" in evidence for o in others), evidence
