@@ -24,6 +24,7 @@ from aam_eval_action.engines.base import get_engine
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import ROOT, aam_eval
+from support.golden import assert_golden
 
 pytestmark = pytest.mark.cli
 LAYOUTS = ROOT / "tests/fixtures/layouts"
@@ -118,3 +119,70 @@ def test_each_engine_runs_its_own_hosts_hooks_file(multi_host: Recorded) -> None
     assert f"the {own} hooks file refused it" in evidence, evidence
     others = {"claude", "copilot", "gemini"} - {own}
     assert not any(f"the {o} hooks file" in evidence for o in others), evidence
+
+
+# --- a marketplace of two plugins ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def marketplace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    yield _record("marketplace-two", "claude-code", tmp_path_factory.mktemp("marketplace"))
+
+
+def _steady(report_path: Path) -> Path:
+    """The report with its wall times and costs fixed (the token counts follow the length of
+    the temporary paths in the prompts), for a golden comment."""
+    data = json.loads(report_path.read_text())
+    data["duration_seconds"] = 12.0
+    data["summary"]["cost_usd"] = 0.12
+    for case in data["cases"]:
+        case["duration_seconds"], case["cost_usd"] = 4.0, 0.04
+    report_path.write_text(json.dumps(data))
+    return report_path
+
+
+def test_a_marketplace_runs_every_local_plugin_into_one_report(marketplace: Recorded) -> None:
+    repo, report, _ = marketplace
+    assert _verdicts(report) == {"csv-helper/count-rows": "PASS", "csv-helper/smoke": "PASS",
+                                 "md-helper/smoke": "PASS"}
+    assert {c["name"]: c["plugin"] for c in report["cases"]} == {
+        "csv-helper/count-rows": "csv-helper", "csv-helper/smoke": "csv-helper", "md-helper/smoke": "md-helper"}
+    assert report["layout"] == "claude-marketplace" and report["package"]["name"] == "data-tools"
+    assert [(p["name"], p["path"], p["summary"]["passed"]) for p in report["plugins"]] == [
+        ("csv-helper", "plugins/csv-helper", 2), ("md-helper", "plugins/md-helper", 1)]
+    # Two plugins' cases of the same name never share a cassette.
+    cassettes = repo / "evals/cassettes"
+    assert (cassettes / "csv-helper/smoke/claude-code.session.yaml").is_file()
+    assert (cassettes / "md-helper/smoke/claude-code.session.yaml").is_file()
+
+
+def test_a_marketplace_comment_has_a_row_per_plugin(marketplace: Recorded, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(marketplace[0], repo)
+    base, _ = _run(repo, "claude-code", "--replay")
+    (repo.parent / "base.json").write_text(json.dumps(base))
+    # The pull request tightens one case's check: graded again on the replayed output, it fails.
+    case = repo / "evals/cases/md-helper/smoke.yaml"
+    case.write_text(case.read_text().replace('contains: ["Markdown helper"]', 'contains: ["Markdown helper!"]'))
+    head, log = _run(repo, "claude-code", "--replay")
+    assert _verdicts(head)["md-helper/smoke"] == "FAIL", log
+    (repo.parent / "head.json").write_text(json.dumps(head))
+    result = aam_eval("comment", str(_steady(repo.parent / "head.json")),
+                      "--base", str(_steady(repo.parent / "base.json")))
+    assert result.code == 0, result.err
+    assert_golden("comment_plugins.md", result.out)
+    text = aam_eval("diff", str(repo.parent / "base.json"), str(repo.parent / "head.json")).out
+    assert "  csv-helper: 100.0% → 100.0% (+0.0 pp) · 2/2 passed · no regressions" in text
+    assert "  md-helper: 100.0% → 0.0% (-100.0 pp) · 0/1 passed · 1 regression" in text
+
+
+def test_plugin_picks_some_plugins_of_a_marketplace(marketplace: Recorded, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(marketplace[0], repo)
+    report, _ = _run(repo, "claude-code", "--replay", "--plugin", "md-helper")
+    assert _verdicts(report) == {"md-helper/smoke": "PASS"}
+    assert [p["name"] for p in report["plugins"]] == ["md-helper"]
+    report, _ = _run(repo, "claude-code", "--replay", "md-helper/smoke", "csv-helper/count-rows")
+    assert sorted(_verdicts(report)) == ["csv-helper/count-rows", "md-helper/smoke"]
+    result = aam_eval("run", "--package", str(repo), "--replay", "--plugin", "nope")
+    assert result.code == 2 and "--plugin: no plugin 'nope' here; plugins: csv-helper, md-helper" in result.err

@@ -6,11 +6,20 @@ machine or an older version diffs as long as it loads.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from aam_eval_action.report import CaseResult, Pair, Report, Verdict, report_pairs, split_by_pair, was_graded
+from aam_eval_action.report import (
+    CaseResult,
+    Pair,
+    Report,
+    Verdict,
+    report_pairs,
+    split_by_pair,
+    summarize,
+    was_graded,
+)
 from aam_eval_action.stats import ALPHA, fisher_exact, newcombe
 
 Category = Literal[
@@ -185,19 +194,15 @@ class DivergedCase(BaseModel):
     """In a diff of several engines or models: the agent model of this entry."""
 
 
-class PairDiff(BaseModel):
-    """One engine + model of a diff of several: its own headline."""
+class Headline(BaseModel):
+    """One part of a diff (an engine + model, a plugin): its own headline numbers."""
 
-    engine: str
-    """The engine."""
-    model: str
-    """The agent model."""
     base: RunTotals | None = None
-    """This pair's numbers on the base; None when the base did not run it."""
+    """This part's numbers on the base; None when the base did not have it."""
     head: RunTotals
-    """This pair's numbers on the head."""
+    """This part's numbers on the head."""
     compared: int = 0
-    """This pair's cases graded on both sides."""
+    """This part's cases graded on both sides."""
     base_compared_rate: float | None = None
     """The base's pass rate over those cases."""
     head_compared_rate: float | None = None
@@ -205,9 +210,31 @@ class PairDiff(BaseModel):
     pass_rate_delta_pp: float | None = None
     """(head - base) over those cases, in percentage points."""
     regressions: int = 0
-    """Regressions of this pair blamed on the PR."""
+    """Regressions of this part blamed on the PR."""
     counts: dict[str, int] = Field(default_factory=dict)
-    """Number of this pair's cases per category."""
+    """Number of this part's cases per category."""
+
+    @classmethod
+    def of(cls, d: ReportDiff, **names: str) -> Any:
+        return cls(base=d.base, head=d.head, compared=d.compared, base_compared_rate=d.base_compared_rate,
+                   head_compared_rate=d.head_compared_rate, pass_rate_delta_pp=d.pass_rate_delta_pp,
+                   regressions=d.regressions, counts=d.counts, **names)
+
+
+class PairDiff(Headline):
+    """One engine + model of a diff of several: its own headline."""
+
+    engine: str
+    """The engine."""
+    model: str
+    """The agent model."""
+
+
+class PluginDiff(Headline):
+    """One plugin of a repository of several: its own headline."""
+
+    plugin: str
+    """The plugin's name."""
 
 
 class MatrixCell(BaseModel):
@@ -333,6 +360,9 @@ class ReportDiff(BaseModel):
     pairs_agree: bool | None = None
     """With several pairs: every case got the same verdict from every pair that graded it."""
     comparisons: list[PairComparison] | None = None
+    plugins: list[PluginDiff] | None = None
+    """In a repository of several plugins: each plugin's headline, in the head's order (plugins
+    only the base had last); case names are then `<plugin>/<case>`."""
     """With several pairs: each pair against the first, over the cases both graded."""
 
 
@@ -342,9 +372,28 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
     Reports of several engines or models are compared pair by pair (a single-pair base
     meets the head's pair of the same engine and model), then gathered into one diff.
     """
-    if head.pairs or (base is not None and base.pairs):
-        return _diff_matrix(base, head)
-    return _diff_pair(base, head)
+    matrix = head.pairs or (base is not None and base.pairs)
+    diff = _diff_matrix(base, head) if matrix else _diff_pair(base, head)
+    plugins = _plugin_names(base, head)
+    if len(plugins) > 1:
+        diff.plugins = [PluginDiff.of(diff_reports(*_only(base, head, p)), plugin=p) for p in plugins]
+    return diff
+
+
+def _plugin_names(base: Report | None, head: Report) -> list[str]:
+    """The plugins of either report, the head's first."""
+    names = [p.name for p in head.plugins or []] + [c.plugin for c in head.cases if c.plugin]
+    names += [p.name for p in base.plugins or []] + [c.plugin for c in base.cases if c.plugin] if base else []
+    return list(dict.fromkeys(names))
+
+
+def _only(base: Report | None, head: Report, plugin: str) -> tuple[Report | None, Report]:
+    """Both reports with only one plugin's cases (no plugin list: not split again)."""
+    def part(report: Report) -> Report:
+        cases = [c for c in report.cases if c.plugin == plugin]
+        return report.model_copy(update={"cases": cases, "plugins": None, "summary": summarize(cases)})
+
+    return (part(base) if base else None), part(head)
 
 
 def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
@@ -374,11 +423,8 @@ def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
 
 
 def _pair_diff(pair: Pair, d: ReportDiff) -> PairDiff:
-    return PairDiff(
-        engine=pair[0], model=pair[1], base=d.base, head=d.head, compared=d.compared,
-        base_compared_rate=d.base_compared_rate, head_compared_rate=d.head_compared_rate,
-        pass_rate_delta_pp=d.pass_rate_delta_pp, regressions=d.regressions, counts=d.counts,
-    )
+    diff: PairDiff = PairDiff.of(d, engine=pair[0], model=pair[1])
+    return diff
 
 
 def _matrix(order: list[Pair], diffs: list[ReportDiff]) -> list[MatrixRow]:

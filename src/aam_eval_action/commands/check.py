@@ -61,7 +61,8 @@ def _plugin(loaded: LoadedPackage, engines: list[str]) -> list[str]:
     where = layout.base or "."
     cases = f"cases in {loaded.cases_dir.relative_to(layout.root).as_posix()}/"
     lines = [f"plugin {layout.plugin} ({where}, {layout.kind}; {cases})"]
-    lines += [f"  skill   {name:<24} {rel or '.'}/SKILL.md" for name, rel in sorted(layout.skill_dirs.items())]
+    skills = sorted(layout.skill_dirs.items())
+    lines += [f"  skill   {name:<24} {rel or '.'}/SKILL.md" for name, rel in skills]
     lines += [f"  agent   {a.name:<24} {a.path} ({a.format})" for a in layout.agents]
     lines += [f"  command {c.name:<24} {c.path}" for c in layout.commands]
     lines += [f"  hooks   {h.dialect:<24} {h.path} ({', '.join(h.events)})" for h in layout.hooks]

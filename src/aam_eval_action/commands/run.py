@@ -135,10 +135,12 @@ def selection(
     bare = {c.case.name for p in repo.packages for c in p.cases}
     unknown = [n for n in names if n not in known and n not in bare]
     if unknown:
-        raise UsageError(f"no such case: {', '.join(unknown)}; known cases: {', '.join(sorted(known)) or 'none'}")
+        raise UsageError(f"no such case: {', '.join(unknown)}; known cases: "
+                         f"{', '.join(sorted(known)) or 'none'}")
     chosen: dict[int, list[LoadedCase]] = {}
     for package, runs in matrices:
-        mine = [c.case.name for c in package.cases if package.qualified(c.case.name) in names or c.case.name in names]
+        mine = [c.case.name for c in package.cases
+                if package.qualified(c.case.name) in names or c.case.name in names]
         if names and not mine:
             chosen[id(package)] = []
             continue

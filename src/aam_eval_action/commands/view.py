@@ -48,22 +48,33 @@ def side(report: Report, package_dir: Path | None, *, strict: bool) -> Side:
     """A report with its package (prompts) and its cassettes (transcripts), when found."""
     from aam_eval_action.render import html
 
-    package, note = html.package_lookup(package_dir)
+    packages, note = html.package_lookup(package_dir)
     lookup = None
-    if package is not None:
+    if packages:
         from aam_eval_action.settings import cassette_stem
 
-        config = package.config
-        cassettes = (package.layout.evals_dir / config.cassettes).resolve()
+        config = packages[0].config
+        cassettes = (packages[0].layout.evals_dir / config.cassettes).resolve()  # `<plugin>/<case>` below
         lookup = html.cassette_lookup(cassettes, strict=strict, stem=lambda e, m: cassette_stem(config, e, m))
-    return html.Side(report, lookup, package, note)
+    return html.Side(report, lookup, packages, note)
 
 
 def find_package(report: Report, report_path: Path) -> Path | None:
     """The report's `--package` as recorded, else the package the report file sits in."""
     candidates = [Path(report.config.package_path)] if report.config.package_path else []
     candidates += list(report_path.resolve().parents)[:4]
-    return next((p for p in candidates if (p / "package.agent.json").is_file()), None)
+    return next((p for p in candidates if _is_package(p)), None)
+
+
+def _is_package(folder: Path) -> bool:
+    from aam_eval_action.errors import AamEvalError
+    from aam_eval_action.layouts.detect import detect
+
+    try:
+        detect(folder)
+    except (AamEvalError, OSError):
+        return False
+    return True
 
 
 def default_history(head: Side) -> list[Path]:

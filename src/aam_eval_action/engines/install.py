@@ -110,8 +110,10 @@ def instructions(package: PackageLayout) -> str:
 # --- agents ---
 
 
-def write_agents(package: PackageLayout, dest: Path, dialect: Dialect = "claude", keep: tuple[str, ...] = ("claude",),
-                 formats: tuple[str, ...] | None = None, suffix: str = ".md") -> None:
+def write_agents(
+    package: PackageLayout, dest: Path, dialect: Dialect = "claude", keep: tuple[str, ...] = ("claude",),
+    formats: tuple[str, ...] | None = None, suffix: str = ".md",
+) -> None:
     """Each agent (of `formats`, default all) as `dest/<name><suffix>`, a Markdown file with
     frontmatter in `dialect`'s tool names (Gemini CLI's: a list and a slug name); an agent
     already in a format of `keep` is copied as written."""
@@ -134,7 +136,8 @@ def agent_file(package: PackageLayout, agent: AgentDef, dialect: Dialect) -> str
     front, prompt = _agent_parts(package, agent)
     front = {k: front[k] for k in ("name", "description", "tools") if k in front}
     tools = front.get("tools")
-    names = [t.strip() for t in (tools.split(",") if isinstance(tools, str) else tools or []) if str(t).strip()]
+    listed = tools.split(",") if isinstance(tools, str) else tools or []
+    names = [str(t).strip() for t in listed if str(t).strip()]
     claude = [_claude_tool(str(t), agent.format) for t in names]
     if dialect == "gemini":
         front["name"] = slug(str(front.get("name") or agent.name)) or agent.name
@@ -197,7 +200,8 @@ def write_commands(package: PackageLayout, dest: Path, fmt: str) -> None:
             continue
         description, prompt = _command_parts(src, command)
         if fmt == "toml":
-            text = f"description = {json.dumps(description)}\nprompt = {json.dumps(prompt.replace('$ARGUMENTS', '{{args}}'))}\n"
+            prompt = prompt.replace("$ARGUMENTS", "{{args}}")
+            text = f"description = {json.dumps(description)}\nprompt = {json.dumps(prompt)}\n"
         else:
             head = f"---\n{yaml.safe_dump({'description': description})}---\n\n" if description else ""
             text = head + prompt.replace("{{args}}", "$ARGUMENTS").strip() + "\n"

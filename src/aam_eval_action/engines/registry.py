@@ -54,7 +54,8 @@ ENGINES: dict[str, EngineInfo] = {
     # Claude Code: `network: false` denies WebFetch/WebSearch; Bash keeps the network.
     "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
                               "aam_eval_action.engines.claude_code:ClaudeCode", cli="claude",
-                              npm_package="@anthropic-ai/claude-code", user_agent="claude-cli", host="claude"),
+                              npm_package="@anthropic-ai/claude-code", user_agent="claude-cli",
+                              host="claude"),
     # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs.
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",

@@ -25,13 +25,13 @@ def read(root: Path) -> PackageLayout | None:
     context = ["AGENTS.md"] if (root / "AGENTS.md").is_file() else []
     context += [p.relative_to(root).as_posix() for p in sorted((root / "rules").glob("*/RULE.md"))]
     hooks = _hooks(root)
+    folders = sorted(p for p in agents.iterdir() if p.is_dir()) if agents.is_dir() else []
+    found = sorted(p for p in skills.iterdir() if (p / "SKILL.md").is_file()) if skills.is_dir() else []
     return PackageLayout(
         root,
-        skill_dirs={p.name: f"skills/{p.name}" for p in sorted(skills.iterdir()) if (p / "SKILL.md").is_file()}
-        if skills.is_dir() else {},
-        agents=tuple([AgentDef(p.name, f"agents/{p.name}", "aam") for p in sorted(agents.iterdir()) if p.is_dir()]
-                     + [AgentDef(p.stem, f"agents/{p.name}", "claude") for p in sorted(agents.glob("*.md"))])
-        if agents.is_dir() else (),
+        skill_dirs={p.name: f"skills/{p.name}" for p in found},
+        agents=tuple([AgentDef(p.name, f"agents/{p.name}", "aam") for p in folders]
+                     + [AgentDef(p.stem, f"agents/{p.name}", "claude") for p in sorted(agents.glob("*.md"))]),
         commands=tuple(CommandDef(p.stem, f"commands/{p.name}", "md") for p in sorted(commands.glob("*.md")))
         if commands.is_dir() else (),
         hooks=(hooks,) if hooks else (),

@@ -29,10 +29,12 @@ def lint(manifest: Json) -> list[Finding]:
         if key in data and not isinstance(data[key], str):
             found.append(Finding(manifest.rel, manifest.line(key), f"{key}: should be a string"))
     if "author" in data and not isinstance(data["author"], dict | str):
-        found.append(Finding(manifest.rel, manifest.line("author"), "author: should be an object (name, email)"))
+        found.append(Finding(manifest.rel, manifest.line("author"),
+                             "author: should be an object (name, email)"))
     if "keywords" in data and not (isinstance(data["keywords"], list)
                                    and all(isinstance(k, str) for k in data["keywords"])):
-        found.append(Finding(manifest.rel, manifest.line("keywords"), "keywords: should be a list of strings"))
+        found.append(Finding(manifest.rel, manifest.line("keywords"),
+                             "keywords: should be a list of strings"))
     for key in PATHS:
         values = data.get(key)
         for i, value in enumerate(values if isinstance(values, list) else [values]):

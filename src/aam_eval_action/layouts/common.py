@@ -143,7 +143,8 @@ def lint_skill(root: Path, rel_dir: str, name: str) -> list[Finding]:
                         "description between '---' lines")]
     written = front.get("name")
     if not isinstance(written, str) or not written:
-        found.append(Finding(rel, line("name"), "name: missing; the standard asks for one (the folder's name)"))
+        found.append(Finding(rel, line("name"),
+                             "name: missing; the standard asks for one (the folder's name)"))
     elif not SKILL_NAME.match(written) or len(written) > 64:
         found.append(Finding(rel, line("name"), f"name: {written!r} is not 1-64 lowercase letters, digits "
                              "and single hyphens"))

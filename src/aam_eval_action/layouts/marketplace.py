@@ -56,8 +56,8 @@ def read(root: Path, hosts: tuple[Host, ...]) -> tuple[str, str | None, list[Pac
                 continue
             listed = entries.setdefault(plugin, [])
             if listed and listed[0][0] != base:
-                raise ConfigError(f"{doc.at('plugins', i, 'source')}: plugin {plugin!r} is also listed "
-                                  f"with source {listed[0][0] or './'} in {listed[0][1].rel}; list one folder")
+                raise ConfigError(f"{doc.at('plugins', i, 'source')}: plugin {plugin!r} is also listed with "
+                                  f"source {listed[0][0] or './'} in {listed[0][1].rel}; list one folder")
             listed.append((base, doc, i, host))
     packages = [_plugin(root, plugin, listed, hosts) for plugin, listed in entries.items()]
     return "+".join(kinds), name, packages, findings
@@ -89,8 +89,8 @@ def _entry(root: Path, doc: Json, i: int, entry: Any, prefix: str,
     if isinstance(source, dict):
         kind = source.get("source")
         if kind in REMOTE or kind not in ("local", None):
-            findings.append(Finding(doc.rel, doc.line("plugins", i, "source"), f"plugin {plugin!r}: source "
-                                    f"is {kind!r} ({_remote(source)}); remote sources are not fetched", "skipped"))
+            why = f"plugin {plugin!r}: source is {kind!r} ({_remote(source)}); remote sources are not fetched"
+            findings.append(Finding(doc.rel, doc.line("plugins", i, "source"), why, "skipped"))
             return plugin, None
         source = source.get("path")
         where = doc.at("plugins", i, "source", "path")

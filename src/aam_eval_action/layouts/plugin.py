@@ -218,7 +218,9 @@ def _command(rel: str, folder: str | None = None) -> CommandDef:
 # --- several hosts, one package ---
 
 
-def read_plugin(root: Path, base: str, hosts: list[Parts], name_hint: str, name: str | None = None) -> PackageLayout:
+def read_plugin(
+    root: Path, base: str, hosts: list[Parts], name_hint: str, name: str | None = None
+) -> PackageLayout:
     """The hosts' parts of one plugin as one package: components united (the first host's
     wins a name twice), a skill linted once."""
     first = hosts[0]
@@ -242,7 +244,7 @@ def read_plugin(root: Path, base: str, hosts: list[Parts], name_hint: str, name:
         skill_dirs=skills,
         agents=tuple(_unique((a for p in hosts for a in p.agents), lambda a: (a.name, a.format))),
         commands=tuple(_unique((c for p in hosts for c in p.commands), lambda c: (c.name, c.format))),
-        hooks=tuple(_unique((h for p in hosts for h in p.hooks), lambda h: (h.path, h.dialect, str(h.events)))),
+        hooks=tuple(_unique((h for p in hosts for h in p.hooks), lambda h: (h.path, h.dialect))),
         mcp={k: v for p in reversed(hosts) for k, v in p.mcp.items()},
         mcp_files=tuple(dict.fromkeys(f for p in hosts for f in p.mcp_files)),
         context=tuple(dict.fromkeys(f for p in hosts for f in p.context)),

@@ -75,10 +75,15 @@ class Side:
 
     report: Report
     sessions: Lookup | None = None
-    package: LoadedPackage | None = None
-    """The package the report was run on, for the prompts and input files."""
+    packages: list[LoadedPackage] = field(default_factory=list)
+    """The package the report was run on (each plugin of a repository of several), for the
+    prompts and input files."""
     package_note: str | None = None
     """Why the package could not be read, when it could not."""
+
+    @property
+    def package(self) -> LoadedPackage | None:
+        return self.packages[0] if self.packages else None
 
 
 @dataclass
@@ -219,17 +224,18 @@ def _same(a: Session, b: Session) -> bool:
     return a.output == b.output and a.tool_calls == b.tool_calls
 
 
-def package_lookup(package_dir: Path | None) -> tuple[LoadedPackage | None, str | None]:
-    """The package a report ran on, or why it cannot be read (the page goes on without it)."""
+def package_lookup(package_dir: Path | None) -> tuple[list[LoadedPackage], str | None]:
+    """The package (every plugin) a report ran on, or why it cannot be read (the page goes on
+    without it)."""
     from aam_eval_action.errors import AamEvalError
-    from aam_eval_action.loader import load_package
+    from aam_eval_action.loader import load_repo
 
     if package_dir is None:
-        return None, "the package the report ran on was not found"
+        return [], "the package the report ran on was not found"
     try:
-        return load_package(package_dir), None
+        return load_repo(package_dir).packages, None
     except (AamEvalError, OSError, ValueError) as exc:
-        return None, f"{package_dir}: {exc}"
+        return [], f"{package_dir}: {exc}"
 
 
 def run_html(report: Report, ran: Sequence[tuple[CaseContext, Outcome]]) -> str:
@@ -246,8 +252,10 @@ def run_html(report: Report, ran: Sequence[tuple[CaseContext, Outcome]]) -> str:
         return render(page_data(Side(report)), None)
     settings = first.settings
     config = settings.package.config
-    recorded = cassette_lookup(settings.cassettes, stem=lambda e, m: cassette_stem(config, e, m))
-    head = Side(report, run_lookup(sessions, recorded), settings.package)
+    cassettes = settings.cassettes.parent if settings.package.several else settings.cassettes
+    recorded = cassette_lookup(cassettes, stem=lambda e, m: cassette_stem(config, e, m))
+    packages = list({id(ctx.settings.package): ctx.settings.package for ctx, _ in ran}.values())
+    head = Side(report, run_lookup(sessions, recorded), packages)
     return render(page_data(head, history=_kept_reports(settings.package)), first.redactor)
 
 
@@ -273,9 +281,11 @@ def page_data(
         "head": _run(report), "base": _run(base.report) if base else None,
         "headline": _headline(report, base.report if base else None),
         "pairs": _pairs(report), "history": _history(report, history),
+        "plugins": [p.model_dump(mode="json", include={"name", "layout", "path", "summary", "warnings"})
+                    for p in report.plugins or []],
         "warnings": list(warnings), "cases": [],
     })
-    prompts = {c.case.name: c for c in head.package.cases} if head.package else {}
+    prompts = {p.qualified(c.case.name): c for p in head.packages for c in p.cases}
     for case in report.cases:
         key = key_of(case, report)
         old = base_cases.get(key)
@@ -382,7 +392,7 @@ def _row(case: CaseResult, key: Key, old: CaseResult | None, category: str | Non
     if case.judge_verdict and case.judge_verdict.result == "FAIL":
         failed.append("judge")
     return {
-        "name": case.name, "target": case.target, "engine": key[1], "model": key[2],
+        "name": case.name, "target": case.target, "engine": key[1], "model": key[2], "plugin": case.plugin,
         "verdict": case.verdict, "base": old.verdict if old else None, "category": category,
         "miss": case.replay_miss, "flaky": bool(case.flaky), "failed": failed,
         "duration": case.duration_seconds, "cost": case.cost_usd, "kind": case.replay_kind,

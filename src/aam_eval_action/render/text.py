@@ -11,10 +11,10 @@ from aam_eval_action.diff import (
     CATEGORIES,
     CaseDiff,
     Category,
+    Headline,
     MatrixCell,
     MatrixRow,
     PairComparison,
-    PairDiff,
     ReportDiff,
     StaleCase,
     round_value,
@@ -134,8 +134,9 @@ def pair_label(engine: str | None, model: str | None) -> str:
     return f"{engine} · {model}" if engine else ""
 
 
-def pair_line(p: PairDiff) -> str:
-    """One pair's headline: `57.1% → 71.4% (+14.3 pp) · 1 regression`, or the head's rate alone."""
+def pair_line(p: Headline) -> str:
+    """One pair's (or plugin's) headline: `57.1% → 71.4% (+14.3 pp) · 1 regression`, or the head's
+    rate alone."""
     if p.head.graded == 0:
         rate = "no case graded"
     elif p.base is None or p.compared == 0:
@@ -223,7 +224,7 @@ class _Fmt(Protocol):
 
 def format_text(d: ReportDiff) -> str:
     """A plain terminal summary: totals, then one line per changed case."""
-    lines = _text_totals(d) + _text_matrix(d)
+    lines = _text_totals(d) + _text_plugins(d) + _text_matrix(d)
     for cat in CATEGORIES:
         group = [c for c in d.cases if c.category == cat]
         if group and cat != "unchanged":
@@ -241,6 +242,13 @@ def pair_flags(engine: str | None, model: str | None) -> str:
     if not engine:
         return ""
     return f" --engine {shlex.quote(engine)} --model {shlex.quote(model or '')}"
+
+
+def _text_plugins(d: ReportDiff) -> list[str]:
+    """One headline per plugin of a repository of several."""
+    if not d.plugins:
+        return []
+    return ["", "Plugins:"] + [f"  {p.plugin}: {pair_line(p)}" for p in d.plugins]
 
 
 def _text_matrix(d: ReportDiff) -> list[str]:

@@ -122,6 +122,22 @@
     return h("section", {class: "block"}, h("h2", null, "Engines and models"), table);
   }
 
+  function plugins() {
+    if (!data.plugins || data.plugins.length < 2) return null;
+    var table = h("table", {class: "matrix", id: "plugins"},
+      h("thead", null, h("tr", null, ["plugin", "layout", "pass rate", "passed", "failed", "errored", "warnings"].map(function (t) {
+        return h("th", null, t);
+      }))),
+      h("tbody", null, data.plugins.map(function (p) {
+        var s = p.summary || {};
+        return h("tr", null, [h("th", null, p.name), h("td", null, p.layout), h("td", null, h("b", null, pct(s.pass_rate))),
+          h("td", null, String(s.passed || 0)), h("td", null, String(s.failed || 0)), h("td", null, String(s.errored || 0)),
+          h("td", null, (p.warnings || []).length ? h("details", null, h("summary", null, String(p.warnings.length)),
+            h("ul", null, p.warnings.map(function (w) { return h("li", null, w); }))) : "0")]);
+      })));
+    return h("section", {class: "block"}, h("h2", null, "Plugins"), table);
+  }
+
   // --- trends ---------------------------------------------------------------------------------
 
   function trends() {
@@ -174,7 +190,8 @@
     ["verdict", "Verdict", function (c) { return c.verdict; }],
     ["name", "Case", function (c) { return c.name; }],
     ["target", "Target", function (c) { return c.target || ""; }]
-  ].concat(matrixRun ? [["engine", "Engine", function (c) { return c.engine; }], ["model", "Model", function (c) { return c.model || ""; }]] : [])
+  ].concat(data.plugins && data.plugins.length > 1 ? [["plugin", "Plugin", function (c) { return c.plugin || ""; }]] : [])
+    .concat(matrixRun ? [["engine", "Engine", function (c) { return c.engine; }], ["model", "Model", function (c) { return c.model || ""; }]] : [])
     .concat(data.base ? [["base", "Base", function (c) { return c.base || ""; }], ["category", "Change", function (c) { return c.category || ""; }]] : [])
     .concat([["failed", "Failed", function (c) { return c.failed.join(", "); }],
       ["duration", "Time", function (c) { return c.duration || 0; }],
@@ -483,7 +500,7 @@
   // --- the page -------------------------------------------------------------------------------
 
   var app = document.getElementById("app");
-  add(app, [overview(), matrix(), trends()]);
+  add(app, [overview(), plugins(), matrix(), trends()]);
   add(app, h("div", {class: "split"}, caseTable(),
     h("aside", {class: "pane", id: "case"}, h("p", {class: "muted"}, "Choose a case to see what the agent did."))));
   redraw();
