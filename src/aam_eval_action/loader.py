@@ -150,7 +150,27 @@ def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
     for package in loaded:
         package.config_written = (repo.root / CONFIG_PATH).is_file()
     findings = list(repo.findings) + [f for layout in chosen for f in layout.findings]
+    findings += _misplaced_cases(repo.root, known) if several else []
     return LoadedRepo(repo.root, repo.kind, loaded, repo.source, repo.name, findings, known)
+
+
+def _misplaced_cases(root: Path, plugins: list[str]) -> list[Finding]:
+    """Case files a repository of several plugins would not run: outside `evals/cases/<plugin>/`."""
+    cases = root / "evals" / "cases"
+    if not cases.is_dir():
+        return []
+    keys = {plugin_key(p) for p in plugins}
+    found = []
+    for path in sorted(cases.iterdir()):
+        if path.is_dir() and path.name not in keys:
+            found.append(Finding(path.relative_to(root).as_posix() + "/", None,
+                                 f"no plugin is named {path.name!r}; its cases do not run (plugins: "
+                                 f"{', '.join(sorted(keys))})"))
+        elif path.suffix in (".yaml", ".yml"):
+            found.append(Finding(path.relative_to(root).as_posix(), None,
+                                 "with several plugins, cases go in evals/cases/<plugin>/; this one does "
+                                 "not run: move it into its plugin's folder"))
+    return found
 
 
 def load_package(root: Path) -> LoadedPackage:

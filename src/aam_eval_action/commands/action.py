@@ -160,6 +160,7 @@ def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | No
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,
+        plugins=inputs.plugin or None, strict=inputs.strict,
     )
 
 
@@ -188,6 +189,7 @@ def _base_report(
     if not ref:
         return None, None
     from aam_eval_action.github.base_checkout import BaseCheckout, changed_cassettes, resolve_commit
+    from aam_eval_action.layouts.detect import is_package
 
     head_cassettes = _cassettes_dir((gh.workspace / inputs.package_path).resolve())
     try:
@@ -195,7 +197,7 @@ def _base_report(
         console.line(f"base: replaying {ref} ({commit[:12]}) in a worktree")
         with BaseCheckout(gh.workspace, commit) as tree:
             package = tree / inputs.package_path
-            if not (package / "package.agent.json").is_file():
+            if not is_package(package):
                 console.line(f"base: no package at {inputs.package_path}; everything is new")
                 return None, changed_cassettes(head_cassettes, None) if head_cassettes else None
             changed = changed_cassettes(head_cassettes, _cassettes_dir(package)) if head_cassettes else None

@@ -10,11 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from aam_eval_action.engines.install import conversion_warnings
+from aam_eval_action.engines.install import chosen_hooks, conversion_warnings
 from aam_eval_action.engines.registry import ENGINES, check_engine_name
 from aam_eval_action.errors import EXIT_OK, EXIT_USAGE
 from aam_eval_action.loader import LoadedPackage, LoadedRepo, load_repo
-from aam_eval_action.package import PackageLayout
+from aam_eval_action.package import HookSource, PackageLayout
 from aam_eval_action.settings import Overrides, check_judge, resolve_matrix
 
 
@@ -65,7 +65,8 @@ def _plugin(loaded: LoadedPackage, engines: list[str]) -> list[str]:
     lines += [f"  skill   {name:<24} {rel or '.'}/SKILL.md" for name, rel in skills]
     lines += [f"  agent   {a.name:<24} {a.path} ({a.format})" for a in layout.agents]
     lines += [f"  command {c.name:<24} {c.path}" for c in layout.commands]
-    lines += [f"  hooks   {h.dialect:<24} {h.path} ({', '.join(h.events)})" for h in layout.hooks]
+    lines += [f"  hooks   {h.dialect:<24} {h.path} ({', '.join(h.events)}) for {_takers(layout, h)}"
+              for h in layout.hooks]
     lines += [f"  mcp     {name:<24} {_mcp_source(layout)}" for name in sorted(layout.mcp)]
     lines += [f"  context {rel}" for rel in layout.context]
     if layout.exclude_tools:
@@ -77,6 +78,14 @@ def _plugin(loaded: LoadedPackage, engines: list[str]) -> list[str]:
         reads = tuple(ENGINES[engine].hook_dialects)
         lines += [f"  {engine}: {w}" for w in conversion_warnings(layout, reads)]  # type: ignore[arg-type]
     return lines
+
+
+def _takers(layout: PackageLayout, source: HookSource) -> str:
+    """The engines that install a hooks file (as written, or converted when it is the closest
+    dialect they have)."""
+    takers = [name for name, info in ENGINES.items()
+              if source in chosen_hooks(layout, info.hook_dialects)]  # type: ignore[arg-type]
+    return ", ".join(takers) or "no engine (another host's file is closer for each)"
 
 
 def _mcp_source(layout: PackageLayout) -> str:

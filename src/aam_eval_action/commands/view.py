@@ -63,18 +63,9 @@ def find_package(report: Report, report_path: Path) -> Path | None:
     """The report's `--package` as recorded, else the package the report file sits in."""
     candidates = [Path(report.config.package_path)] if report.config.package_path else []
     candidates += list(report_path.resolve().parents)[:4]
-    return next((p for p in candidates if _is_package(p)), None)
+    from aam_eval_action.layouts.detect import is_package
 
-
-def _is_package(folder: Path) -> bool:
-    from aam_eval_action.errors import AamEvalError
-    from aam_eval_action.layouts.detect import detect
-
-    try:
-        detect(folder)
-    except (AamEvalError, OSError):
-        return False
-    return True
+    return next((p for p in candidates if is_package(p)), None)
 
 
 def default_history(head: Side) -> list[Path]:

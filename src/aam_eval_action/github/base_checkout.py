@@ -80,16 +80,17 @@ class BaseCheckout:
 
 
 def changed_cassettes(head: Path, base: Path | None) -> dict[str, list[str]]:
-    """Case name → the cassette files (`<engine>.session.yaml`...) the head added or changed
-    compared with the base's cassettes folder (None: the base had none)."""
+    """Case name (`<plugin>/<case>` in a repository of several plugins) → the cassette files
+    (`<engine>.session.yaml`...) the head added or changed compared with the base's cassettes
+    folder (None: the base had none)."""
     changed: dict[str, list[str]] = {}
     if not head.is_dir():
         return changed
-    for path in sorted(head.glob("*/*.yaml")):
+    for path in sorted([*head.glob("*/*.yaml"), *head.glob("*/*/*.yaml")]):
         rel = path.relative_to(head)
         before = base / rel if base is not None else None
         if before is None or not before.is_file() or _bytes(before) != _bytes(path):
-            changed.setdefault(rel.parent.name, []).append(rel.name)
+            changed.setdefault(rel.parent.as_posix(), []).append(rel.name)
     return changed
 
 

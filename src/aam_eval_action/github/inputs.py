@@ -21,7 +21,7 @@ INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun",
+    "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict",
 )
 
 
@@ -33,7 +33,12 @@ class ActionInputs(BaseModel):
     mode: Mode = "replay"
     """replay, auto, record or live; live modes need keys."""
     package_path: str = Field(".", alias="package-path")
-    """Where package.agent.json is, relative to the workspace."""
+    """The package or repository root (any layout: an AAM package, a plugin, a marketplace, a
+    Gemini CLI extension, a folder of skills), relative to the workspace."""
+    plugin: list[str] = Field(default_factory=list)
+    """Only these plugins of a marketplace (space- or comma-separated); all when empty."""
+    strict: bool = False
+    """The package's lint warnings (SKILL.md, manifests, hooks) fail the step."""
     cases: list[str] = Field(default_factory=list)
     """Case names to run (space- or comma-separated); all when empty."""
     target: str | None = None
@@ -83,7 +88,7 @@ class ActionInputs(BaseModel):
     """Re-execute replay: auto, always or never (snapshot only); default from eval-config.
     Re-executing needs the recorded agent CLI, i.e. the live image (`.../live@v1`)."""
 
-    @field_validator("cases", mode="before")
+    @field_validator("cases", "plugin", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):

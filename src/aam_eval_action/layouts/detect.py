@@ -66,6 +66,15 @@ def detect(root: Path) -> Repo:
                       "DIR pointing at the repository or package root")
 
 
+def is_package(folder: Path) -> bool:
+    """Whether a folder holds a package of any layout."""
+    try:
+        detect(folder)
+    except (ConfigError, OSError):
+        return False
+    return True
+
+
 def read_package(root: Path) -> PackageLayout:
     """The package at `root` (the first plugin of a marketplace), in the neutral form."""
     return detect(root).packages[0]

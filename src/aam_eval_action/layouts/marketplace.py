@@ -15,6 +15,7 @@ marketplaces is one plugin.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,14 @@ def read(root: Path, hosts: tuple[Host, ...]) -> tuple[str, str | None, list[Pac
                                   f"source {listed[0][0] or './'} in {listed[0][1].rel}; list one folder")
             listed.append((base, doc, i, host))
     packages = [_plugin(root, plugin, listed, hosts) for plugin, listed in entries.items()]
-    return "+".join(kinds), name, packages, findings
+    return "+".join(kinds), name, [_without_nested(p, packages) for p in packages], findings
+
+
+def _without_nested(plugin: PackageLayout, plugins: list[PackageLayout]) -> PackageLayout:
+    """A plugin whose folder holds other plugins' folders (`source: "./"`) leaves them out."""
+    inside = [p.base for p in plugins if p.base != plugin.base
+              and (not plugin.base or p.base.startswith(plugin.base.rstrip("/") + "/"))]
+    return dataclasses.replace(plugin, nested=tuple(inside)) if inside else plugin
 
 
 def _plugins(doc: Json) -> list[Any]:

@@ -24,7 +24,8 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
         plan = _plan(s, loaded, s.package.layout)
         if s.baseline:
             plan += " · baseline " + _plan(s, loaded, dataclasses.replace(s.package.layout, baseline=True))
-        lines.append((f"{s.package.qualified(loaded.case.name)}  target {loaded.case.target or '-'}  {plan}", None))
+        name = s.package.qualified(loaded.case.name)
+        lines.append((f"{name}  target {loaded.case.target or '-'}  {plan}", None))
     lines += [(f"ERROR {err}", "yellow") for err in s.package.errors]
     names = {c.case.name for c in s.package.cases}
     for name, engines in agent_cassette.list_recorded(s.cassettes).items():
