@@ -310,3 +310,19 @@ def test_a_folder_with_no_package_says_what_was_looked_for(tmp_path: Path) -> No
     result = aam_eval("check", "--package", str(tmp_path))
     assert result.code == 2
     assert "no package found here; looked for package.agent.json, .claude-plugin/plugin.json" in result.err
+
+
+def test_manifests_as_the_newer_public_repositories_write_them() -> None:
+    # Components under a vendor's `extensions` (agent-plugins.org), a source without `./`,
+    # Copilot hooks with capitalised events, a Codex `url` source that is a local path.
+    plugins = {p.plugin: p for p in detect(LAYOUTS / "copilot-plugins").packages}
+    kit = plugins["review-kit"]
+    assert kit.skill_dirs == {"review-checklist": "skills/review-checklist"}
+    assert [(a.name, a.path) for a in kit.agents] == [("strict-reviewer", "agents/strict-reviewer.agent.md")]
+    assert [(h.dialect, list(h.events)) for h in kit.hooks] == [("copilot", ["PostToolUse"])]
+    events, lost = convert(kit.hooks, "claude")
+    assert list(events) == ["PostToolUse"] and not any("not a Copilot event" in w for w in lost)
+    assert [f.message for f in kit.findings if f.level == "skipped"] == [
+        "extensions: 1 Copilot CLI extension(s) are not installed (not agent components)"]
+    codex = {p.plugin: p.base for p in detect(LAYOUTS / "codex-marketplace").packages}
+    assert codex == {"sheet-tools": "plugins/sheet-tools", "notes-kit": "plugins/notes-kit"}

@@ -40,6 +40,8 @@ EVENTS: tuple[tuple[str | None, str | None, str | None], ...] = (
     (None, None, "BeforeToolSelection"),
 )
 DIALECTS: tuple[Dialect, ...] = ("claude", "copilot", "gemini")
+TOOL_EVENTS = (0, 1)
+"""The rows of EVENTS whose matcher names tools (before and after a tool call)."""
 TOOL_NAMES: dict[str, str] = {
     "Write": "write_file", "Edit": "replace", "MultiEdit": "replace", "Bash": "run_shell_command",
     "Read": "read_file", "Glob": "glob", "Grep": "grep_search", "WebFetch": "web_fetch",
@@ -110,8 +112,7 @@ class Hook:
 
 def neutral(source: HookSource) -> tuple[list[Hook], list[str]]:
     """The hooks of a source in no dialect, and what could not be read that way."""
-    i = DIALECTS.index(source.dialect)
-    by_name = {row[i]: n for n, row in enumerate(EVENTS) if row[i]}
+    by_name = _events_of(source.dialect)
     hooks: list[Hook] = []
     lost: list[str] = []
     for name, entries in source.events.items():
@@ -136,6 +137,15 @@ def neutral(source: HookSource) -> tuple[list[Hook], list[str]]:
                 hooks.append(Hook(by_name[name], tools, matcher, command["command"],
                                   _seconds(command.get("timeout"), source.dialect)))
     return hooks, lost
+
+
+def _events_of(dialect: Dialect) -> dict[str, int]:
+    """Event name → row of EVENTS; Copilot also takes its events capitalised (`PostToolUse`)."""
+    i = DIALECTS.index(dialect)
+    names = {name: n for n, row in enumerate(EVENTS) if (name := row[i])}
+    if dialect == "copilot":
+        names |= {name[0].upper() + name[1:]: n for name, n in names.items()}
+    return names
 
 
 def _from_copilot(event: int, entry: dict[str, Any]) -> tuple[Hook | None, str | None]:
@@ -218,7 +228,7 @@ def _render(hook: Hook, dialect: Dialect) -> tuple[str | None, dict[str, Any] | 
     if matcher:
         entry = {"matcher": matcher, **entry}
     why = None
-    if hook.matcher is not None:
+    if hook.matcher is not None and hook.event in TOOL_EVENTS:
         why = f"matcher {hook.matcher!r} names tools this tool cannot map; kept as written"
     return name, entry, why
 
@@ -259,7 +269,7 @@ def lint(source: HookSource, lines: dict[tuple[str | int, ...], int]) -> list[Fi
     """What the dialect's documentation says a hooks file holds: known events, a command per
     hook, numeric timeouts; a Gemini timeout that reads like seconds."""
     found: list[Finding] = []
-    known = event_names(source.dialect)
+    known = list(_events_of(source.dialect))
     wrapped = ("hooks",) if ("hooks",) in lines else ()
 
     def at(*loc: str | int) -> int | None:

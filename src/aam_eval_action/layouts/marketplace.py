@@ -96,18 +96,25 @@ def _entry(root: Path, doc: Json, i: int, entry: Any, prefix: str,
     where = doc.at("plugins", i, "source")
     if isinstance(source, dict):
         kind = source.get("source")
+        if kind == "url" and _relative(source.get("url")):  # `{"source": "url", "url": "./"}`
+            source, kind = {"path": source["url"]}, "local"
+            where = doc.at("plugins", i, "source", "url")
         if kind in REMOTE or kind not in ("local", None):
             why = f"plugin {plugin!r}: source is {kind!r} ({_remote(source)}); remote sources are not fetched"
             findings.append(Finding(doc.rel, doc.line("plugins", i, "source"), why, "skipped"))
             return plugin, None
+        where = where if "url" in where else doc.at("plugins", i, "source", "path")
         source = source.get("path")
-        where = doc.at("plugins", i, "source", "path")
     if source is None:
         raise ConfigError(f"{where}: plugin {plugin!r} has no source; write \"./plugins/{plugin}\"")
     base = inside(root, prefix, source, where, within="")
     if not (root / base).is_dir():
         raise ConfigError(f"{where}: {source!r} is not a folder of this repository; fix the source")
     return plugin, base
+
+
+def _relative(url: Any) -> bool:
+    return isinstance(url, str) and (url in (".", "..") or url.startswith(("./", "../")))
 
 
 def _remote(source: dict[str, Any]) -> str:

@@ -115,8 +115,18 @@ def _add_defaults(root: Path, base: str, host: Host, parts: Parts, skip: set[str
 
 def _add_fields(root: Path, base: str, host: Host, parts: Parts, doc: Json, loc: tuple[Any, ...]) -> None:
     """A manifest's (or marketplace entry's) `skills`, `agents`, `commands`, `hooks` and
-    `mcpServers`: a `./` path, a list of them, or (hooks, servers) the object inline."""
+    `mcpServers`: a `./` path, a list of them, or (hooks, servers) the object inline; also
+    under a vendor's `extensions` (`{"extensions": {"com.github.awesome-copilot": {"skills":
+    […]}}}`, the agent-plugins.org manifest)."""
     data = _entry(doc, loc)
+    extensions = data.get("extensions")
+    for vendor, fields in extensions.items() if isinstance(extensions, dict) else []:
+        if isinstance(fields, dict):
+            _add_fields(root, base, host, parts, doc, (*loc, "extensions", vendor))
+    if isinstance(extensions, list) and extensions:  # Copilot CLI's own extensions (canvases…)
+        parts.findings.append(Finding(doc.rel, doc.line(*loc, "extensions"), f"extensions: {len(extensions)} "
+                                      "Copilot CLI extension(s) are not installed (not agent components)",
+                                      "skipped"))
     within = "" if host.outside else base
     for key in ("skills", "agents", "commands", "hooks", "mcpServers"):
         value = data.get(key)
