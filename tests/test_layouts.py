@@ -326,3 +326,14 @@ def test_manifests_as_the_newer_public_repositories_write_them() -> None:
         "extensions: 1 Copilot CLI extension(s) are not installed (not agent components)"]
     codex = {p.plugin: p.base for p in detect(LAYOUTS / "codex-marketplace").packages}
     assert codex == {"sheet-tools": "plugins/sheet-tools", "notes-kit": "plugins/notes-kit"}
+
+
+def test_names_from_the_repository_never_form_a_workflow_command(tmp_path: Path) -> None:
+    skill = tmp_path / "repo" / "::error::pwned"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: Not A Slug\ndescription: d\n---\n")
+    for verb in (("check",), ("check", "--strict"), ("run", "--replay", "--strict")):
+        result = aam_eval(*verb, "--package", str(tmp_path / "repo"))
+        lines = (result.out + result.err).splitlines()
+        assert any("pwned" in line for line in lines), result.out + result.err
+        assert not any(line.lstrip().startswith("::") for line in lines), lines

@@ -24,7 +24,11 @@ def error_handler() -> Iterator[Status]:
     try:
         yield status
     except AamEvalError as exc:
-        print(f"aam-eval: error: {exc}", file=sys.stderr)
+        from aam_eval_action.render.console import neutralize_commands
+
+        # The message may quote the repository's files (names, manifest values): in a workflow
+        # log none of its lines may form a command.
+        print(neutralize_commands(f"aam-eval: error: {exc}"), file=sys.stderr)
         status.code = exc.exit_code
     except BrokenPipeError:
         # The reader went away (`aam-eval ... | head`): stop quietly, as other CLIs do.

@@ -15,6 +15,7 @@ from aam_eval_action.engines.registry import ENGINES, check_engine_name
 from aam_eval_action.errors import EXIT_OK, EXIT_USAGE
 from aam_eval_action.loader import LoadedPackage, LoadedRepo, load_repo
 from aam_eval_action.package import HookSource, PackageLayout
+from aam_eval_action.render.console import neutralize_commands
 from aam_eval_action.settings import Overrides, check_judge, resolve_matrix
 
 
@@ -27,15 +28,16 @@ def check(package: Path, plugins: list[str] | None = None, strict: bool = False)
         for settings in resolve_matrix(loaded, Overrides(), {}):  # every engine + model of the run
             check_judge(settings, judge_at)
             engines.append(settings.engine)
+    # What is printed quotes the repository's files: no line may form a workflow command.
     for line in describe(repo, list(dict.fromkeys(engines))):
-        print(line)
+        print(neutralize_commands(line))
     warnings = [f for f in repo.findings if f.level == "warning"]
     errors = [e for p in repo.packages for e in p.errors]
     for err in errors:
-        print(err, file=sys.stderr)
+        print(neutralize_commands(str(err)), file=sys.stderr)
     for loaded in repo.packages:
         for lc in loaded.cases:
-            print(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line})")
+            print(neutralize_commands(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line})"))
     cases = sum(len(p.cases) for p in repo.packages)
     said = f", {len(warnings)} warning(s)" + (" (errors with --strict)" if warnings and strict else "")
     print(f"{cases} valid case(s), {len(errors)} error(s){said if repo.kind != 'aam' else ''}")
