@@ -3,6 +3,7 @@ inside the repository, SKILL.md frontmatter, skill folders, and one host's share
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -60,23 +61,19 @@ def load_json(root: Path, rel: str) -> Json:
 
 
 def refuse_link_out(root: Path, path: Path) -> None:
-    """A file named by the repository may not be a link that leaves it."""
-    if not path.is_symlink() and not any(p.is_symlink() for p in path.parents if _below(p, root)):
+    """A file named by the repository may not be a link (itself or a folder above it) that
+    leaves it."""
+    real, base = os.path.realpath(path), _real(root)
+    if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
         return
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
-    except ValueError:
-        rel = path.relative_to(root).as_posix() if _below(path, root) else str(path)
-        raise ConfigError(f"{rel}: is a symlink that leaves the repository; it is not followed: "
-                          "copy the file in instead") from None
+    rel = os.path.relpath(path, root) if str(path).startswith(str(root)) else str(path)
+    raise ConfigError(f"{Path(rel).as_posix()}: is a symlink that leaves the repository; it is not "
+                      "followed: copy the file in instead")
 
 
-def _below(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return path != root
+@functools.lru_cache(maxsize=64)
+def _real(root: Path) -> str:
+    return os.path.realpath(root)
 
 
 def inside(root: Path, base: str, value: Any, where: str, *, within: str | None = None) -> str:
