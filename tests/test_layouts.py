@@ -337,3 +337,14 @@ def test_names_from_the_repository_never_form_a_workflow_command(tmp_path: Path)
         lines = (result.out + result.err).splitlines()
         assert any("pwned" in line for line in lines), result.out + result.err
         assert not any(line.lstrip().startswith("::") for line in lines), lines
+
+
+def test_a_marketplace_is_linted_against_its_documented_fields(tmp_path: Path) -> None:
+    repo = _marketplace(tmp_path, "./plugins/p", {"plugins/p/.claude-plugin/plugin.json": '{"name": "p"}'})
+    data = json.loads((repo / ".claude-plugin/marketplace.json").read_text())
+    del data["owner"]
+    data["plugins"][0]["name"] = "My Plugin"
+    (repo / ".claude-plugin/marketplace.json").write_text(json.dumps(data, indent=2))
+    out = aam_eval("check", "--package", str(repo)).out
+    assert "warning .claude-plugin/marketplace.json:1: owner: should be an object with a name" in out
+    assert "warning .claude-plugin/marketplace.json:5: plugins[0].name: 'My Plugin' should be a kebab-case" in out

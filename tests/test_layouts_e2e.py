@@ -217,3 +217,49 @@ def test_a_marketplace_html_report_has_a_row_per_plugin_and_each_case_transcript
         assert "Say hello from the Markdown helper." in detail  # the prompt, from the plugin's case file
         assert "Hello from the Markdown helper." in detail  # the transcript, from its cassette
         assert page.requests() == [page_path.as_uri()] and page.problems() == []
+
+
+def test_the_action_on_a_marketplace_pull_request(
+    marketplace: Recorded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The action pointed at the repository's root: the comment and the job summary have a
+    row per plugin, the re-recorded cassette of one plugin's case is named `<plugin>/<case>`,
+    and the regression's annotation points at the case file in its plugin's folder."""
+    from aam_eval_action.commands.action import action as action_main
+    from aam_eval_action.render.comment import MARKER
+    from aam_eval_action.testing.github_server import GitHubServer
+
+    from support.gitrepo import commit_all, git, init
+
+    repo = tmp_path / "repo"
+    shutil.copytree(marketplace[0], repo)
+    init(repo)
+    base = commit_all(repo, "base")
+    git(repo, "checkout", "-q", "-b", "pr")
+    case = repo / "evals/cases/md-helper/smoke.yaml"
+    case.write_text(case.read_text().replace('contains: ["Markdown helper"]', 'contains: ["Markdown helper!"]'))
+    cassette = repo / "evals/cassettes/csv-helper/smoke/claude-code.session.yaml"
+    cassette.write_text(cassette.read_text().replace("recorded locally", "https://ci.example/runs/9"))
+    commit_all(repo, "pr")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"number": 3, "pull_request": {
+        "number": 3, "base": {"ref": "main", "sha": base}, "head": {"ref": "pr", "sha": git(repo, "rev-parse", "HEAD")}},
+        "repository": {"full_name": "acme/tools"}}))
+    with GitHubServer(tokens={"rw": "write"}) as gh:
+        gh.add_pr("acme", "tools", 3)
+        env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
+               "GITHUB_REPOSITORY": "acme/tools", "GITHUB_API_URL": gh.url, "GITHUB_RUN_ID": "5",
+               "GITHUB_WORKSPACE": str(repo), "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+               "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "INPUT_GITHUB-TOKEN": "rw",
+               "INPUT_MODE": "replay", "INPUT_REPORT-PATH": "head.json"}
+        assert action_main(env) == 1  # md-helper/smoke regressed
+        body = next(c["body"] for c in gh.comments("acme", "tools", 3) if MARKER in c["body"])
+    out = capsys.readouterr().out
+    for text in (body, (tmp_path / "summary.md").read_text()):
+        assert "### Plugins (2)" in text
+        assert "| csv-helper | 100.0% → 100.0% | +0.0 pp | 2 | 0 | 0 | 0 |" in text
+        assert "| md-helper | 100.0% → 0.0% | -100.0 pp | 0 | 1 | 0 | 1 |" in text
+    assert "### Re-recorded in this PR (1)" in body and "csv-helper/smoke" in body
+    assert "::error file=evals/cases/md-helper/smoke.yaml,line=1,title=eval regression%3A md-helper/smoke::" in out
+    report = json.loads((repo / "head.json").read_text())
+    assert [p["name"] for p in report["plugins"]] == ["csv-helper", "md-helper"]

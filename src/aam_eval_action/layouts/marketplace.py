@@ -21,6 +21,7 @@ from typing import Any
 
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.layouts import claude_plugin, codex_plugin, copilot_plugin
+from aam_eval_action.layouts.claude_plugin import PLUGIN_NAME
 from aam_eval_action.layouts.common import Json, Parts, inside, load_json
 from aam_eval_action.layouts.plugin import Host, manifest_of, read_host, read_plugin
 from aam_eval_action.package import Finding, PackageLayout
@@ -49,6 +50,7 @@ def read(root: Path, hosts: tuple[Host, ...]) -> tuple[str, str | None, list[Pac
         kinds.append(kind)
         doc = load_json(root, rel)
         plugins = _plugins(doc)
+        findings += lint(doc, kind)
         name = name or (doc.data.get("name") if isinstance(doc.data.get("name"), str) else None)
         prefix = _plugin_root(root, doc)
         for i, entry in enumerate(plugins):
@@ -69,6 +71,24 @@ def _without_nested(plugin: PackageLayout, plugins: list[PackageLayout]) -> Pack
     inside = [p.base for p in plugins if p.base != plugin.base
               and (not plugin.base or p.base.startswith(plugin.base.rstrip("/") + "/"))]
     return dataclasses.replace(plugin, nested=tuple(inside)) if inside else plugin
+
+
+def lint(doc: Json, kind: str) -> list[Finding]:
+    """The documented fields: a `name`, Claude's and Copilot's an `owner` with a name, each
+    plugin a kebab-case `name`; unknown keys are accepted."""
+    data = doc.data
+    found = []
+    if not isinstance(data.get("name"), str):
+        found.append(Finding(doc.rel, doc.line("name"), "name: the marketplace needs a name"))
+    owner = data.get("owner")
+    if kind != "codex-marketplace" and not (isinstance(owner, dict) and isinstance(owner.get("name"), str)):
+        found.append(Finding(doc.rel, doc.line("owner"), "owner: should be an object with a name"))
+    for i, entry in enumerate(data.get("plugins") or []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str) and not PLUGIN_NAME.match(name):
+            found.append(Finding(doc.rel, doc.line("plugins", i, "name"),
+                                 f"plugins[{i}].name: {name!r} should be a kebab-case plugin name"))
+    return found
 
 
 def _plugins(doc: Json) -> list[Any]:
