@@ -22,7 +22,7 @@ from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.fsutil import is_inside
 from aam_eval_action.lines import Loc, index_lines, line_map, line_of, loc_str, nearest_line
 from aam_eval_action.package import Finding, PackageLayout
-from aam_eval_action.spec import Case, EvalConfig, PackageManifest
+from aam_eval_action.spec import AuthoredCase, Case, EvalConfig, PackageManifest
 
 M = TypeVar("M", bound=BaseModel)
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|^\.+")
@@ -43,6 +43,10 @@ class LoadedCase:
     """Case file, relative to the package root."""
     line: int
     """Line where the case starts."""
+    source: str | None = None
+    """The format of the other tool's eval file it was imported from (`skill-creator`…)."""
+    skipped: tuple[tuple[str, str], ...] = ()
+    """What that file asks that could not be honoured: (check, why)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,10 @@ class LoadedPackage:
     errors: list[FileError] = field(default_factory=list)
     config_lines: dict[Loc, int] = field(default_factory=dict)
     """Line of each eval-config field, by its path, for errors found after loading."""
+    eval_files: list[Any] = field(default_factory=list)
+    """Other tools' eval files found (`importers.discover.EvalFile`), read or not."""
+    import_findings: list[Finding] = field(default_factory=list)
+    """What the importers left out and why."""
     config_written: bool = True
     """Whether the repository has an eval-config (else the defaults)."""
     several: bool = False
@@ -151,6 +159,7 @@ def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
         package.config_written = (repo.root / CONFIG_PATH).is_file()
     findings = list(repo.findings) + [f for layout in chosen for f in layout.findings]
     findings += _misplaced_cases(repo.root, known) if several else []
+    findings += [f for package in loaded for f in package.import_findings]
     return LoadedRepo(repo.root, repo.kind, loaded, repo.source, repo.name, findings, known)
 
 
@@ -203,7 +212,51 @@ def _load(layout: PackageLayout, config: EvalConfig, lines: dict[Loc, int], seve
         manifest = PackageManifest(name=layout.name or layout.root.name, version=layout.version)
     loaded = LoadedPackage(layout, manifest, config, config_lines=lines, several=several)
     _load_cases(loaded)
+    _import_cases(loaded)
     return loaded
+
+
+def _import_cases(loaded: LoadedPackage) -> None:
+    """Cases from other tools' eval files, after ours: a name ours already has stays ours."""
+    from aam_eval_action.importers.discover import discover
+
+    files, loaded.import_findings = discover(loaded.layout, loaded.several)
+    ours = {c.case.name: c for c in loaded.cases}
+    seen: dict[str, LoadedCase] = {}
+    for found in files:
+        loaded.eval_files.append(found)
+        if found.error:
+            line = _line_in(found.error)
+            loaded.errors.append(FileError(found.rel, line, _message_of(found.error, found.rel)))
+            continue
+        for item in found.cases:
+            name = item.case.name
+            loaded_case = LoadedCase(item.case, found.rel, item.line or 1, found.format,
+                                     tuple(sorted(item.skipped.items())))
+            if name in ours:
+                why = f"case {name!r} is also in {ours[name].file}: ours is run, this one is not"
+                loaded.import_findings.append(Finding(found.rel, item.line, why, "skipped"))
+            elif name in seen:
+                first = seen[name]
+                why = (f"case {name!r} is imported twice (first at {first.file}:{first.line}); give the "
+                       "entries distinct ids")
+                loaded.errors.append(FileError(found.rel, item.line, why))
+            else:
+                seen[name] = loaded_case
+                loaded.cases.append(loaded_case)
+    loaded.cases.sort(key=lambda c: c.case.name)
+
+
+def _line_in(error: str) -> int | None:
+    head = error.split(": ", 1)[0]
+    number = head.rsplit(":", 1)[-1]
+    return int(number) if number.isdigit() else None
+
+
+def _message_of(error: str, rel: str) -> str:
+    """An importer's `file:line: message` as the message alone (FileError adds the place)."""
+    head, _, rest = error.partition(": ")
+    return rest if head.split(":", 1)[0] == rel and rest else error
 
 
 def _load_json_model(root: Path, rel: str, model: type[M]) -> M:
@@ -327,7 +380,7 @@ def _validate_case(
                          "a mapping with name, input and judge; a file holds one case or a list "
                          "of case mappings", name)
     try:
-        case = Case.model_validate(data)
+        case = AuthoredCase.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])

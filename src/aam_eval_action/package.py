@@ -175,6 +175,10 @@ class PackageLayout:
         paths += [h.path for h in self.hooks] + list(self.mcp_files) + list(self.context)
         return [p for p in paths if not _under(p, self.base)]
 
+    def fixtures(self, files_root: Path | None) -> Path:
+        """Where a case's `input.files` are read from: `evals/`, or an imported case's own folder."""
+        return files_root or self.evals_dir
+
     def installs_anything(self, target: str | None) -> bool:
         """False for the baseline of a case that does not target a skill: it runs on a bare agent."""
         return not self.baseline or bool(target and target.startswith("skill:"))

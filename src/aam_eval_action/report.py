@@ -121,6 +121,17 @@ class PackageInfo(Part):
     """Package version from package.agent.json."""
 
 
+class TriggerStats(Part):
+    """Trigger precision and recall over one skill's trigger cases."""
+
+    cases: int
+    """Its cases with `expected.skill-triggered` that were graded."""
+    precision: float | None = None
+    """Of the cases where it fired, the share that should have."""
+    recall: float | None = None
+    """Of the cases where it should have fired, the share where it did."""
+
+
 class Summary(Part):
     """Counts over all cases (seed: `summary`)."""
 
@@ -163,6 +174,8 @@ class Summary(Part):
     """Of the cases where the skill should fire, the share where it did (additive)."""
     trigger_cases: int | None = None
     """Cases with `expected.skill-triggered` that were graded (additive)."""
+    triggers_by_skill: dict[str, TriggerStats] | None = None
+    """Trigger precision and recall per target skill, with several skills (additive)."""
     rerun: int | None = None
     """Cases whose session was re-executed against the recorded model traffic; absent when
     none was (additive)."""
@@ -323,6 +336,11 @@ class CaseResult(Part):
     plugin: str | None = None
     """The plugin the case belongs to, in a repository of plugins (its name is then
     `<plugin>/<case>` when there are several) (additive)."""
+    source: str | None = None
+    """The other tool's eval format the case was imported from (`skill-creator`,
+    `trigger-set`…); `file` is that file (additive)."""
+    skipped_checks: dict[str, str] | None = None
+    """What the imported file asks that could not be honoured, each with why (additive)."""
 
 
 class PairSummary(Part):
@@ -452,12 +470,21 @@ def _add_triggers(summary: Summary, cases: list[CaseResult]) -> None:
               and c.verdict != "ERROR"]
     if not graded:
         return
+    overall = _trigger_stats(graded)
+    summary.trigger_cases = overall.cases
+    summary.trigger_precision, summary.trigger_recall = overall.precision, overall.recall
+    skills = sorted({c.target or "" for c in graded})
+    if len(skills) > 1:
+        summary.triggers_by_skill = {
+            s.removeprefix("skill:"): _trigger_stats([c for c in graded if c.target == s]) for s in skills}
+
+
+def _trigger_stats(graded: list[CaseResult]) -> TriggerStats:
     fired = [c for c in graded if c.skill_triggered]
     should = [c for c in graded if c.trigger_expected]
     hits = sum(bool(c.trigger_expected) for c in fired)
-    summary.trigger_cases = len(graded)
-    summary.trigger_precision = round(hits / len(fired), 4) if fired else None
-    summary.trigger_recall = round(hits / len(should), 4) if should else None
+    return TriggerStats(cases=len(graded), precision=round(hits / len(fired), 4) if fired else None,
+                        recall=round(hits / len(should), 4) if should else None)
 
 
 def snippet(text: str) -> str:

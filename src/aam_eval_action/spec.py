@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -11,6 +12,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -321,7 +323,8 @@ def _target(value: str) -> str:
 
 
 class Case(Strict):
-    """One eval case, from `evals/cases/*.yaml`."""
+    """One eval case: written in `evals/cases/*.yaml` (`AuthoredCase`), or imported from an
+    eval file of another tool (`importers/`)."""
 
     name: Annotated[str, AfterValidator(_case_name)]
     """Case identifier: `[a-z0-9-]`, max 64 characters."""
@@ -333,5 +336,35 @@ class Case(Strict):
     """What the agent is given."""
     expected: Expected = Field(default_factory=Expected)
     """Deterministic checks."""
+    judge: JudgeSpec | None = None
+    """LLM judge criteria; an imported case may have none (a trigger case is graded by
+    `skill-triggered` alone)."""
+    _files_root: Path | None = PrivateAttr(default=None)
+    """Where `input.files` are read from: `evals/` unless the case was imported from a file
+    elsewhere (its files are relative to that file)."""
+    _all_skills: bool = PrivateAttr(default=False)
+    """Install every skill of the package, not only the target's (an imported trigger case:
+    the model must pick the right one)."""
+
+    @property
+    def files_root(self) -> Path | None:
+        return self._files_root
+
+    @property
+    def installs(self) -> str | None:
+        """The target whose files are installed (None: the whole package)."""
+        return None if self._all_skills else self.target
+
+    def imported_from(self, files_root: Path, all_skills: bool = False) -> Case:
+        """This case as imported from a file whose own folder its `input.files` are read from."""
+        self._files_root, self._all_skills = files_root, all_skills
+        return self
+
+
+class AuthoredCase(Case):
+    """One eval case, from `evals/cases/*.yaml`."""
+
+    model_config = ConfigDict(title="Case")
+
     judge: JudgeSpec
     """LLM judge criteria."""

@@ -15,6 +15,7 @@ from aam_eval_action.engines.registry import ENGINES, check_engine_name
 from aam_eval_action.errors import EXIT_OK, EXIT_USAGE
 from aam_eval_action.loader import LoadedPackage, LoadedRepo, load_repo
 from aam_eval_action.package import HookSource, PackageLayout
+from aam_eval_action.pipeline.plan import eval_file_lines
 from aam_eval_action.render.console import neutralize_commands
 from aam_eval_action.settings import Overrides, check_judge, resolve_matrix
 
@@ -36,8 +37,13 @@ def check(package: Path, plugins: list[str] | None = None, strict: bool = False)
     for err in errors:
         print(neutralize_commands(str(err)), file=sys.stderr)
     for loaded in repo.packages:
+        for line in eval_file_lines(loaded):
+            print(neutralize_commands(line))
         for lc in loaded.cases:
-            print(neutralize_commands(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line})"))
+            source = f", {lc.source}" if lc.source else ""
+            print(neutralize_commands(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line}{source})"))
+            for check, why in lc.skipped:
+                print(neutralize_commands(f"    not honoured: {check}: {why}"))
     cases = sum(len(p.cases) for p in repo.packages)
     said = f", {len(warnings)} warning(s)" + (" (errors with --strict)" if warnings and strict else "")
     print(f"{cases} valid case(s), {len(errors)} error(s){said if repo.kind != 'aam' else ''}")

@@ -55,6 +55,8 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         result.engine, result.model = ctx.pair
     package = ctx.settings.package
     result.name, result.plugin = package.qualified(result.name), package.plugin
+    if loaded.source:
+        result.source, result.skipped_checks = loaded.source, dict(loaded.skipped) or None
     _redact_messages(ctx, result)
     return Outcome(result, session)
 

@@ -36,7 +36,8 @@ class FinishedWorkspace:
     @functools.cached_property
     def files(self) -> dict[str, str | None]:
         """Every file at the end of the session: path → text (None when not known as text)."""
-        found = {rel: _text(self.layout.evals_dir / rel) for rel in self.case.input.files}
+        root = self.layout.fixtures(self.case.files_root)
+        found = {rel: _text(root / rel) for rel in self.case.input.files}
         for rel in self.case.input.workspace_files:
             source = workspace_file_source(self.layout, rel)
             found[rel] = _text(source) if source else ""

@@ -86,6 +86,8 @@ def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCa
     if failed:
         return Graded("FAIL", checks, not_asked(", ".join(c.name for c in failed) + " failed"),
                       "; ".join(f"{c.name}: {c.detail}" for c in failed))
+    if loaded.case.judge is None:
+        return Graded("PASS", checks, not_asked("the case has no judge criteria: its checks decide"), None)
     try:
         answers, replayed = judge.ask_votes(session, loaded.case.judge.votes)
     except Miss as miss:
@@ -144,6 +146,7 @@ class JudgeCalls:
         replay = self._open()
         jc = replay.cassette if replay else None
         played_before = jc.played if jc else 0
+        assert self.loaded.case.judge is not None  # a case without criteria never asks
         text = build_prompt(self.loaded.case.judge.criteria, self.loaded.case.input.prompt, session)
         recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider],
                                     request_params(s.judge_provider, s.judge_model, text)) if jc else None

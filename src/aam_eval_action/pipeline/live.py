@@ -93,8 +93,8 @@ def run_session(
     layout = layout or s.package.layout
     ws = workspace.create(layout, loaded.case)
     try:
-        if layout.installs_anything(loaded.case.target):
-            engine.install(layout, ws.root, loaded.case.target)
+        if layout.installs_anything(loaded.case.installs):
+            engine.install(layout, ws.root, loaded.case.installs)
         before = workspace.snapshot(ws.root)
         proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
         if isinstance(proxy, RecordingProxy):  # not every CLI names itself in its User-Agent

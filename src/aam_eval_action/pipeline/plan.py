@@ -6,7 +6,7 @@ import dataclasses
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import display_path
-from aam_eval_action.loader import LoadedCase
+from aam_eval_action.loader import LoadedCase, LoadedPackage
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.decision import Miss, decide
@@ -20,18 +20,32 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
         f"engine {s.engine}, model {s.model}, judge {s.judge_model} "
         f"({s.judge_provider}), mode {s.mode}, cassettes {display_path(s.cassettes)}", None,
     )]
+    lines += [(line, None) for line in eval_file_lines(s.package)]
     for loaded in cases:
         plan = _plan(s, loaded, s.package.layout)
         if s.baseline:
             plan += " · baseline " + _plan(s, loaded, dataclasses.replace(s.package.layout, baseline=True))
         name = s.package.qualified(loaded.case.name)
         lines.append((f"{name}  target {loaded.case.target or '-'}  {plan}", None))
+        lines += [(f"    not honoured: {check}: {why}", None) for check, why in loaded.skipped]
     lines += [(f"ERROR {err}", "yellow") for err in s.package.errors]
     names = {c.case.name for c in s.package.cases}
     for name, engines in agent_cassette.list_recorded(s.cassettes).items():
         if name not in names:
             lines.append((f"orphan cassette: {display_path(s.cassettes / name)} ({', '.join(engines)}): "
                            "no case has this name any more; delete it", None))
+    return lines
+
+
+def eval_file_lines(package: LoadedPackage) -> list[str]:
+    """Each other tool's eval file found: its format and the cases it gave, or why none."""
+    lines = []
+    for found in package.eval_files:
+        if found.error:
+            lines.append(f"eval file {found.rel} ({found.format}): not read, see the error below")
+            continue
+        names = ", ".join(package.qualified(i.case.name) for i in found.cases)
+        lines.append(f"eval file {found.rel} ({found.format}): {len(found.cases)} case(s): {names}")
     return lines
 
 

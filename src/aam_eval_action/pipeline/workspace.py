@@ -52,7 +52,7 @@ def create(layout: PackageLayout, case: Case) -> Workspace:
     ws.root.mkdir()
     ws.home.mkdir()
     for rel in case.input.files:
-        _copy(layout.evals_dir / rel, ws.root / rel)
+        _copy(layout.fixtures(case.files_root) / rel, ws.root / rel)
     for rel in case.input.workspace_files:
         source = workspace_file_source(layout, rel)
         if source is None:

@@ -49,6 +49,8 @@ class Console:
                   STYLES.get(r.verdict))
         if r.verdict != "PASS" and r.error:
             self.line(f"      {r.error}", "dim")
+        for check, why in (r.skipped_checks or {}).items():
+            self.line(f"      not honoured: {check}: {why}", "dim")
 
     def summary(self, report: Report) -> None:
         shown = report.cases

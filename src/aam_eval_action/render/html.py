@@ -438,11 +438,13 @@ def _inputs(loaded: Any, head: Side) -> dict[str, Any]:
     assert head.package is not None  # a case was found in it
     evals = head.package.layout.evals_dir
     spec = loaded.case.input
-    files = [(rel, evals / rel) for rel in spec.files]
+    root = head.package.layout.fixtures(loaded.case.files_root)
+    files = [(rel, root / rel) for rel in spec.files]
     files += [(rel, workspace_file_source(head.package.layout, rel)) for rel in spec.workspace_files]
     return {"prompt": spec.prompt, "description": loaded.case.description,
-            "criteria": loaded.case.judge.criteria,
-            "inputs": [_input_file(rel, p, evals) for rel, p in files]}
+            "criteria": loaded.case.judge.criteria if loaded.case.judge else None,
+            "inputs": [_input_file(rel, p, evals if root == evals else head.package.layout.root)
+                       for rel, p in files]}
 
 
 def _input_file(rel: str, path: Path | None, evals: Path) -> dict[str, Any]:
@@ -451,7 +453,7 @@ def _input_file(rel: str, path: Path | None, evals: Path) -> dict[str, Any]:
     if path is None:
         return {"path": rel, "note": "created empty"}
     if not is_inside(path, evals):
-        return {"path": rel, "note": "outside evals/: not shown"}
+        return {"path": rel, "note": f"outside {evals.name}/: not shown"}
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -53,11 +53,11 @@ def agent_fingerprint(
         "sandbox": _h(config.sandbox.model_dump_json(by_alias=True).encode()),
     }
     for rel in case.input.files:
-        inputs[f"fixture:{rel}"] = _h((layout.evals_dir / rel).read_bytes())
+        inputs[f"fixture:{rel}"] = _h((layout.fixtures(case.files_root) / rel).read_bytes())
     for rel in case.input.workspace_files:
         source = workspace_file_source(layout, rel)
         inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
-    for rel in layout.files_for(case.target):
+    for rel in layout.files_for(case.installs):
         inputs[f"package:{rel}"] = _h((layout.root / rel).read_bytes())
     if layout.baseline:  # only baseline sessions carry it, so existing fingerprints stay as they are
         inputs["baseline"] = layout.baseline_label(case.target)
@@ -72,12 +72,12 @@ def judge_fingerprint(case: Case, judge_model: str, agent: Fingerprint) -> Finge
     """What shapes the judge's verdict: criteria, judge model, prompt version, the session judged,
     and the number of votes when more than one is asked."""
     inputs = {
-        "criteria": _h(case.judge.criteria.encode()),
+        "criteria": _h(case.judge.criteria.encode() if case.judge else b""),
         "judge-model": judge_model,
         "judge-prompt": JUDGE_PROMPT_VERSION,
         "agent-session": agent.digest[:HASH_CHARS],
     }
-    if case.judge.votes != 1:
+    if case.judge and case.judge.votes != 1:
         inputs["judge-votes"] = str(case.judge.votes)
     return Fingerprint.of(inputs)
 

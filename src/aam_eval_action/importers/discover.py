@@ -1,0 +1,107 @@
+"""Where other tools' eval files are, and which format each is, told by its content.
+
+Looked at, for every skill of a package: `<skill>/evals/*.{json,yaml,yml}`,
+`<skill>/evaluations/*.json`, `<skill>/trigger_tests.yaml`, and in the repository's `evals/`:
+`evals/<skill>/*.{json,yaml,yml}` and the files at the top of `evals/` (but eval-config). A file
+there whose shape is none of the formats read is an error naming it and the shapes expected;
+a waza suite (`eval.yaml` with `tasks`) is listed as not read yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aam_eval_action.errors import ConfigError
+from aam_eval_action.importers import openai_skills, questions, skill_creator, triggers
+from aam_eval_action.importers.common import Imported, Place, load
+from aam_eval_action.layouts.common import Json
+from aam_eval_action.package import Finding, PackageLayout
+
+FORMATS: tuple[tuple[Callable[[Any], str | None], Callable[[Place, Json], list[Imported]]], ...] = (
+    (skill_creator.detect, skill_creator.read),
+    (triggers.detect, triggers.read),
+    (openai_skills.detect, openai_skills.read),
+    (questions.detect, questions.read),
+)
+SUFFIXES = (".json", ".yaml", ".yml")
+OURS = ("eval-config.json",)
+EXPECTED = ("skill-creator's {skill_name, evals: [{id, prompt, expectations}]}, a trigger set "
+            "[{query, should_trigger}] or {triggers: [...]}, waza's {skill, should_trigger_prompts, "
+            "should_not_trigger_prompts}, openai/skills' {query, expected_behavior}, or a question set "
+            "[{question, expected_skill, ground_truth}]")
+
+
+@dataclass
+class EvalFile:
+    """One eval file found, its format and the cases it gave (or why it gave none)."""
+
+    rel: str
+    format: str
+    cases: list[Imported] = field(default_factory=list)
+    error: str | None = None
+
+
+def candidates(layout: PackageLayout, several: bool = False) -> list[tuple[str, str | None]]:
+    """(file, the skill its place names) for every file that may be an eval file (the top of
+    `evals/` only in a repository of one package: it names no plugin)."""
+    root = layout.root
+    found: list[tuple[str, str | None]] = []
+    for skill, folder in sorted(layout.skill_dirs.items()):
+        base = root / folder if folder else root
+        found += [(_rel(p, root), skill) for p in _files(base / "evals")]
+        found += [(_rel(p, root), skill) for p in _files(base / "evaluations", (".json",))]
+        if (base / "trigger_tests.yaml").is_file():
+            found.append((_rel(base / "trigger_tests.yaml", root), skill))
+        found += [(_rel(p, root), skill) for p in _files(layout.evals_dir / skill)]
+    if not several:
+        found += [(_rel(p, root), None) for p in _files(layout.evals_dir) if p.name not in OURS]
+    return list(dict.fromkeys(found))
+
+
+def _files(folder: Path, suffixes: tuple[str, ...] = SUFFIXES) -> list[Path]:
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in suffixes and p.is_file())
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def discover(layout: PackageLayout, several: bool = False) -> tuple[list[EvalFile], list[Finding]]:
+    """Every eval file of the package, read; a file that cannot be read is kept with its error."""
+    files: list[EvalFile] = []
+    findings: list[Finding] = []
+    for rel, skill in candidates(layout, several):
+        place = Place(layout.root, rel, skill, layout.skill_dirs)
+        try:
+            doc = load(layout.root, rel)
+        except ConfigError as exc:
+            files.append(EvalFile(rel, "unreadable", error=str(exc)))
+            continue
+        if _is_waza_suite(doc.data):
+            findings.append(Finding(rel, 1, "a waza suite (eval.yaml with tasks): not read yet; its "
+                                    "trigger_tests.yaml is", "skipped"))
+            continue
+        files.append(_read(place, doc))
+    return files, findings
+
+
+def _read(place: Place, doc: Json) -> EvalFile:
+    for detect, read in FORMATS:
+        kind = detect(doc.data)
+        if kind is None:
+            continue
+        try:
+            return EvalFile(doc.rel, kind, read(place, doc))
+        except ConfigError as exc:
+            return EvalFile(doc.rel, kind, error=str(exc))
+    return EvalFile(doc.rel, "unknown",
+                    error=f"{doc.rel}:1: not an eval file of a known shape; expected {EXPECTED}")
+
+
+def _is_waza_suite(data: Any) -> bool:
+    return isinstance(data, dict) and "tasks" in data and ("graders" in data or "config" in data)

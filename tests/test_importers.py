@@ -1,0 +1,201 @@
+"""Other tools' eval files read as they are: what each format's fields become, field by field;
+stable names; discovery in `check` and `run --dry-run`; broken and hostile files refused with
+file, field and line. The real CLIs run them in test_importers_e2e.py.
+
+tests/fixtures/imported-evals is a skills repository (a Claude Code plugin without a manifest)
+keeping the eval files of other tools: skill-creator's `evals/evals.json` in both spellings
+(`expectations`, `assertions`), the three trigger-set shapes, an evolve suite with typed
+assertions, openai/skills `evaluations/`, and a question set.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aam_eval_action.loader import LoadedCase, load_repo
+
+from conftest import ROOT, aam_eval
+
+REPO = ROOT / "tests/fixtures/imported-evals"
+
+
+def _cases(root: Path = REPO) -> dict[str, LoadedCase]:
+    return {c.case.name: c for c in load_repo(root).packages[0].cases}
+
+
+def _fields(loaded: LoadedCase) -> dict[str, Any]:
+    return loaded.case.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+
+
+def test_skill_creator_maps_prompt_files_and_expectations() -> None:
+    found = _cases()["csv-report-1"]
+    assert (found.file, found.line, found.source, found.skipped) == (
+        "skills/csv-report/evals/evals.json", 4, "skill-creator", ())
+    assert _fields(found) == {
+        "name": "csv-report-1", "target": "skill:csv-report",
+        "input": {"prompt": "How many data rows does evals/files/sales.csv have?",
+                  "files": ["evals/files/sales.csv"]},
+        "judge": {"criteria": "Each of these must hold:\n- Says the file has 2 data rows\n"
+                              "- Does not count the header as a row\n\nThe expected output:\n- 2 data rows"},
+    }
+    # skill-creator writes files relative to the skill: that is where they are read from.
+    assert found.case.files_root == REPO / "skills/csv-report"
+    assert _fields(_cases()["md-title-release"])["judge"] == {
+        "criteria": "Each of these must hold:\n- The title is in sentence case"}  # `assertions`
+
+
+def test_evolve_typed_assertions_become_checks_and_the_rest_is_listed() -> None:
+    found = _cases()["md-title-sentence-case"]
+    assert found.source == "evolve"
+    fields = _fields(found)
+    assert fields["description"] == "A title in sentence case"
+    assert fields["expected"] == {
+        "regex": ["(?i)release planning"], "not-regex": ["Release Planning"],
+        "files-absent": ["draft.md"], "tool-called": [{"tool": "write"}],
+        "command": {"run": "(test -e title.md) && (grep -q '^# ' title.md)"},
+    }
+    assert fields["judge"]["criteria"] == (
+        "Each of these must hold:\n- The title is one line starting with '# '\n- The title is short")
+    assert dict(found.skipped) == {
+        "command[6]": "needs aam-eval-no-such-binary, not on PATH here",
+        "max_turns": "a per-case turn limit is not enforced (the engines take none from a case)",
+        "screenshot[9]": "not mapped (evals/md-title/evals.yaml:18: evals[0].assertions[9]): an assertion of "
+                         "type 'screenshot' with these fields has no counterpart here",
+        "timeout_seconds": "a per-case timeout is not applied: eval-config `timeout` is",
+    }
+
+
+def test_the_three_trigger_set_shapes_run_with_every_skill_installed() -> None:
+    cases = _cases()
+    triggers = {n: c for n, c in cases.items() if c.source in ("trigger-set", "waza-triggers")}
+    assert {n: (c.file, c.case.expected.skill_triggered, c.case.input.prompt) for n, c in triggers.items()} == {
+        "csv-report-fires-f12f4ddc": ("skills/csv-report/evals/trigger_eval.json", True,
+                                      "Summarise the sales in this CSV file for me"),
+        "csv-report-quiet-0e0d46bc": ("skills/csv-report/evals/trigger_eval.json", False, "Write a haiku about autumn"),
+        "md-title-fires-3b1a542b": ("skills/md-title/trigger_tests.yaml", True,
+                                    "Write a title for my blog post about caching"),
+        "md-title-quiet-115049a2": ("skills/md-title/trigger_tests.yaml", False, "What is the capital of France?"),
+        "md-title-fires-7b81010f": ("evals/md-title/triggers.yaml", True, "Suggest a heading for this section"),
+        "md-title-quiet-ce27e8ad": ("evals/md-title/triggers.yaml", False, "Convert 3 miles to kilometres"),
+    }
+    for loaded in triggers.values():
+        assert loaded.case.judge is None and loaded.case.installs is None  # every skill, no judge
+        assert loaded.case.target is not None and loaded.case.target.startswith("skill:")
+    assert triggers["md-title-fires-3b1a542b"].case.description == "asks for a title"
+
+
+def test_openai_evaluations_and_question_sets_are_judged_on_what_they_list() -> None:
+    cases = _cases()
+    assert _fields(cases["csv-report-basic-summary"]) == {
+        "name": "csv-report-basic-summary", "target": "skill:csv-report",
+        "input": {"prompt": "The user has a CSV export of sales.\n\nGive me the revenue of sales.csv"},
+        "judge": {"criteria": "Expected behaviour:\n- Reads the CSV\n- Reports the revenue\n\n"
+                              "Success criteria:\n- A number is given"},
+    }
+    route = cases["csv-report-route-1"]
+    assert route.source == "question-set" and route.case.input.prompt == "Which region sold most in sales.csv?"
+    assert route.case.judge is not None and "- north or south, by units" in route.case.judge.criteria
+
+
+def test_names_stay_when_an_entry_is_added(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    before = set(_cases(repo))
+    sets = repo / "skills/csv-report/evals/trigger_eval.json"
+    sets.write_text(json.dumps([{"query": "Plot this CSV", "should_trigger": True}] + json.loads(sets.read_text())))
+    evals = repo / "skills/csv-report/evals/evals.json"
+    data = json.loads(evals.read_text())
+    data["evals"].insert(0, {"id": 0, "prompt": "Describe the columns.", "expectations": ["Names region and units"]})
+    evals.write_text(json.dumps(data))
+    after = set(_cases(repo))
+    assert before < after and len(after - before) == 2
+
+
+def test_check_and_dry_run_list_each_eval_file_its_format_and_cases() -> None:
+    out = aam_eval("check", "--package", str(REPO)).out
+    assert ("eval file skills/csv-report/evals/evals.json (skill-creator): 2 case(s): csv-report-1, "
+            "csv-report-units") in out
+    assert "eval file evals/md-title/evals.yaml (evolve): 1 case(s): md-title-sentence-case" in out
+    assert "ok  md-title-sentence-case  (evals/md-title/evals.yaml:3, evolve)" in out
+    assert "    not honoured: screenshot[9]: not mapped" in out
+    dry = aam_eval("run", "--package", str(REPO), "--dry-run").out
+    assert "eval file skills/md-title/trigger_tests.yaml (waza-triggers): 2 case(s)" in dry
+    assert "md-title-sentence-case  target skill:md-title  live (no cassette" in dry
+    assert "    not honoured: max_turns: a per-case turn limit is not enforced" in dry
+
+
+def test_our_own_case_of_the_same_name_keeps_priority(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    (repo / "evals/cases").mkdir(parents=True)
+    (repo / "evals/cases/own.yaml").write_text(
+        "name: csv-report-1\ninput: {prompt: ours}\njudge: {criteria: ours}\n")
+    found = _cases(repo)["csv-report-1"]
+    assert (found.file, found.case.input.prompt) == ("evals/cases/own.yaml", "ours")
+    out = aam_eval("check", "--package", str(repo)).out
+    assert "case 'csv-report-1' is also in evals/cases/own.yaml: ours is run, this one is not" in out
+
+
+# --- broken and hostile files ---
+
+
+BROKEN = {
+    "skills/csv-report/evals/evals.json": ('{"skill_name": "csv-report", "evals": [\n  {"id": 1,}\n]}',
+                                           "skills/csv-report/evals/evals.json:2: invalid JSON"),
+    "skills/md-title/trigger_tests.yaml": ("skill: md-title\nshould_trigger_prompts:\n  - prompt: [unclosed\n",
+                                           "skills/md-title/trigger_tests.yaml:4: invalid YAML"),
+    "evals/md-title/triggers.yaml": ("triggers:\n  - query: Suggest a heading\n    should_trigger: maybe\n",
+                                     "evals/md-title/triggers.yaml:3: triggers[0].should_trigger: "
+                                     "should_trigger: true or false"),
+    "skills/csv-report/evaluations/basic-summary.json": (
+        '{"skills": ["csv-report"],\n "query": "q",\n "expected_behavior": []}',
+        "skills/csv-report/evaluations/basic-summary.json:3: expected_behavior: expected_behavior or "
+        "success_criteria must list what to judge"),
+    "evals/routing.json": ('{"cases": [\n {"question": "", "ground_truth": "x"}]}',
+                           "evals/routing.json:2: cases[0].question: question: a non-empty text is required"),
+    "evals/md-title/evals.yaml": ("evals:\n  - id: x\n    prompt: p\n    assertions: {type: regex}\n",
+                                  "evals/md-title/evals.yaml:4: evals[0].assertions: assertions: a list"),
+}
+
+
+@pytest.mark.parametrize("rel", list(BROKEN))
+def test_a_broken_file_of_each_format_names_its_file_field_and_line(rel: str, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    text, expected = BROKEN[rel]
+    (repo / rel).write_text(text)
+    result = aam_eval("check", "--package", str(repo))
+    assert result.code == 2 and expected in result.err, result.err
+    assert "valid case(s)" in result.out  # the other files' cases are still listed
+
+
+def test_an_input_file_that_escapes_its_root_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    (tmp_path / "secret.txt").write_text("the runner's data")
+    evals = repo / "skills/csv-report/evals/evals.json"
+    data = json.loads(evals.read_text())
+    data["evals"][1]["files"] = ["../../../../secret.txt"]
+    evals.write_text(json.dumps(data, indent=2))
+    result = aam_eval("run", "--package", str(repo), "--replay", "-o", str(tmp_path / "r.json"))
+    assert result.code == 2
+    assert "skills/csv-report/evals/evals.json:" in result.err or "escapes" in result.out
+    report = json.loads((tmp_path / "r.json").read_text())
+    errored = {c["name"]: c for c in report["cases"] if c["verdict"] == "ERROR" and "escapes" in (c["error"] or "")}
+    assert errored, report["cases"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "repo", "secret.txt"]
+
+
+def test_an_unknown_shape_names_the_file_and_the_shapes_expected(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    (repo / "skills/md-title/evals/notes.json").write_text('{"hello": "world"}')
+    result = aam_eval("check", "--package", str(repo))
+    assert result.code == 2
+    assert ("skills/md-title/evals/notes.json:1: not an eval file of a known shape; expected skill-creator's "
+            "{skill_name, evals: [{id, prompt, expectations}]}") in result.err
