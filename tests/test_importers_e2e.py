@@ -108,3 +108,33 @@ def test_editing_an_imported_check_re_grades_from_the_cassette_for_free(recorded
     case = next(c for c in report["cases"] if c["name"] == "md-title-sentence-case")
     assert case["verdict"] == "FAIL" and case["deterministic_checks"]["regex"] == "FAIL", log
     assert case["replay_kind"] == "snapshot" and report["summary"]["run_cost_usd"] == 0
+
+
+@pytest.mark.parametrize("recorded", ["claude-code"], indirect=True)  # the comment and page read reports
+def test_what_was_not_honoured_is_in_the_comment_and_the_html_report(recorded: Recorded, tmp_path: Path) -> None:
+    from support.browser import BrowserSetupError, chromium, launched
+
+    repo = tmp_path / "repo"
+    shutil.copytree(recorded[0], repo)
+    page_path = tmp_path / "report.html"
+    report, _ = _run(repo, "claude-code", "--replay", "--html", str(page_path))
+    (tmp_path / "head.json").write_text(json.dumps(report))
+    comment = aam_eval("comment", str(tmp_path / "head.json")).out
+    assert "<summary>Checks not honoured (1 imported case)</summary>" in comment
+    assert "| evolve | screenshot&#91;9&#93; |" in comment or "| evolve | screenshot[9] |" in comment
+    assert "needs aam-eval-no-such-binary, not on PATH here" in comment
+    try:
+        found = chromium()
+    except BrowserSetupError as exc:
+        pytest.skip(str(exc))
+    with launched(found) as browser:
+        page = browser.page()
+        page.open(page_path.as_uri())
+        page.wait_for("document.body.dataset.ready")
+        index = page.js("[...document.querySelectorAll('#case-rows tr')].find(tr => "
+                        "tr.querySelector('td.name').innerText === 'md-title-sentence-case').dataset.case")
+        page.click(f'tr[data-case="{index}"] td')
+        page.wait_for("document.getElementById('not-honoured')")
+        text = page.js("document.getElementById('not-honoured').innerText")
+        assert "Imported from evolve" in text and "screenshot[9]:" in text and "max_turns:" in text
+        assert page.problems() == []

@@ -421,7 +421,8 @@ def _grading(case: CaseResult) -> dict[str, Any]:
         "name", "target", "verdict", "error", "file", "line", "replayed", "replay_kind", "live_from_turn",
         "usage", "cost_usd", "run_cost_usd", "duration_seconds", "attempts", "flaky", "baseline_verdict",
         "baseline_error", "baseline_attempts", "skill_not_needed", "trigger_expected", "skill_triggered",
-        "cassette_changed", "cassette_provenance", "judge_verdict", "miss", "session_id",
+        "cassette_changed", "cassette_provenance", "judge_verdict", "miss", "session_id", "source",
+        "skipped_checks",
     })
     out["checks"] = [{"name": n, "result": r, "detail": details.get(n)}
                      for n, r in case.deterministic_checks.items()]

@@ -312,6 +312,12 @@
         if (k.detail) add(s, h("div", {class: "check-detail"}, h("b", null, k.name + ": "), pre(k.detail)));
       });
     }
+    if (d.skipped_checks) {
+      add(s, h("div", {class: "warn", id: "not-honoured"}, h("p", null, "Imported from " + (d.source || "another tool's file") +
+        ": what it asks that this run could not check"), h("ul", null, Object.keys(d.skipped_checks).map(function (k) {
+        return h("li", null, h("b", null, k + ": "), d.skipped_checks[k]);
+      }))));
+    }
     add(s, judge(d.judge_verdict));
     var facts = [];
     if (d.trigger_expected !== undefined) facts.push(["skill should fire", String(d.trigger_expected)]);
