@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from aam_eval_action.loader import LoadedCase, load_repo
+from aam_eval_action.pipeline.select import parse_tags
 
 from conftest import ROOT, aam_eval
 
@@ -66,8 +67,8 @@ def test_evolve_typed_assertions_become_checks_and_the_rest_is_listed() -> None:
         "max_turns": "a per-case turn limit is not enforced (the engines take none from a case)",
         "screenshot[9]": "not mapped (evals/md-title/evals.yaml:18: evals[0].assertions[9]): an assertion of "
                          "type 'screenshot' with these fields has no counterpart here",
-        "timeout_seconds": "a per-case timeout is not applied: eval-config `timeout` is",
     }
+    assert found.case.timeout == 120  # timeout_seconds
 
 
 def test_the_three_trigger_set_shapes_run_with_every_skill_installed() -> None:
@@ -199,3 +200,71 @@ def test_an_unknown_shape_names_the_file_and_the_shapes_expected(tmp_path: Path)
     assert result.code == 2
     assert ("skills/md-title/evals/notes.json:1: not an eval file of a known shape; expected skill-creator's "
             "{skill_name, evals: [{id, prompt, expectations}]}") in result.err
+
+
+def test_a_waza_suite_maps_config_tasks_expected_and_graders() -> None:
+    cases = _cases()
+    revenue = cases["csv-report-revenue-001"]
+    assert (revenue.file, revenue.source) == ("evals/csv-report/tasks/revenue.yaml", "waza")
+    assert _fields(revenue) == {
+        "name": "csv-report-revenue-001", "description": "Total revenue of an orders file",
+        "target": "skill:csv-report", "tags": ["csv", "revenue"], "repeat": 2, "timeout": 90.0,
+        "input": {"prompt": "What is the total revenue in orders.csv (units times price)?", "files": ["orders.csv"]},
+        "expected": {"contains": ["92.5"], "regex": ["revenue|Revenue"], "max-tool-calls": 4,
+                     "not-regex": ["(?i)traceback|error:"]},
+        "judge": {"criteria": "Each of these must hold:\n- The answer shows how the total was computed."},
+    }
+    assert revenue.case.files_root == REPO / "evals/csv-report/fixtures"
+    assert dict(revenue.skipped) == {
+        "behavior.max_response_time_ms": "wall time is not graded: a replayed session takes none, and it "
+                                         "varies with the machine",
+        "suite grader long_enough": "a code grader runs Python assertions on the output: not run here",
+    }
+    columns = cases["csv-report-columns-001"]
+    assert columns.case.judge is None  # no llm grader: its checks decide
+    assert columns.case.expected.not_contains == ["revenue"] and columns.case.tags == ["csv", "slow"]
+
+
+@pytest.mark.parametrize(("expr", "names"), [
+    ("csv", ["csv-report-columns-001", "csv-report-revenue-001"]),
+    ("csv && !slow", ["csv-report-revenue-001"]),
+    ("slow || revenue", ["csv-report-columns-001", "csv-report-revenue-001"]),
+    ("!slow && csv", ["csv-report-revenue-001"]),
+])
+def test_tags_select_cases_by_an_expression(expr: str, names: list[str]) -> None:
+    wanted = parse_tags(expr)
+    tagged = sorted(n for n, c in _cases().items() if c.case.tags and wanted(set(c.case.tags)))
+    assert tagged == names
+    dry = aam_eval("run", "--package", str(REPO), "--dry-run", "--tags", expr).out
+    listed = sorted(line.split()[0] for line in dry.splitlines() if line.startswith("csv-report-")
+                    and "  target " in line)
+    assert listed == names
+
+
+def test_a_bad_tags_expression_says_where(tmp_path: Path) -> None:
+    result = aam_eval("run", "--package", str(REPO), "--dry-run", "--tags", "csv && (slow")
+    assert result.code == 2 and "--tags 'csv && (slow': a ')' is missing" in result.err
+
+
+def test_import_writes_our_case_yaml_that_loads_to_the_same_cases(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    before = {n: (_fields(c), c.case.installs) for n, c in _cases(repo).items()}
+    result = aam_eval("import", "--package", str(repo))
+    assert result.code == 0 and "14 case(s) written" in result.out, result.out + result.err
+    text = (repo / "evals/cases/md-title-sentence-case.yaml").read_text()
+    assert text.startswith("# Imported from evals/md-title/evals.yaml:3 (evolve) by aam-eval import.\n"
+                           "# Not honoured: command[6]: needs aam-eval-no-such-binary")
+    assert (repo / "evals/evals/files/sales.csv").read_bytes() == (
+        REPO / "skills/csv-report/evals/files/sales.csv").read_bytes()
+    # The other tools' files can go: our own cases alone give the same cases.
+    for folder in ("skills/csv-report/evals", "skills/csv-report/evaluations", "skills/md-title/evals",
+                   "evals/md-title", "evals/csv-report/tasks"):
+        shutil.rmtree(repo / folder)
+    for rel in ("skills/md-title/trigger_tests.yaml", "evals/routing.json", "evals/csv-report/eval.yaml"):
+        (repo / rel).unlink()
+    after = {n: (_fields(c), c.case.installs) for n, c in _cases(repo).items()}
+    assert after == before
+    assert all(c.source is None for c in _cases(repo).values())
+    again = aam_eval("import", "--package", str(repo))
+    assert "0 case(s) written" in again.out

@@ -22,7 +22,7 @@ from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.fsutil import is_inside
 from aam_eval_action.lines import Loc, index_lines, line_map, line_of, loc_str, nearest_line
 from aam_eval_action.package import Finding, PackageLayout
-from aam_eval_action.spec import AuthoredCase, Case, EvalConfig, PackageManifest
+from aam_eval_action.spec import Case, EvalConfig, Expected, PackageManifest
 
 M = TypeVar("M", bound=BaseModel)
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|^\.+")
@@ -231,7 +231,7 @@ def _import_cases(loaded: LoadedPackage) -> None:
             continue
         for item in found.cases:
             name = item.case.name
-            loaded_case = LoadedCase(item.case, found.rel, item.line or 1, found.format,
+            loaded_case = LoadedCase(item.case, item.file or found.rel, item.line or 1, found.format,
                                      tuple(sorted(item.skipped.items())))
             if name in ours:
                 why = f"case {name!r} is also in {ours[name].file}: ours is run, this one is not"
@@ -380,7 +380,7 @@ def _validate_case(
                          "a mapping with name, input and judge; a file holds one case or a list "
                          "of case mappings", name)
     try:
-        case = AuthoredCase.model_validate(data)
+        case = Case.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
@@ -388,6 +388,10 @@ def _validate_case(
         msg = _message(err)
         more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
         return FileError(rel, line, f"{loc_str(prefix + loc)}: {msg}{more}", name)
+    if case.judge is None and case.expected == Expected():
+        return FileError(rel, start,
+                         f"{loc_str(prefix + ('judge',))}: required field is missing; add it (only a case "
+                         "with `expected` checks, which then decide alone, may go without)", name)
     problem = check_paths(layout, case)
     if problem:
         loc, msg = problem

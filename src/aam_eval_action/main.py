@@ -40,6 +40,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "(on each engine that serves it)")
     p.add_argument("--judge", help="the judge model (default: the agent's model)")
     p.add_argument("--target", help="only cases with this target (skill:NAME, hook:EVENT, agent:NAME)")
+    p.add_argument("--tags", metavar="EXPR", help="only cases whose tags satisfy EXPR, e.g. 'sql && !slow'")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--replay", dest="mode", action="store_const", const="replay",
                       help="cassettes only: no key, no CLI, no network")
@@ -91,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
+    i = sub.add_parser("import", help="write other tools' eval files out as case YAML (evals/cases/)")
+    i.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    i.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
+    i.add_argument("--force", action="store_true", help="replace case files that differ")
     m = sub.add_parser("merge", help="join shard reports into one report")
     m.add_argument("reports", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, help="write the merged report here")
@@ -143,6 +148,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,
             dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit, html=args.html,
             keep_workspaces=args.keep_workspaces, shard=args.shard, plugins=args.plugin, strict=args.strict,
+            tags=args.tags,
         ))
     if args.command == "diff":
         from aam_eval_action.commands.diff import diff
@@ -172,6 +178,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.commands.view import view
 
         return view(args.report, args.output, args.base, args.history, args.package, args.base_package)
+    if args.command == "import":
+        from aam_eval_action.commands.import_cases import import_cases
+
+        return import_cases(args.package, args.plugin, args.force)
     if args.command == "check":
         from aam_eval_action.commands.check import check
 

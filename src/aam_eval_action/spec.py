@@ -288,6 +288,8 @@ class Expected(Strict):
     """A JSON Schema that the output, parsed as JSON, must satisfy (additive)."""
     skill_triggered: bool | None = Field(default=None, alias="skill-triggered")
     """Whether the target skill must (true) or must not (false) have been loaded; needs a skill target."""
+    max_tool_calls: int | None = Field(default=None, ge=0, alias="max-tool-calls")
+    """Most tool calls the session may make, all tools counted (additive)."""
 
 
 class JudgeSpec(Strict):
@@ -304,6 +306,12 @@ class JudgeSpec(Strict):
         if value % 2 == 0:
             raise ValueError(f"votes must be odd so a majority always exists; use {value - 1} or {value + 1}")
         return value
+
+
+def _tag(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,63}", value):
+        raise ValueError(f"{value[:70]!r} is not a tag: use letters, digits and . _ : / + -, at most 64")
+    return value
 
 
 def _case_name(value: str) -> str:
@@ -323,8 +331,8 @@ def _target(value: str) -> str:
 
 
 class Case(Strict):
-    """One eval case: written in `evals/cases/*.yaml` (`AuthoredCase`), or imported from an
-    eval file of another tool (`importers/`)."""
+    """One eval case: written in `evals/cases/*.yaml`, or imported from an eval file of another
+    tool (`importers/`)."""
 
     name: Annotated[str, AfterValidator(_case_name)]
     """Case identifier: `[a-z0-9-]`, max 64 characters."""
@@ -337,14 +345,20 @@ class Case(Strict):
     expected: Expected = Field(default_factory=Expected)
     """Deterministic checks."""
     judge: JudgeSpec | None = None
-    """LLM judge criteria; an imported case may have none (a trigger case is graded by
-    `skill-triggered` alone)."""
+    """LLM judge criteria; required, but for a case whose `expected` checks decide alone (a
+    trigger case, an imported suite without a judged grader)."""
+    install_all_skills: bool = Field(default=False, alias="install-all-skills")
+    """Install every skill of the package, not only the target's: a trigger case, where the
+    model must pick the right skill among them (additive)."""
+    repeat: int | None = Field(default=None, ge=1, le=100)
+    """Attempts for this case instead of the run's `repeat` (additive)."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds for this case instead of the run's `timeout` (additive)."""
+    tags: list[Annotated[str, AfterValidator(_tag)]] = Field(default_factory=list)
+    """Labels to select cases by (`--tags 'sql && !slow'`) (additive)."""
     _files_root: Path | None = PrivateAttr(default=None)
     """Where `input.files` are read from: `evals/` unless the case was imported from a file
     elsewhere (its files are relative to that file)."""
-    _all_skills: bool = PrivateAttr(default=False)
-    """Install every skill of the package, not only the target's (an imported trigger case:
-    the model must pick the right one)."""
 
     @property
     def files_root(self) -> Path | None:
@@ -353,18 +367,10 @@ class Case(Strict):
     @property
     def installs(self) -> str | None:
         """The target whose files are installed (None: the whole package)."""
-        return None if self._all_skills else self.target
+        return None if self.install_all_skills else self.target
 
-    def imported_from(self, files_root: Path, all_skills: bool = False) -> Case:
+    def imported_from(self, files_root: Path) -> Case:
         """This case as imported from a file whose own folder its `input.files` are read from."""
-        self._files_root, self._all_skills = files_root, all_skills
+        self._files_root = files_root
         return self
 
-
-class AuthoredCase(Case):
-    """One eval case, from `evals/cases/*.yaml`."""
-
-    model_config = ConfigDict(title="Case")
-
-    judge: JudgeSpec
-    """LLM judge criteria."""

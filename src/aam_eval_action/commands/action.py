@@ -160,7 +160,7 @@ def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | No
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,
-        plugins=inputs.plugin or None, strict=inputs.strict,
+        plugins=inputs.plugin or None, strict=inputs.strict, tags=inputs.tags,
     )
 
 

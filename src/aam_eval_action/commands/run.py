@@ -45,6 +45,8 @@ class RunArgs:
     shard: tuple[int, int] | None = None
     plugins: list[str] | None = None
     """`--plugin`: only these plugins of a repository of plugins."""
+    tags: str | None = None
+    """`--tags`: only cases whose tags satisfy this expression (`sql && !slow`)."""
     strict: bool = False
     """`--strict`: the package's lint warnings are errors."""
 
@@ -145,7 +147,7 @@ def selection(
             chosen[id(package)] = []
             continue
         durations = recorded_durations(runs[0]) if args.shard else None
-        chosen[id(package)] = select(package.cases, mine, args.target, args.shard, durations)
+        chosen[id(package)] = select(package.cases, mine, args.target, args.shard, durations, args.tags)
     return chosen
 
 

@@ -11,9 +11,9 @@ from pydantic import BaseModel
 from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.report import Report
 from aam_eval_action.settings import runner_environment
-from aam_eval_action.spec import AuthoredCase, EvalConfig
+from aam_eval_action.spec import Case, EvalConfig
 
-KINDS: dict[str, type[BaseModel]] = {"case": AuthoredCase, "eval-config": EvalConfig, "report": Report}
+KINDS: dict[str, type[BaseModel]] = {"case": Case, "eval-config": EvalConfig, "report": Report}
 FILES = {"case": "case.schema.json", "eval-config": "eval-config.schema.json",
          "report": "report.schema.json"}
 

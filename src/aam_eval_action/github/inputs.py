@@ -21,7 +21,7 @@ INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict",
+    "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
 )
 
 
@@ -39,6 +39,8 @@ class ActionInputs(BaseModel):
     """Only these plugins of a marketplace (space- or comma-separated); all when empty."""
     strict: bool = False
     """The package's lint warnings (SKILL.md, manifests, hooks) fail the step."""
+    tags: str | None = None
+    """Only cases whose tags satisfy this expression, e.g. `sql && !slow`."""
     cases: list[str] = Field(default_factory=list)
     """Case names to run (space- or comma-separated); all when empty."""
     target: str | None = None

@@ -30,6 +30,8 @@ class Imported:
     line: int | None
     skipped: dict[str, str] = field(default_factory=dict)
     """Checks of the file that could not be honoured, each with its reason."""
+    file: str | None = None
+    """The file the case is written in when it is not the one found (a waza suite's task)."""
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 Looked at, for every skill of a package: `<skill>/evals/*.{json,yaml,yml}`,
 `<skill>/evaluations/*.json`, `<skill>/trigger_tests.yaml`, and in the repository's `evals/`:
-`evals/<skill>/*.{json,yaml,yml}` and the files at the top of `evals/` (but eval-config). A file
-there whose shape is none of the formats read is an error naming it and the shapes expected;
-a waza suite (`eval.yaml` with `tasks`) is listed as not read yet.
+`evals/<skill>/*.{json,yaml,yml}` and the files at the top of `evals/` (but eval-config), and
+waza's `<skill>/eval.yaml`. A file there whose shape is none of the formats read is an error
+naming it and the shapes expected.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.errors import ConfigError
-from aam_eval_action.importers import openai_skills, questions, skill_creator, triggers
+from aam_eval_action.importers import openai_skills, questions, skill_creator, triggers, waza
 from aam_eval_action.importers.common import Imported, Place, load
 from aam_eval_action.layouts.common import Json
 from aam_eval_action.package import Finding, PackageLayout
@@ -25,13 +25,14 @@ FORMATS: tuple[tuple[Callable[[Any], str | None], Callable[[Place, Json], list[I
     (triggers.detect, triggers.read),
     (openai_skills.detect, openai_skills.read),
     (questions.detect, questions.read),
+    (waza.detect, waza.read),
 )
 SUFFIXES = (".json", ".yaml", ".yml")
 OURS = ("eval-config.json",)
 EXPECTED = ("skill-creator's {skill_name, evals: [{id, prompt, expectations}]}, a trigger set "
             "[{query, should_trigger}] or {triggers: [...]}, waza's {skill, should_trigger_prompts, "
-            "should_not_trigger_prompts}, openai/skills' {query, expected_behavior}, or a question set "
-            "[{question, expected_skill, ground_truth}]")
+            "should_not_trigger_prompts}, openai/skills' {query, expected_behavior}, a question set "
+            "[{question, expected_skill, ground_truth}], or a waza suite {skill, config, graders, tasks}")
 
 
 @dataclass
@@ -53,8 +54,9 @@ def candidates(layout: PackageLayout, several: bool = False) -> list[tuple[str, 
         base = root / folder if folder else root
         found += [(_rel(p, root), skill) for p in _files(base / "evals")]
         found += [(_rel(p, root), skill) for p in _files(base / "evaluations", (".json",))]
-        if (base / "trigger_tests.yaml").is_file():
-            found.append((_rel(base / "trigger_tests.yaml", root), skill))
+        for name in ("eval.yaml", "eval.yml", "trigger_tests.yaml"):  # waza's, beside the skill
+            if (base / name).is_file():
+                found.append((_rel(base / name, root), skill))
         found += [(_rel(p, root), skill) for p in _files(layout.evals_dir / skill)]
     if not several:
         found += [(_rel(p, root), None) for p in _files(layout.evals_dir) if p.name not in OURS]
@@ -82,10 +84,6 @@ def discover(layout: PackageLayout, several: bool = False) -> tuple[list[EvalFil
         except ConfigError as exc:
             files.append(EvalFile(rel, "unreadable", error=str(exc)))
             continue
-        if _is_waza_suite(doc.data):
-            findings.append(Finding(rel, 1, "a waza suite (eval.yaml with tasks): not read yet; its "
-                                    "trigger_tests.yaml is", "skipped"))
-            continue
         files.append(_read(place, doc))
     return files, findings
 
@@ -101,7 +99,3 @@ def _read(place: Place, doc: Json) -> EvalFile:
             return EvalFile(doc.rel, kind, error=str(exc))
     return EvalFile(doc.rel, "unknown",
                     error=f"{doc.rel}:1: not an eval file of a known shape; expected {EXPECTED}")
-
-
-def _is_waza_suite(data: Any) -> bool:
-    return isinstance(data, dict) and "tasks" in data and ("graders" in data or "config" in data)

@@ -62,7 +62,7 @@ def _case(place: Place, doc: Json, skill: str, i: int, entry: dict[str, Any]) ->
                     ("The expected output:", entry.get("expected_output")))
     if text is None and not expected:
         text = DEFAULT_CRITERIA
-    for key_ in ("max_turns", "timeout_seconds", "allowed_tools", "skip_providers"):
+    for key_ in ("max_turns", "allowed_tools", "skip_providers"):
         if entry.get(key_) is not None:
             skipped[key_] = _UNSUPPORTED[key_]
     ident = entry.get("id", entry.get("name"))
@@ -72,6 +72,7 @@ def _case(place: Place, doc: Json, skill: str, i: int, entry: dict[str, Any]) ->
         "input": {"prompt": prompt, "files": files},
         "expected": expected,
         "judge": {"criteria": text} if text else None,
+        "timeout": entry.get("timeout_seconds"),
     }
     if isinstance(entry.get("name"), str):
         fields["description"] = entry["name"]
@@ -87,7 +88,6 @@ def _digest(text: str) -> str:
 
 _UNSUPPORTED = {
     "max_turns": "a per-case turn limit is not enforced (the engines take none from a case)",
-    "timeout_seconds": "a per-case timeout is not applied: eval-config `timeout` is",
     "allowed_tools": "a per-case tool allow-list is not applied",
     "skip_providers": "per-provider skips are not applied: the run's engines and models are",
 }

@@ -61,6 +61,7 @@ def _case(place: Place, doc: Json, skill: str, loc: tuple[str | int, ...], item:
         "target": f"skill:{skill}",
         "input": {"prompt": prompt},
         "expected": {"skill-triggered": fires},
+        "install-all-skills": True,
     }
-    case = build(doc, loc, fields).imported_from(place.root / place.folder, all_skills=True)
+    case = build(doc, loc, fields).imported_from(place.root / place.folder)
     return Imported(case, doc.line(*loc))

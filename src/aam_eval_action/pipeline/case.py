@@ -62,6 +62,7 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
 
 
 def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session]:
+    ctx = ctx.for_case(loaded.case)
     s = ctx.settings
     layout = s.package.layout
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)

@@ -69,6 +69,11 @@ def _seed_checks(expected: Expected, session: Session) -> list[Check]:
         made = {f.path for f in session.files if f.status in ("created", "modified")}
         missing = [p for p in expected.files_created if p not in made]
         checks.append(Check("files_created", not missing, _list("not created", missing)))
+    if expected.max_tool_calls is not None:
+        calls = len(session.tool_calls)
+        checks.append(Check("max_tool_calls", calls <= expected.max_tool_calls,
+                            "" if calls <= expected.max_tool_calls else
+                            f"{calls} tool calls, at most {expected.max_tool_calls} allowed"))
     if expected.agent_blocked is not None:
         ok = session.hook_blocked == expected.agent_blocked
         detail = "" if ok else (

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from dataclasses import dataclass, field
 
 from aam_eval_action.redact import Redactor
 from aam_eval_action.settings import RunSettings
+from aam_eval_action.spec import Case
 
 
 @dataclass
@@ -29,6 +31,17 @@ class CaseContext:
                 return
             self._warned.add(text)
         print(f"aam-eval: warning: {text}", file=sys.stderr, flush=True)
+
+    def for_case(self, case: Case) -> CaseContext:
+        """This context, with the run's attempts and timeout replaced by the case's own when its
+        file sets them (an imported suite's `trials_per_task`, `timeout_seconds`)."""
+        if case.repeat is None and case.timeout is None:
+            return self
+        s = self.settings
+        repeat = case.repeat or s.repeat
+        settings = dataclasses.replace(s, repeat=repeat, timeout=case.timeout or s.timeout,
+                                       min_pass=min(s.config.min_pass or repeat, repeat))
+        return dataclasses.replace(self, settings=settings)
 
     @classmethod
     def for_run(

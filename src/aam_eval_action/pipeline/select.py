@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aam_eval_action.errors import UsageError
@@ -24,9 +26,9 @@ def parse_shard(value: str) -> tuple[int, int]:
 
 def select(
     cases: list[LoadedCase], names: list[str], target: str | None, shard: tuple[int, int] | None,
-    durations: dict[str, float] | None = None,
+    durations: dict[str, float] | None = None, tags: str | None = None,
 ) -> list[LoadedCase]:
-    """The cases to run: by name, by target, then this shard's share."""
+    """The cases to run: by name, by target, by tags, then this shard's share."""
     known = {c.case.name for c in cases}
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -36,10 +38,70 @@ def select(
     chosen = [c for c in cases if (not names or c.case.name in names)]
     if target:
         chosen = [c for c in chosen if c.case.target == target]
+    if tags:
+        wanted = parse_tags(tags)
+        chosen = [c for c in chosen if wanted(set(c.case.tags))]
     if shard:
         mine = set(shard_of([c.case.name for c in chosen], shard, durations or {}))
         chosen = [c for c in chosen if c.case.name in mine]
     return chosen
+
+
+TAG_TOKEN = re.compile(r"\s*(&&|\|\||!|\(|\)|[A-Za-z0-9][A-Za-z0-9._:/+-]*)")
+
+
+def parse_tags(expr: str) -> Callable[[set[str]], bool]:
+    """`sql && !slow`, `(a || b) && c`: a test of a case's tags (`!` binds tightest, then `&&`)."""
+    tokens, pos = [], 0
+    while pos < len(expr):
+        if expr[pos:].strip() == "":
+            break
+        found = TAG_TOKEN.match(expr, pos)
+        if not found:
+            raise UsageError(f"--tags {expr!r}: cannot read {expr[pos:].strip()[:20]!r}; use tags with "
+                             "&&, ||, ! and parentheses, e.g. 'sql && !slow'")
+        tokens.append(found.group(1))
+        pos = found.end()
+    test, rest = _or(tokens, expr)
+    if rest:
+        raise UsageError(f"--tags {expr!r}: unexpected {rest[0]!r}")
+    return test
+
+
+Test = Callable[[set[str]], bool]
+
+
+def _or(tokens: list[str], expr: str) -> tuple[Test, list[str]]:
+    left, rest = _and(tokens, expr)
+    while rest[:1] == ["||"]:
+        right, rest = _and(rest[1:], expr)
+        left = (lambda a, b: lambda t: a(t) or b(t))(left, right)
+    return left, rest
+
+
+def _and(tokens: list[str], expr: str) -> tuple[Test, list[str]]:
+    left, rest = _not(tokens, expr)
+    while rest[:1] == ["&&"]:
+        right, rest = _not(rest[1:], expr)
+        left = (lambda a, b: lambda t: a(t) and b(t))(left, right)
+    return left, rest
+
+
+def _not(tokens: list[str], expr: str) -> tuple[Test, list[str]]:
+    if not tokens:
+        raise UsageError(f"--tags {expr!r}: a tag is missing at the end")
+    head, rest = tokens[0], tokens[1:]
+    if head == "!":
+        inner, rest = _not(rest, expr)
+        return (lambda t: not inner(t)), rest
+    if head == "(":
+        inner, rest = _or(rest, expr)
+        if rest[:1] != [")"]:
+            raise UsageError(f"--tags {expr!r}: a ')' is missing")
+        return inner, rest[1:]
+    if head in ("&&", "||", ")"):
+        raise UsageError(f"--tags {expr!r}: a tag is missing before {head!r}")
+    return (lambda t: head in t), rest
 
 
 def shard_of(names: list[str], shard: tuple[int, int], durations: dict[str, float]) -> list[str]:
