@@ -1,7 +1,8 @@
 """Imported evals run like our own cases, with the real CLIs against the scripted model server.
 
 The skill-creator suite of tests/fixtures/imported-evals (with an input file beside it), its
-trigger set and its evolve suite (with an assertion that cannot be honoured) are recorded on
+trigger set, its evolve suite (with an assertion that cannot be honoured) and a waza task (run
+twice, as its suite's trials_per_task says) are recorded on
 Claude Code and on Gemini CLI, then snapshot-replayed and re-executed with the same verdicts;
 the trigger set gives precision and recall; editing an imported check re-grades from the
 cassette with no model call.
@@ -30,7 +31,7 @@ KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-imported-7d21", "GEMINI_API_KEY": "g
 ENGINES = {"claude-code": ("--engine", "claude-code"),
            "gemini-cli": ("--engine", "gemini-cli", "--judge", "claude-sonnet-4-6")}
 CASES = ("csv-report-1", "csv-report-units", "csv-report-fires-f12f4ddc", "csv-report-quiet-0e0d46bc",
-         "md-title-sentence-case")
+         "md-title-sentence-case", "csv-report-revenue-001")
 Recorded = tuple[Path, dict[str, Any], str]
 
 
@@ -80,6 +81,11 @@ def test_imported_cases_record_with_their_provenance_and_what_was_not_honoured(r
     evolve = cases["md-title-sentence-case"]
     assert evolve["source"] == "evolve" and "screenshot[9]" in evolve["skipped_checks"]
     assert evolve["deterministic_checks"]["command"] == "PASS" and evolve["deterministic_checks"]["regex"] == "PASS"
+    # The waza task ran as its suite asks: twice (trials_per_task), its input file from fixtures/.
+    waza = cases["csv-report-revenue-001"]
+    assert waza["source"] == "waza" and [a["verdict"] for a in waza["attempts"]] == ["PASS", "PASS"]
+    assert waza["deterministic_checks"]["max_tool_calls"] == "PASS" and waza["judge_verdict"]["result"] == "PASS"
+    assert "behavior.max_response_time_ms" in waza["skipped_checks"]
     # The input file the skill-creator case names reached the workspace at its written path.
     session = yaml.safe_load((repo / f"evals/cassettes/csv-report-1/{engine}.session.yaml").read_text())
     assert any("2" in (c.get("result") or "") for c in session["attempts"][0]["tool_calls"])
@@ -120,7 +126,7 @@ def test_what_was_not_honoured_is_in_the_comment_and_the_html_report(recorded: R
     report, _ = _run(repo, "claude-code", "--replay", "--html", str(page_path))
     (tmp_path / "head.json").write_text(json.dumps(report))
     comment = aam_eval("comment", str(tmp_path / "head.json")).out
-    assert "<summary>Checks not honoured (1 imported case)</summary>" in comment
+    assert "<summary>Checks not honoured (2 imported cases)</summary>" in comment
     assert "| evolve | screenshot&#91;9&#93; |" in comment or "| evolve | screenshot[9] |" in comment
     assert "needs aam-eval-no-such-binary, not on PATH here" in comment
     try:
