@@ -161,6 +161,12 @@ BROKEN = {
                            "evals/routing.json:2: cases[0].question: question: a non-empty text is required"),
     "evals/md-title/evals.yaml": ("evals:\n  - id: x\n    prompt: p\n    assertions: {type: regex}\n",
                                   "evals/md-title/evals.yaml:4: evals[0].assertions: assertions: a list"),
+    "evals/csv-report/eval.yaml": ("skill: csv-report\nconfig:\n  trials_per_task: 0\ntasks: [\"tasks/*.yaml\"]\n",
+                                   "evals/csv-report/eval.yaml:3: config.trials_per_task: trials_per_task: a "
+                                   "whole number of at least 1"),
+    "evals/csv-report/tasks/columns.yaml": ("id: columns-001\ninputs:\n  prompt: p\n  files:\n    - path: ../../../x\n",
+                                            "evals/csv-report/tasks/columns.yaml:5: inputs.files[0]: '../../../x' "
+                                            "escapes evals/csv-report/"),
 }
 
 

@@ -277,7 +277,7 @@ def test_a_manifest_path_outside_its_plugin_is_refused(tmp_path: Path) -> None:
         "plugins/p/.claude-plugin/plugin.json": json.dumps({"name": "p", "skills": "./../../skills"}, indent=2),
         "skills/x/SKILL.md": "---\nname: x\ndescription: d\n---\n"})
     _fails(repo, tmp_path, "plugins/p/.claude-plugin/plugin.json:3: skills: './../../skills' escapes "
-                           "its plugin (plugins/p/)")
+                           "plugins/p/")
 
 
 def test_an_unparsable_plugin_json_names_its_line(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def inside(root: Path, base: str, value: Any, where: str, *, within: str | None 
     rel = "" if joined == "." else joined.replace(os.sep, "/")
     limit = base if within is None else within
     if rel.startswith("..") or (limit and not (rel == limit or rel.startswith(limit.rstrip("/") + "/"))):
-        what = "the repository" if not limit else f"its plugin ({limit}/)"
+        what = "the repository" if not limit else f"{limit}/"
         raise ConfigError(f"{where}: {value!r} escapes {what}; keep it inside")
     refuse_link_out(root, root / rel if rel else root)
     return rel
