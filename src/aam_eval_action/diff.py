@@ -92,7 +92,7 @@ class CaseDiff(BaseModel):
     """In a diff of several engines or models: the agent model of this entry."""
     source: str | None = None
     """The other tool's eval format the case was imported from."""
-    skipped_checks: dict[str, str] = Field(default_factory=dict)
+    skipped_checks: dict[str, str] | None = None
     """What that file asks that could not be honoured, each with why."""
 
 
@@ -571,7 +571,7 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         baseline_verdict=head.baseline_verdict if head else None,
         skill_not_needed=head.skill_not_needed if head else None,
         source=main.source,
-        skipped_checks=main.skipped_checks or {},
+        skipped_checks=main.skipped_checks or None,
     )
 
 
