@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from aam_eval_action.engines.registry import DEFAULT_ENGINE, engine_for_hosts
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.fsutil import is_inside
+from aam_eval_action.layouts.detect import Repo, detect
 from aam_eval_action.lines import Loc, index_lines, line_map, line_of, loc_str, nearest_line
 from aam_eval_action.package import Finding, PackageLayout
 from aam_eval_action.spec import Case, EvalConfig, Expected, PackageManifest
@@ -112,23 +113,34 @@ class LoadedPackage:
 
 @dataclass
 class LoadedRepo:
-    """What `--package DIR` holds: the layout, and each package (plugin) with its cases."""
+    """What `--package DIR` holds: its layout, and each package (plugin) with its cases."""
 
-    root: Path
-    kind: str
+    layout: Repo
+    """The layout as detected, every plugin included (before `--plugin` picked some)."""
     packages: list[LoadedPackage]
-    source: str | None = None
-    """The file the layout was recognised by (a manifest or a marketplace)."""
-    name: str | None = None
-    """The marketplace's name, when it has one."""
+    """The packages the run takes, loaded."""
     findings: list[Finding] = field(default_factory=list)
-    """Skipped plugins, lint warnings and what the layout could not read."""
-    plugins_known: list[str] = field(default_factory=list)
-    """Every plugin of the repository (before `--plugin` picked some)."""
+    """Skipped plugins, lint warnings and what the layout or the importers could not read."""
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @property
+    def kind(self) -> str:
+        return self.layout.kind
+
+    @property
+    def source(self) -> str | None:
+        return self.layout.source
+
+    @property
+    def name(self) -> str | None:
+        return self.layout.name
 
     @property
     def several(self) -> bool:
-        return len(self.plugins_known) > 1
+        return self.layout.several
 
 
 def plugin_key(name: str) -> str:
@@ -137,8 +149,6 @@ def plugin_key(name: str) -> str:
 
 def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
     """Every package of the repository, or only the `plugins` named (`--plugin`)."""
-    from aam_eval_action.layouts.detect import detect
-
     repo = detect(root)
     known = [p.plugin or "" for p in repo.packages]
     chosen = repo.packages
@@ -160,7 +170,7 @@ def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
     findings = list(repo.findings) + [f for layout in chosen for f in layout.findings]
     findings += _misplaced_cases(repo.root, known) if several else []
     findings += [f for package in loaded for f in package.import_findings]
-    return LoadedRepo(repo.root, repo.kind, loaded, repo.source, repo.name, findings, known)
+    return LoadedRepo(repo, loaded, findings)
 
 
 def _misplaced_cases(root: Path, plugins: list[str]) -> list[Finding]:

@@ -4,22 +4,16 @@ built through the same validation as an authored one, and the checks it could no
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from aam_eval_action.errors import ConfigError
-from aam_eval_action.layouts.common import Json, inside, refuse_link_out
-from aam_eval_action.lines import line_map
+from aam_eval_action.layouts.common import Json, inside, load_json
 from aam_eval_action.spec import Case
-
-MAX_EVAL_FILE_BYTES = 8 * 1024 * 1024
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -52,25 +46,7 @@ class Place:
 
 def load(root: Path, rel: str) -> Json:
     """A JSON or YAML eval file with its lines; a clear error with the line when it does not parse."""
-    path = root / rel
-    refuse_link_out(root, path)
-    if path.stat().st_size > MAX_EVAL_FILE_BYTES:
-        raise ConfigError(f"{rel}: larger than {MAX_EVAL_FILE_BYTES // 1024 // 1024} MiB; not read")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{rel}:{exc.lineno}: invalid JSON: {exc.msg}; fix the file") from None
-    else:
-        try:
-            data = yaml.load(text, Loader=_LOADER)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{rel}:{mark.line + 1}" if mark is not None else rel
-            problem = getattr(exc, "problem", exc)
-            raise ConfigError(f"{where}: invalid YAML: {problem}; fix the file") from None
-    return Json(rel, data, line_map(text))
+    return load_json(root, rel)
 
 
 def case_name(*parts: object) -> str:

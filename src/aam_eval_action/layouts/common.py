@@ -17,7 +17,7 @@ from aam_eval_action.errors import ConfigError
 from aam_eval_action.lines import Loc, line_map, loc_str, nearest_line
 from aam_eval_action.package import AgentDef, CommandDef, Finding, HookSource
 
-MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 SKILL_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -48,11 +48,21 @@ def read_json(root: Path, rel: str) -> tuple[Any, dict[Loc, int]]:
 
 
 def load_json(root: Path, rel: str) -> Json:
+    """A JSON file (a YAML one when its name does not end in `.json`) of the repository, read
+    as untrusted input: no link out, a size cap, a safe loader, an error with its line."""
     path = root / rel
     refuse_link_out(root, path)
     if path.stat().st_size > MAX_MANIFEST_BYTES:
         raise ConfigError(f"{rel}: larger than {MAX_MANIFEST_BYTES // 1024 // 1024} MiB; not read")
     text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix != ".json":
+        try:
+            return Json(rel, yaml.load(text, Loader=_LOADER), line_map(text))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{rel}:{mark.line + 1}" if mark is not None else rel
+            problem = getattr(exc, "problem", exc)
+            raise ConfigError(f"{where}: invalid YAML: {problem}; fix the file") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from aam_eval_action.errors import UsageError
@@ -72,19 +72,23 @@ Test = Callable[[set[str]], bool]
 
 
 def _or(tokens: list[str], expr: str) -> tuple[Test, list[str]]:
-    left, rest = _and(tokens, expr)
-    while rest[:1] == ["||"]:
-        right, rest = _and(rest[1:], expr)
-        left = (lambda a, b: lambda t: a(t) or b(t))(left, right)
-    return left, rest
+    return _chain(tokens, expr, "||", _and, any)
 
 
 def _and(tokens: list[str], expr: str) -> tuple[Test, list[str]]:
-    left, rest = _not(tokens, expr)
-    while rest[:1] == ["&&"]:
-        right, rest = _not(rest[1:], expr)
-        left = (lambda a, b: lambda t: a(t) and b(t))(left, right)
-    return left, rest
+    return _chain(tokens, expr, "&&", _not, all)
+
+
+def _chain(tokens: list[str], expr: str, op: str, inner: Callable[[list[str], str], tuple[Test, list[str]]],
+           join: Callable[[Iterable[bool]], bool]) -> tuple[Test, list[str]]:
+    """`a op b op c`: each side parsed by `inner`, the results joined (`any`, `all`)."""
+    parts, rest = [], tokens
+    while True:
+        test, rest = inner(rest, expr)
+        parts.append(test)
+        if rest[:1] != [op]:
+            return (lambda t: join(p(t) for p in parts)), rest
+        rest = rest[1:]
 
 
 def _not(tokens: list[str], expr: str) -> tuple[Test, list[str]]:
