@@ -274,3 +274,11 @@ def test_import_writes_our_case_yaml_that_loads_to_the_same_cases(tmp_path: Path
     assert all(c.source is None for c in _cases(repo).values())
     again = aam_eval("import", "--package", str(repo))
     assert "0 case(s) written" in again.out
+
+
+def test_a_report_of_ours_beside_the_evals_is_not_an_eval_file(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    (repo / "evals/base-report.json").write_text(json.dumps({"config": {}, "summary": {}, "cases": []}))
+    result = aam_eval("check", "--package", str(repo))
+    assert result.code == 0 and "base-report" not in result.out + result.err

@@ -58,7 +58,7 @@ def candidates(layout: PackageLayout, several: bool = False) -> list[tuple[str, 
             if (base / name).is_file():
                 found.append((_rel(base / name, root), skill))
         found += [(_rel(p, root), skill) for p in _files(layout.evals_dir / skill)]
-    if not several:
+    if not several and layout.kind != "aam":  # an AAM package's evals/ is ours alone
         found += [(_rel(p, root), None) for p in _files(layout.evals_dir) if p.name not in OURS]
     return list(dict.fromkeys(found))
 
@@ -84,8 +84,14 @@ def discover(layout: PackageLayout, several: bool = False) -> tuple[list[EvalFil
         except ConfigError as exc:
             files.append(EvalFile(rel, "unreadable", error=str(exc)))
             continue
-        files.append(_read(place, doc))
+        if not _ours(doc.data):
+            files.append(_read(place, doc))
     return files, findings
+
+
+def _ours(data: Any) -> bool:
+    """A report of ours (a base report kept beside the evals) is not an eval file."""
+    return isinstance(data, dict) and {"cases", "summary", "config"} <= data.keys()
 
 
 def _read(place: Place, doc: Json) -> EvalFile:
