@@ -348,3 +348,11 @@ def test_a_marketplace_is_linted_against_its_documented_fields(tmp_path: Path) -
     out = aam_eval("check", "--package", str(repo)).out
     assert "warning .claude-plugin/marketplace.json:1: owner: should be an object with a name" in out
     assert "warning .claude-plugin/marketplace.json:5: plugins[0].name: 'My Plugin' should be a kebab-case" in out
+
+
+def test_a_broken_command_errors_the_case_not_the_run(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(LAYOUTS / "gemini-extension", repo)
+    (repo / "commands/deploy.toml").write_text('description = "x\nprompt = 1\n')
+    with pytest.raises(ConfigError, match=r"commands/deploy\.toml: invalid TOML"):
+        get_engine("claude-code").install(read_package(repo), tmp_path / "ws", None)

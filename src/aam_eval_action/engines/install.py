@@ -9,6 +9,7 @@ inside the workspace: a hook copied as-is outside a plugin does not run.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -179,8 +180,6 @@ def _claude_tool(name: str, fmt: str) -> str:
 
 
 def slug(name: str) -> str:
-    import re
-
     return re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-")
 
 
@@ -198,7 +197,7 @@ def write_commands(package: PackageLayout, dest: Path, fmt: str) -> None:
         if command.format == fmt:
             shutil.copy2(src, target)
             continue
-        description, prompt = _command_parts(src, command)
+        description, prompt = _command_parts(package, command)
         if fmt == "toml":
             prompt = prompt.replace("$ARGUMENTS", "{{args}}")
             text = f"description = {json.dumps(description)}\nprompt = {json.dumps(prompt)}\n"
@@ -208,20 +207,22 @@ def write_commands(package: PackageLayout, dest: Path, fmt: str) -> None:
         target.write_text(text, encoding="utf-8")
 
 
-def _command_parts(src: Path, command: CommandDef) -> tuple[str, str]:
-    text = src.read_text(encoding="utf-8", errors="replace")
+def _command_parts(package: PackageLayout, command: CommandDef) -> tuple[str, str]:
+    """(description, prompt) of a TOML or Markdown command; a file that does not parse is an
+    error naming it."""
+    from aam_eval_action.errors import ConfigError
+    from aam_eval_action.layouts.common import frontmatter
+
+    text = (package.root / command.path).read_text(encoding="utf-8", errors="replace")
     if command.format == "toml":
         try:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return "", ""
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{command.path}: invalid TOML: {exc}; fix the command file") from None
         return str(data.get("description") or ""), str(data.get("prompt") or "")
-    if text.startswith("---"):
-        head, _, body = text[3:].partition("\n---")
-        front = yaml.safe_load(head) if head.strip() else {}
-        description = front.get("description") if isinstance(front, dict) else None
-        return str(description or ""), body.lstrip("-\n")
-    return "", text
+    front, body_line = frontmatter(package.root, command.path)
+    body = "\n".join(text.splitlines()[body_line - 1:]) if front else text
+    return str(front.get("description") or ""), body.strip() + "\n"
 
 
 # --- files ---
