@@ -30,8 +30,8 @@ SCENARIOS = load_scenarios(ROOT / "tests/fixtures/imported-evals-scenarios.yaml"
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-imported-7d21", "GEMINI_API_KEY": "gemini-CANARY-imported-33f0"}
 ENGINES = {"claude-code": ("--engine", "claude-code"),
            "gemini-cli": ("--engine", "gemini-cli", "--judge", "claude-sonnet-4-6")}
-CASES = ("csv-report-1", "csv-report-units", "csv-report-fires-f12f4ddc", "csv-report-quiet-0e0d46bc",
-         "md-title-sentence-case", "csv-report-revenue-001")
+CASES = ("csv-report-1", "csv-report-fires-f12f4ddc", "csv-report-quiet-0e0d46bc", "md-title-sentence-case",
+         "csv-report-revenue-001")
 Recorded = tuple[Path, dict[str, Any], str]
 
 
@@ -118,7 +118,7 @@ def test_editing_an_imported_check_re_grades_from_the_cassette_for_free(recorded
 
 @pytest.mark.parametrize("recorded", ["claude-code"], indirect=True)  # the comment and page read reports
 def test_what_was_not_honoured_is_in_the_comment_and_the_html_report(recorded: Recorded, tmp_path: Path) -> None:
-    from support.browser import BrowserSetupError, chromium, launched
+    from support.browser import open_case, report_page
 
     repo = tmp_path / "repo"
     shutil.copytree(recorded[0], repo)
@@ -129,18 +129,8 @@ def test_what_was_not_honoured_is_in_the_comment_and_the_html_report(recorded: R
     assert "<summary>Checks not honoured (2 imported cases)</summary>" in comment
     assert "| evolve | screenshot&#91;9&#93; |" in comment or "| evolve | screenshot[9] |" in comment
     assert "needs aam-eval-no-such-binary, not on PATH here" in comment
-    try:
-        found = chromium()
-    except BrowserSetupError as exc:
-        pytest.skip(str(exc))
-    with launched(found) as browser:
-        page = browser.page()
-        page.open(page_path.as_uri())
-        page.wait_for("document.body.dataset.ready")
-        index = page.js("[...document.querySelectorAll('#case-rows tr')].find(tr => "
-                        "tr.querySelector('td.name').innerText === 'md-title-sentence-case').dataset.case")
-        page.click(f'tr[data-case="{index}"] td')
-        page.wait_for("document.getElementById('not-honoured')")
+    with report_page(page_path) as page:
+        open_case(page, "md-title-sentence-case")
         text = page.js("document.getElementById('not-honoured').innerText")
         assert "Imported from evolve" in text and "screenshot[9]:" in text and "max_turns:" in text
         assert page.problems() == []

@@ -192,29 +192,18 @@ def test_plugin_picks_some_plugins_of_a_marketplace(marketplace: Recorded, tmp_p
 def test_a_marketplace_html_report_has_a_row_per_plugin_and_each_case_transcript(
     marketplace: Recorded, tmp_path: Path
 ) -> None:
-    from support.browser import BrowserSetupError, chromium, launched
+    from support.browser import open_case, report_page
 
     repo = tmp_path / "repo"
     shutil.copytree(marketplace[0], repo)
     page_path = tmp_path / "report.html"
     _, log = _run(repo, "claude-code", "--replay", "--html", str(page_path))
-    try:
-        found = chromium()
-    except BrowserSetupError as exc:
-        pytest.skip(str(exc))
-    with launched(found) as browser:
-        page = browser.page()
-        page.open(page_path.as_uri())
-        page.wait_for("document.body.dataset.ready")
+    with report_page(page_path) as page:
         rows = page.js("[...document.querySelectorAll('#plugins tbody tr')].map(r => r.innerText.split('\\t')[0])")
         assert rows == ["csv-helper", "md-helper"], log
         plugins = page.js("[...document.querySelectorAll('#case-rows tr')].map(r => r.innerText)")
         assert any("md-helper/smoke" in r and "md-helper" in r.replace("md-helper/smoke", "") for r in plugins)
-        index = page.js("[...document.querySelectorAll('#case-rows tr')].find(tr => "
-                        "tr.querySelector('td.name').innerText === 'md-helper/smoke').dataset.case")
-        page.click(f'tr[data-case="{index}"] td')
-        page.wait_for("document.getElementById('case-view')?.dataset.name === 'md-helper/smoke'")
-        detail = page.js("document.getElementById('case-view').innerText")
+        detail = open_case(page, "md-helper/smoke")
         assert "Say hello from the Markdown helper." in detail  # the prompt, from the plugin's case file
         assert "Hello from the Markdown helper." in detail  # the transcript, from its cassette
         assert page.requests() == [page_path.as_uri()] and page.problems() == []

@@ -352,3 +352,30 @@ def launched(found: Chromium | None = None) -> Iterator[Browser]:
         os.close(from_browser)
         log.close()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def report_page(path: Path) -> Iterator[Page]:
+    """A headless Chromium showing an HTML report, ready to be read (a test is skipped, and so
+    fails under strict skips, when no browser can be had)."""
+    import pytest
+
+    try:
+        found = chromium()
+    except BrowserSetupError as exc:
+        pytest.skip(str(exc))
+    with launched(found) as browser:
+        page = browser.page()
+        page.open(path.as_uri())
+        page.wait_for("document.body.dataset.ready")
+        yield page
+
+
+def open_case(page: Page, name: str) -> str:
+    """Open the case of this name in the report's table; its detail pane's text."""
+    index = page.js(f"[...document.querySelectorAll('#case-rows tr')].find(tr => "
+                    f"tr.querySelector('td.name').innerText === {json.dumps(name)})?.dataset.case")
+    assert index is not None, f"no row for {name}"
+    page.click(f'tr[data-case="{index}"] td')
+    page.wait_for(f"document.getElementById('case-view')?.dataset.name === {json.dumps(name)}")
+    return str(page.js("document.getElementById('case-view').innerText"))
