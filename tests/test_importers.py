@@ -282,3 +282,15 @@ def test_a_report_of_ours_beside_the_evals_is_not_an_eval_file(tmp_path: Path) -
     (repo / "evals/base-report.json").write_text(json.dumps({"config": {}, "summary": {}, "cases": []}))
     result = aam_eval("check", "--package", str(repo))
     assert result.code == 0 and "base-report" not in result.out + result.err
+
+
+def test_a_skill_named_like_one_of_our_folders_does_not_read_them(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    (repo / "skills/fixtures").mkdir()
+    (repo / "skills/fixtures/SKILL.md").write_text("---\nname: fixtures\ndescription: d\n---\n")
+    (repo / "evals/fixtures").mkdir(parents=True)
+    (repo / "evals/fixtures/data.json").write_text('{"rows": 3}')
+    result = aam_eval("check", "--package", str(repo))
+    assert result.code == 0, result.err
+    assert "evals/fixtures/data.json" not in result.out + result.err

@@ -29,6 +29,8 @@ FORMATS: tuple[tuple[Callable[[Any], str | None], Callable[[Place, Json], list[I
 )
 SUFFIXES = (".json", ".yaml", ".yml")
 OURS = ("eval-config.json",)
+OUR_FOLDERS = ("cases", "fixtures", "cassettes", "reports")
+"""Folders of `evals/` that are ours whatever the skills are called: never read as `evals/<skill>/`."""
 EXPECTED = ("skill-creator's {skill_name, evals: [{id, prompt, expectations}]}, a trigger set "
             "[{query, should_trigger}] or {triggers: [...]}, waza's {skill, should_trigger_prompts, "
             "should_not_trigger_prompts}, openai/skills' {query, expected_behavior}, a question set "
@@ -57,7 +59,8 @@ def candidates(layout: PackageLayout, several: bool = False) -> list[tuple[str, 
         for name in ("eval.yaml", "eval.yml", "trigger_tests.yaml"):  # waza's, beside the skill
             if (base / name).is_file():
                 found.append((_rel(base / name, root), skill))
-        found += [(_rel(p, root), skill) for p in _files(layout.evals_dir / skill)]
+        if skill not in OUR_FOLDERS:
+            found += [(_rel(p, root), skill) for p in _files(layout.evals_dir / skill)]
     if not several and layout.kind != "aam":  # an AAM package's evals/ is ours alone
         found += [(_rel(p, root), None) for p in _files(layout.evals_dir) if p.name not in OURS]
     return list(dict.fromkeys(found))
