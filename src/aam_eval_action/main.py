@@ -21,6 +21,16 @@ def _shard(value: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _usd(value: str) -> float:
+    try:
+        amount = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an amount in USD (e.g. 2.50)") from None
+    if not amount > 0 or amount == float("inf"):
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return amount
+
+
 def _positive(value: str) -> int:
     n = int(value)
     if n < 1:
@@ -65,6 +75,12 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--keep-workspaces", action="store_true", help="keep workspaces for debugging")
     p.add_argument("--baseline", action="store_true", default=None,
                    help="also run each case without the skill, to measure its lift")
+    p.add_argument("--max-usd", type=_usd, metavar="USD",
+                   help="spend at most this much on model calls: a stale case whose estimated cost "
+                        "does not fit is not run (not graded: budget)")
+    p.add_argument("--no-self-check", dest="self_check", action="store_false", default=None,
+                   help="do not re-execute a new recording once against itself to learn its "
+                        "volatile values")
     _add_package_flags(p)
 
 
@@ -141,8 +157,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         overrides = Overrides(
             engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
             jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
-            baseline=args.baseline,
-            rerun=args.rerun,
+            baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

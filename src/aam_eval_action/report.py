@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action import __version__
 from aam_eval_action.errors import ConfigError, UsageError
+from aam_eval_action.session import SelfCheck
 
 if TYPE_CHECKING:
     from aam_eval_action.loader import FileError, LoadedPackage, LoadedRepo
@@ -311,6 +312,9 @@ class CaseResult(Part):
     """A re-executed session that diverged and went on live: the first live model turn (additive)."""
     miss: ReplayMiss | None = None
     """The replay miss in full: reason, changed inputs, re-record command (additive)."""
+    self_check: SelfCheck | None = None
+    """Recorded in this run: the recording re-executed once against its own traffic, the
+    volatile values it learnt, or where it stayed unstable (additive)."""
     check_details: dict[str, str] | None = None
     """Why each failed deterministic check failed (a failed `command` keeps its output here) (additive)."""
     trigger_expected: bool | None = None

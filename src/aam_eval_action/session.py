@@ -16,6 +16,21 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+class SelfCheck(Model):
+    """A recording re-executed once against its own traffic, right after it was made."""
+
+    clean: bool
+    """Every request came again as recorded (once the volatile values learnt are masked)."""
+    runs: int = 0
+    """Re-executions made (1, or 2 when masks were learnt and then confirmed)."""
+    learnt: list[str] = Field(default_factory=list)
+    """The volatile values it learnt, in words (`a number after `duration_ms: ``)."""
+    unstable: str | None = None
+    """When not clean: the request that still differed, in words, with both values."""
+    skipped: str | None = None
+    """Why it was not made (a recording that cannot be re-executed)."""
+
+
 class ToolCall(Model):
     """One tool call the agent made, in the order it made them."""
 

@@ -62,6 +62,8 @@ class Overrides:
     timeout: float | None = None
     baseline: bool | None = None
     rerun: Rerun | None = None
+    self_check: bool | None = None
+    max_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,10 @@ class RunSettings:
     """Snapshot or re-execute replay: auto, always or never."""
     rerun_ignore: tuple[re.Pattern[str], ...] = ()
     """eval-config `rerun-ignore`, compiled."""
+    self_check: bool = True
+    """Re-execute each new recording once against its own traffic (`pipeline/self_check.py`)."""
+    max_usd: float | None = None
+    """The run's spending cap in USD (`pipeline/budget.py`); None: no cap."""
     cassette_stem: str = ""
     """The file stem of this engine + model's cassettes: the engine's name for the model it
     runs by default, `<engine>@<model>` for any other, so each pair of a matrix keeps its own."""
@@ -167,6 +173,8 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         baseline=cfg.baseline if o.baseline is None else o.baseline,
         rerun=o.rerun or cfg.rerun,
         rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
+        self_check=cfg.self_check if o.self_check is None else o.self_check,
+        max_usd=cfg.max_usd if o.max_usd is None else o.max_usd,
         cassette_stem=cassette_stem(cfg, engine, model),
     )
 

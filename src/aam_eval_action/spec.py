@@ -181,6 +181,12 @@ class EvalConfig(Strict):
     rerun_ignore: list[str] = Field(default_factory=list, alias="rerun-ignore")
     """Regexes for honestly volatile text (timestamps, temp names) ignored when a re-executed
     request is compared with the recording (additive field)."""
+    self_check: bool = Field(default=True, alias="self-check")
+    """Right after recording a session, re-execute it once against its own traffic to learn the
+    values the CLI makes up per run (no model cost) (additive field)."""
+    max_usd: float | None = Field(default=None, gt=0, alias="max-usd")
+    """The most a run may spend on model calls, in USD: a stale case whose estimated cost does not
+    fit is reported as not graded (budget), never sent (additive field)."""
     engines: list[EngineName] = Field(default_factory=list)
     """Run every case on each of these engines (a matrix); `engine` is the first pair's when
     several are listed (additive field)."""

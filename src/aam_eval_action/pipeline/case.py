@@ -16,12 +16,13 @@ from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
 from aam_eval_action.pipeline.rerun import live_cost, rerun_session
+from aam_eval_action.pipeline.self_check import self_check
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
 from aam_eval_action.replay.traffic import Divergence
 from aam_eval_action.report import CaseResult, ReplayDivergence, not_asked
-from aam_eval_action.session import Session
+from aam_eval_action.session import SelfCheck, Session
 
 BASELINE = "baseline"
 """The cassette variant of the sessions run without the skill."""
@@ -70,10 +71,11 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     if decision.rerun:
         result, session = _rerun_case(ctx, loaded, fp, decision)
     else:
-        sessions = _sessions(ctx, loaded, fp, layout, decision)
+        sessions, checks = _sessions(ctx, loaded, fp, layout, decision)
         graded = grade_all(ctx, loaded, fp, sessions)
         result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
         result.replay_kind = decision.kind
+        result.self_check = summary(checks)
     if s.baseline:
         add_baseline(ctx, loaded, result)
     return result, session
@@ -82,20 +84,35 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
 def _sessions(
     ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, decision: Decision,
     variant: str = "",
-) -> list[Session]:
-    """The case's sessions, replayed as recorded (snapshot) or live (and recorded)."""
+) -> tuple[list[Session], list[SelfCheck]]:
+    """The case's sessions, replayed as recorded (snapshot) or live (and recorded, each
+    recording then checked against itself)."""
     s = ctx.settings
     if decision.replay and decision.recorded is not None:
         # Recorded sessions were redacted when they were recorded.
         sessions = decision.recorded.attempts[: s.repeat]
         if ctx.keep_workspaces and not variant:
             restore_for_debugging(ctx, loaded, sessions[0])
-        return sessions
+        return sessions, []
     runs = [live_session(ctx, loaded, layout) for _ in range(s.repeat)]
     sessions = [session for session, _ in runs]
+    checks: list[SelfCheck] = []
     if s.mode in ("auto", "record"):
-        save_sessions(ctx, loaded.case.name, fp, sessions, [traffic for _, traffic in runs], variant)
-    return sessions
+        if s.self_check:
+            checks = [self_check(ctx, loaded, traffic, layout) for _, traffic in runs]
+        save_sessions(ctx, loaded.case.name, fp, sessions, [traffic for _, traffic in runs], variant,
+                      checks or None)
+    return sessions, checks
+
+
+def summary(checks: list[SelfCheck]) -> SelfCheck | None:
+    """The case's self-check: the first attempt's that was not clean, else the first one's, with
+    what every attempt learnt."""
+    if not checks:
+        return None
+    worst = next((c for c in checks if not c.clean), checks[0])
+    learnt = list(dict.fromkeys(m for c in checks for m in c.learnt))
+    return worst.model_copy(update={"learnt": learnt, "runs": sum(c.runs for c in checks)})
 
 
 def _rerun_case(
@@ -137,7 +154,7 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
     try:
         decision = decide(s, loaded.case.name, fp, BASELINE)
-        sessions = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
+        sessions, _ = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
         graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
         base, _ = combine(ctx, loaded, fp, sessions, graded, replayed=True)
         verdict, error, attempts = base.verdict, base.error, base.attempts

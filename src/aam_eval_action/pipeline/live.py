@@ -31,7 +31,7 @@ from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintReco
 from aam_eval_action.replay.fingerprint import Fingerprint
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
-from aam_eval_action.session import Session
+from aam_eval_action.session import SelfCheck, Session
 
 DUMMY_KEY = "aam-eval-replay-no-key"
 """The key a re-executed CLI gets: its model calls never leave the replay proxy with it."""
@@ -149,7 +149,7 @@ def scrub(ctx: CaseContext, session: Session) -> Session:
 
 def save_sessions(
     ctx: CaseContext, name: str, fp: Fingerprint, sessions: list[Session], traffic: list[ModelTraffic],
-    variant: str = "",
+    variant: str = "", checks: list[SelfCheck] | None = None,
 ) -> None:
     """Write the case's agent cassette (untouched when only volatile fields differ), its model
     traffic's shared entries in the cassettes directory's store."""
@@ -159,7 +159,7 @@ def save_sessions(
         case=name, engine=s.engine,
         recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
-        attempts=sessions, provenance=s.provenance(),
+        attempts=sessions, provenance=s.provenance(), self_check=checks,
     )
     path = agent_cassette.session_path(s.cassettes, name, s.cassette_stem, variant)
     agent_cassette.save(path, recorded, s.cassettes, checkout=checkout)

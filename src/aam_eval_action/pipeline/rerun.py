@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.live import DUMMY_KEY, ModelRoute, run_session
+from aam_eval_action.replay import traffic_store
+from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.cli_version import CliVersionError, check_installed
 from aam_eval_action.replay.decision import not_reexecutable
 from aam_eval_action.replay.proxy import ReplayProxy, Upstream, upstream_for
-from aam_eval_action.replay.traffic import Divergence, ModelTraffic, Normaliser, usage
+from aam_eval_action.replay.traffic import Divergence, ModelTraffic, Normaliser, TrafficError, usage
+from aam_eval_action.replay.volatile import compile_masks
 from aam_eval_action.session import Session
 
 
@@ -65,13 +68,18 @@ def continue_upstream(ctx: CaseContext) -> Upstream | None:
 
 def rerun_session(ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic) -> Rerun:
     """The case run by the real CLI against `traffic` (CliVersionError for another CLI version,
-    or for a recording that cannot be re-executed at all)."""
+    or for a recording that cannot be re-executed at all), the volatile values learnt for that
+    CLI version masked (TrafficError when its store is damaged)."""
     unusable = not_reexecutable(traffic)
     if unusable:
         raise CliVersionError(f"cannot re-execute: {unusable}")
     check_installed(traffic, ctx.settings.runner_env)
     upstream = continue_upstream(ctx)
-    ignore = ctx.settings.rerun_ignore
+    try:
+        masks = traffic_store.load_masks(ctx.settings.cassettes, traffic.cli, traffic.cli_version)
+    except TrafficError as exc:
+        raise CassetteError(str(exc)) from None
+    ignore = [*ctx.settings.rerun_ignore, *compile_masks(masks)]
 
     def replay_proxy(normaliser: Normaliser) -> ReplayProxy:
         return ReplayProxy(traffic, normaliser, ignore, continue_upstream=upstream)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action.fsutil import atomic_write, dump_yaml, is_inside
 from aam_eval_action.replay.untrusted import UntrustedFileError, load_yaml, read_text
-from aam_eval_action.session import Session
+from aam_eval_action.session import SelfCheck, Session
 
 CASSETTE_VERSION = 1
 RECORDED_LOCALLY = "recorded locally"
@@ -53,6 +53,9 @@ class AgentCassette(BaseModel):
     model_traffic: list[dict[str, Any]] | None = None
     """Each attempt's model traffic (`replay/traffic.py`, its shared entries in
     `<cassettes>/_shared/`), for re-executing the real CLI against it; absent in older cassettes."""
+    self_check: list[SelfCheck] | None = None
+    """Each attempt's self-check: its traffic re-executed once right after recording. A recording
+    that did not come out clean is not re-executed later (it would diverge there)."""
 
 
 def session_path(cassettes: Path, case: str, stem: str, variant: str = "") -> Path:

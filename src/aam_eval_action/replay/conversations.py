@@ -33,7 +33,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,8 @@ from aam_eval_action.replay.traffic import (
     turn_of,
 )
 
+Learner = Callable[[dict[str, Any], dict[str, Any], Sequence[re.Pattern[str]]], list[re.Pattern[str]] | None]
+"""(recorded request, live request, patterns in force) → new patterns that make them equal."""
 AGENT_KEYS = ("subagent_type", "agent_type", "agent_name", "agent", "name")
 """Where a sub-agent-starting call names the agent."""
 GAP_MIN_MS = 10
@@ -319,15 +321,16 @@ class Tracks:
     position, and handing out answers in the recorded order (thread-safe)."""
 
     def __init__(self, traffic: ModelTraffic, fulls: Sequence[dict[str, Any]],
-                 ignore: Sequence[re.Pattern[str]] = ()) -> None:
+                 ignore: Sequence[re.Pattern[str]] = (), learner: Learner | None = None) -> None:
         conversations, numbers = threads(traffic, fulls)
         self.ignore = list(ignore)
+        self.learner = learner
+        """Asked for patterns that make a request equal to the one it was meant to be (a
+        recording's self-check); None: a difference is a divergence."""
         indexed = list(enumerate(zip(fulls, numbers, strict=True)))
         self.tracks = [_Track(info, [(i, full) for i, (full, n) in indexed if n == k])
                        for k, info in enumerate(conversations)]
-        for track in self.tracks:
-            if track.items:
-                track.key = root_key(apply_ignore(track.items[0][1], self.ignore), track.info.stream)
+        self._keys()
         self._after = [e.after or i + 1 for i, e in enumerate(traffic.exchanges)]
         # A cassette may come from a pull request: a pause it asks for is capped, never trusted.
         self._gaps = [min(max(e.gap_ms or 0, 0), GAP_CAP_MS) / 1000 for e in traffic.exchanges]
@@ -336,21 +339,50 @@ class Tracks:
         self._arrivals = 0
         self._lock = threading.Condition()
 
+    def _keys(self) -> None:
+        for track in self.tracks:
+            if track.items:
+                track.key = root_key(apply_ignore(track.items[0][1], self.ignore), track.info.stream)
+
     def match(self, live: dict[str, Any], stream: Stream) -> tuple[int | None, Divergence | None]:
         """The recording's index answering `live`, or the divergence it is."""
-        key = root_key(apply_ignore(live, self.ignore), stream)
         history = _history(live)
         with self._lock:
-            same = [t for t in self.tracks if t.key == key]
-            for track in [t for t in same if t.history is not None] + [t for t in same if t.history is None]:
-                if track.served < len(track.items) and first_difference(
-                    track.items[track.served][1], live, stream, self.ignore
-                ) is None:
-                    index = track.items[track.served][0]
-                    track.served += 1
-                    track.history = history
-                    return index, None
+            index = self._matching(live, stream, history)
+            if index is None and self.learner is not None and self._learn(live, stream, history):
+                index = self._matching(live, stream, history)
+            if index is not None:
+                return index, None
+            key = root_key(apply_ignore(live, self.ignore), stream)
             return None, self._divergence(live, stream, key, history)
+
+    def _matching(self, live: dict[str, Any], stream: Stream, history: list[Any]) -> int | None:
+        key = root_key(apply_ignore(live, self.ignore), stream)
+        same = [t for t in self.tracks if t.key == key]
+        for track in [t for t in same if t.history is not None] + [t for t in same if t.history is None]:
+            if track.served < len(track.items) and first_difference(
+                track.items[track.served][1], live, stream, self.ignore
+            ) is None:
+                index = track.items[track.served][0]
+                track.served += 1
+                track.history = history
+                return index
+        return None
+
+    def _learn(self, live: dict[str, Any], stream: Stream, history: list[Any]) -> bool:
+        """Ask the learner for patterns that make `live` the request it was most likely meant
+        to be; True when it gave some (they then apply to every comparison)."""
+        assert self.learner is not None
+        key = root_key(apply_ignore(live, self.ignore), stream)
+        track = self._likely(live, stream, key, history)
+        if track is None or track.served >= len(track.items):
+            return False
+        patterns = self.learner(track.items[track.served][1], live, self.ignore)
+        if not patterns:
+            return False
+        self.ignore += patterns
+        self._keys()
+        return True
 
     def _divergence(self, live: dict[str, Any], stream: Stream, key: str, history: list[Any]) -> Divergence:
         track = self._likely(live, stream, key, history)

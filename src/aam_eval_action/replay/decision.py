@@ -152,6 +152,11 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
         return f"not re-executable: {'; '.join(blocking)}, so the model is asked something else from turn 1"
     if not recorded.model_traffic:
         return "the cassette holds no model traffic to re-execute; re-record it once"
+    unstable = next((c.unstable for c in recorded.self_check or [] if c.unstable), None)
+    if unstable:
+        return (f"not re-executable: its recording was unstable when checked against itself "
+                f"({unstable}); make that value stable or add a `rerun-ignore` pattern for it, "
+                "then re-record")
     try:
         traffic = tuple(traffic_store.load_traffic(s.cassettes, recorded.model_traffic))
     except TrafficError as exc:

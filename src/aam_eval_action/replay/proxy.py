@@ -23,6 +23,7 @@ anywhere else.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import http.server
 import json
@@ -52,6 +53,7 @@ from aam_eval_action.replay.traffic import (
     usage,
 )
 from aam_eval_action.replay.upstream import Upstream, proxy_env, upstream_for
+from aam_eval_action.replay.volatile import Mask, compile_masks, learn, merge
 
 __all__ = ["RecordingProxy", "ReplayProxy", "Upstream", "proxy_env", "upstream_for"]
 
@@ -374,11 +376,15 @@ class ReplayProxy(_Proxy):
         normaliser: Normaliser,
         ignore: Sequence[re.Pattern[str]] = (),
         continue_upstream: Upstream | None = None,
+        learn_as: str | None = None,
     ) -> None:
         super().__init__(normaliser)
         self.recorded = traffic
         self.ignore = list(ignore)
         self.continue_upstream = continue_upstream
+        self.learnt: list[Mask] = []
+        """With `learn_as` (a recording's self-check, named after its case): the volatile values
+        learnt from requests that differed from the recording and that a narrow mask explains."""
         self.cli, self.cli_version = traffic.cli, traffic.cli_version
         self.divergence: Divergence | None = None
         """The first live request that differed from the recording."""
@@ -388,12 +394,21 @@ class ReplayProxy(_Proxy):
         """Requests answered with the divergence error (Claude Code re-sends a refused turn in
         a few fallback shapes before it gives up; all are refused)."""
         self._recorded = traffic.exchanges
-        self._tracks = Tracks(traffic, full_requests(traffic), self.ignore)
+        learner = None if learn_as is None else functools.partial(self._learn, learn_as)
+        self._tracks = Tracks(traffic, full_requests(traffic), self.ignore, learner)
         self._diverged = threading.Event()
 
     def arrive(self) -> None:
         super().arrive()
         self._tracks.arrived()
+
+    def _learn(self, case: str, recorded: dict[str, Any], live: dict[str, Any],
+               ignore: Sequence[re.Pattern[str]]) -> list[re.Pattern[str]] | None:
+        masks = learn(recorded, live, ignore, case)
+        if not masks:
+            return None
+        self.learnt = merge(self.learnt, masks)
+        return compile_masks(masks)
 
     @property
     def served(self) -> dict[str, int]:

@@ -9,6 +9,10 @@ recording grows a store by union; it is written atomically, sorted, and left unt
 recording adds nothing new. After a run that recorded, entries no cassette refers to any more
 (a re-recording replaced them) are pruned.
 
+The store also keeps what the recordings of that version learnt about its volatile values
+(`volatile`: see `replay/volatile.py`), so re-execution and every later recording of that
+version mask them.
+
 Cassettes come from the repository under test: the store is read with the safe YAML loader
 and its shape checked, and a damaged one is a `TrafficError` naming the file.
 """
@@ -31,6 +35,7 @@ from aam_eval_action.replay.traffic import (
     parse_traffic,
     stored,
 )
+from aam_eval_action.replay.volatile import Mask, merge
 
 STORE_DIR = "_shared"
 STORE_VERSION = 1
@@ -109,10 +114,89 @@ def _merge(path: Path, traffic: ModelTraffic, entries: dict[str, Any], checkout:
         if all(key in existing for key in entries):
             return
         merged = {**existing, **entries}
-        data = {"version": STORE_VERSION, "cli": traffic.cli, "cli_version": traffic.cli_version,
-                "entries": dict(sorted(merged.items()))}
-        atomic_write(path, dump_yaml(data), checkout)
-        _CACHE.pop(path, None)
+        _write(path, traffic.cli, traffic.cli_version, merged, _raw_masks(path), checkout)
+
+
+def _write(path: Path, cli: str, version: str | None, entries: dict[str, Any],
+           masks: list[dict[str, Any]], checkout: Path | None) -> None:
+    data: dict[str, Any] = {"version": STORE_VERSION, "cli": cli, "cli_version": version}
+    if masks:
+        data["volatile"] = masks
+    data["entries"] = dict(sorted(entries.items()))
+    atomic_write(path, dump_yaml(data), checkout)
+    _CACHE.pop(path, None)
+
+
+def _raw_masks(path: Path) -> list[dict[str, Any]]:
+    """The store's `volatile` list as written (kept as it is when entries are merged)."""
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    masks = data.get("volatile") if isinstance(data, dict) else None
+    return masks if isinstance(masks, list) else []
+
+
+def load_masks(cassettes: Path, cli: str, version: str | None) -> list[Mask]:
+    """The volatile values learnt for this CLI version (none when there is no store yet);
+    TrafficError naming the store and the entry when one is damaged."""
+    from pydantic import ValidationError
+
+    path = store_path(cassettes, cli, version)
+    if not path.exists():
+        return []
+    load_store(path)  # the store's own shape, checked and cached
+    masks = []
+    for index, raw in enumerate(_raw_masks(path)):
+        try:
+            masks.append(Mask.model_validate(raw))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in ("volatile", index, *err["loc"]))
+            raise TrafficError(f"{path}: damaged learnt mask at {where}: {err['msg']}; delete that "
+                               "entry (the next recording learns it again)") from None
+    return masks
+
+
+def add_masks(
+    cassettes: Path, cli: str, version: str | None, masks: list[Mask], checkout: Path | None
+) -> bool:
+    """Add learnt masks to this CLI version's store; True when the store changed."""
+    if not masks:
+        return False
+    path = store_path(cassettes, cli, version)
+    with _LOCK:
+        try:
+            entries = _read(path) if path.exists() else {}
+            known = [Mask.model_validate(m) for m in _raw_masks(path)]
+        except (TrafficError, ValueError):
+            entries, known = {}, []  # recording is how a damaged store gets repaired
+        merged = merge(known, masks)
+        if merged == known:
+            return False
+        dumped = [m.model_dump(mode="json", exclude_defaults=True) for m in merged]
+        _write(path, cli, version, entries, dumped, checkout)
+    return True
+
+
+def every_mask(cassettes: Path) -> list[tuple[str, Mask]]:
+    """(`<cli> <version>`, mask) for every store of a cassettes directory, for `check` and the
+    report; a damaged store is skipped here (the run that reads it reports it)."""
+    found = []
+    for path in sorted((cassettes / STORE_DIR).glob("*.yaml")):
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("volatile"), list):
+            continue
+        label = f"{data.get('cli')} {data.get('cli_version')}"
+        for raw in data["volatile"]:
+            try:
+                found.append((label, Mask.model_validate(raw)))
+            except ValueError:
+                continue
+    return found
 
 
 def load_traffic(cassettes: Path, recorded: list[dict[str, Any]]) -> list[ModelTraffic]:
