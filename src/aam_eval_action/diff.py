@@ -94,6 +94,10 @@ class CaseDiff(BaseModel):
     """The other tool's eval format the case was imported from."""
     skipped_checks: dict[str, str] | None = None
     """What that file asks that could not be honoured, each with why."""
+    budget: str | None = None
+    """Not graded (budget) on the head: the estimate against what the cap left."""
+    unstable: str | None = None
+    """Recorded on the head and unstable against itself: the request that still differed."""
 
 
 class RunTotals(BaseModel):
@@ -135,6 +139,14 @@ class RunTotals(BaseModel):
     """Share of the sessions that should fire the skill where it did."""
     trigger_cases: int | None = None
     """Cases with `expected.skill-triggered`."""
+    over_budget: int | None = None
+    """Cases not graded because their estimated cost did not fit `max-usd`."""
+    max_usd: float | None = None
+    """The run's spending cap, when one was set."""
+    spent_usd: float | None = None
+    """Under a cap: what the run's model calls cost."""
+    unstable: int | None = None
+    """Cases recorded in this run whose recording did not re-execute cleanly against itself."""
 
 
 class StaleCase(BaseModel):
@@ -572,6 +584,8 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         skill_not_needed=head.skill_not_needed if head else None,
         source=main.source,
         skipped_checks=main.skipped_checks or None,
+        budget=head.error if head and head.budget else None,
+        unstable=head.self_check.unstable if head and head.self_check else None,
     )
 
 
@@ -707,6 +721,10 @@ def _totals(report: Report) -> RunTotals:
         trigger_precision=s.trigger_precision,
         trigger_recall=s.trigger_recall,
         trigger_cases=s.trigger_cases,
+        over_budget=sum(c.budget is not None for c in report.cases) or None,
+        max_usd=s.max_usd,
+        spent_usd=s.spent_usd,
+        unstable=sum(bool(c.self_check and c.self_check.unstable) for c in report.cases) or None,
     )
 
 

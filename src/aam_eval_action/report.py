@@ -183,6 +183,17 @@ class Summary(Part):
     diverged: int | None = None
     """Re-executed cases whose CLI asked something the recording cannot answer; absent when
     none did (additive)."""
+    unstable: int | None = None
+    """Cases recorded in this run whose recording did not re-execute cleanly against itself;
+    absent when none (additive)."""
+    over_budget: int | None = None
+    """Cases not graded because their estimated cost did not fit `max-usd`; absent when none
+    (additive)."""
+    max_usd: float | None = None
+    """The run's spending cap (`max-usd`), when one was set (additive)."""
+    spent_usd: float | None = None
+    """Under `max-usd`: what the run's model calls cost, agents' and judge's, as charged against
+    the cap (additive)."""
 
 
 class JudgeVote(Part):
@@ -262,6 +273,31 @@ class ReplayMiss(Part):
     """For `diverged`: the first request that differed, with both values."""
 
 
+class BudgetSkip(Part):
+    """Why a case was not run: the estimate against what the cap left (additive)."""
+
+    estimate_usd: float | None
+    """What the case was estimated to cost (None: no price known for its model)."""
+    basis: str
+    """Where the estimate comes from: `recording`, `prices`, or why there is none."""
+    cap_usd: float
+    """The run's cap (`max-usd`)."""
+    left_usd: float
+    """What was left of the cap when the case came up."""
+
+
+class VolatileMask(Part):
+    """A value re-execution ignores because a recording of that CLI version learnt it is
+    volatile (additive)."""
+
+    cli: str
+    """The CLI and version whose recordings learnt it (`claude 2.1.330`)."""
+    mask: str
+    """What is ignored, in words: `a number after `duration_ms: `` and the values seen."""
+    case: str | None = None
+    """The case whose recording learnt it."""
+
+
 class CaseResult(Part):
     """One case's outcome (seed: `cases[]`)."""
 
@@ -315,6 +351,9 @@ class CaseResult(Part):
     self_check: SelfCheck | None = None
     """Recorded in this run: the recording re-executed once against its own traffic, the
     volatile values it learnt, or where it stayed unstable (additive)."""
+    budget: BudgetSkip | None = None
+    """Not graded (budget): its estimated cost did not fit what was left of `max-usd`, so nothing
+    was sent for it (additive)."""
     check_details: dict[str, str] | None = None
     """Why each failed deterministic check failed (a failed `command` keeps its output here) (additive)."""
     trigger_expected: bool | None = None
@@ -410,6 +449,9 @@ class Report(Part):
     layout: str | None = None
     """The repository's layout when it is not an AAM package (`claude-marketplace`, `skills`…)
     (additive)."""
+    volatile: list[VolatileMask] | None = None
+    """What re-execution ignores besides `rerun-ignore`: the volatile values the recordings in
+    the cassettes directory learnt, per CLI version (additive)."""
     plugins: list[PluginSummary] | None = None
     """The plugins run, each with its summary, in a repository of plugins; each case then
     names its `plugin` (additive)."""
@@ -450,6 +492,8 @@ def summarize(cases: list[CaseResult]) -> Summary:
         run_cost_usd=round(sum(run_costs), 6) if run_costs else None,
         rerun=sum(c.replay_kind == "rerun" for c in cases) or None,
         diverged=sum(c.replay_miss == "diverged" for c in cases) or None,
+        unstable=sum(bool(c.self_check and c.self_check.unstable) for c in cases) or None,
+        over_budget=sum(c.budget is not None for c in cases) or None,
     )
     _add_lift(summary, cases)
     _add_triggers(summary, cases)
@@ -546,7 +590,17 @@ def build_report(
     )
     if interrupted:
         report.interrupted = True
+    report.summary.max_usd = s.max_usd
+    report.volatile = learnt_masks(s.cassettes) or None
     return report
+
+
+def learnt_masks(cassettes: Path) -> list[VolatileMask]:
+    """The volatile values learnt by the recordings of a cassettes directory, per CLI version."""
+    from aam_eval_action.replay.traffic_store import every_mask
+
+    return [VolatileMask(cli=label, mask=mask.describe(), case=mask.case or None)
+            for label, mask in every_mask(cassettes)]
 
 
 def sandbox_info(s: RunSettings) -> SandboxInfo:
@@ -656,6 +710,11 @@ def merge_reports(reports: list[Report]) -> Report:
         _describe_pairs(merged, order, versions)
     merged.cases.sort(key=lambda c: (c.name, order.index(case_pair(merged, c))))
     merged.summary = summarize(merged.cases)
+    merged.summary.max_usd = first.summary.max_usd
+    spent = [r.summary.spent_usd for r in reports if r.summary.spent_usd is not None]
+    merged.summary.spent_usd = round(sum(spent), 6) if spent else None
+    masks = {(m.cli, m.mask): m for r in reports for m in r.volatile or []}
+    merged.volatile = list(masks.values()) or None
     # Shards run side by side: the run took as long as its slowest shard.
     merged.duration_seconds = max(r.duration_seconds for r in reports)
     if any(r.interrupted for r in reports):

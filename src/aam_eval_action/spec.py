@@ -143,6 +143,15 @@ class EnginePair(Strict):
     """The model that engine runs with."""
 
 
+class ModelPrice(Strict):
+    """A model's list price, USD per million tokens."""
+
+    input: float = Field(ge=0)
+    """Per million input tokens (cached input is charged a tenth of it, cache writes 1.25 times)."""
+    output: float = Field(ge=0)
+    """Per million output tokens."""
+
+
 class EvalConfig(Strict):
     """`evals/eval-config.json`."""
 
@@ -187,6 +196,8 @@ class EvalConfig(Strict):
     max_usd: float | None = Field(default=None, gt=0, alias="max-usd")
     """The most a run may spend on model calls, in USD: a stale case whose estimated cost does not
     fit is reported as not graded (budget), never sent (additive field)."""
+    prices: dict[ModelName, ModelPrice] = Field(default_factory=dict)
+    """Prices of models the built-in list lacks (or overrides), for `max-usd` estimates (additive field)."""
     engines: list[EngineName] = Field(default_factory=list)
     """Run every case on each of these engines (a matrix); `engine` is the first pair's when
     several are listed (additive field)."""

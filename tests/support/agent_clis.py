@@ -58,6 +58,28 @@ def read_pins(path: Path = PINS_FILE) -> list[Pin]:
     return pins
 
 
+def other_releases(path: Path = PINS_FILE) -> list[Pin]:
+    """The `# other: @scope/name@version` lines: releases besides the pins that the tests also
+    record and re-execute with."""
+    pins = []
+    for line in path.read_text().splitlines():
+        found = re.match(r"#\s*other:\s*(\S+)\s*$", line.strip())
+        if found:
+            package, _, version = found.group(1).rpartition("@")
+            pins.append(Pin(package, version))
+    return pins
+
+
+def ensure_release(pin: Pin) -> Path:
+    """The bin directory of one release, installed once into the cache (its own prefix, so it
+    goes on PATH only where a test puts it)."""
+    prefix = cache_root() / f"{pin.command}-{pin.version}"
+    with _locked(prefix.parent):
+        if not is_pinned(prefix / "bin" / pin.command, pin):
+            _install([pin], prefix)
+    return prefix / "bin"
+
+
 def reported_version(executable: str | Path) -> str:
     """What `CLI --version` prints (empty when it cannot run), its own directory first on PATH
     as when it is run from there (a Node script finds the Node installed beside it)."""

@@ -12,6 +12,7 @@ from aam_eval_action.engines.registry import check_engine_name
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.loader import LoadedCase, LoadedPackage, LoadedRepo, load_repo
+from aam_eval_action.pipeline.budget import Budget
 from aam_eval_action.pipeline.case import Outcome
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.scheduler import handle_signals, run_tasks
@@ -84,12 +85,16 @@ def execute(
                     console.line(text, style)
         return None, EXIT_USAGE if errors else EXIT_OK
     matrix = len(runs) > 1
-    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix)
+    budget = Budget(first.max_usd)  # one cap for every engine and model of the run
+    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix, budget=budget)
                 for _, settings_list in matrices for s in settings_list]
     total = sum(len(cases) for cases in chosen.values())
     for s in runs:
         console.line(f"{total} case(s) · {s.engine} · model {s.model} · "
                      f"judge {s.judge_model} · mode {s.mode}")
+    if budget.cap is not None and first.mode != "replay":
+        console.line(f"max-usd ${budget.cap:.4g}: a case whose estimated cost does not fit what is left "
+                     "is not run (not graded: budget); cases that spend run one at a time")
     for finding in repo.findings if repo.kind != "aam" else []:
         console.line(f"{finding.level} {finding}", "yellow")
     for _, err in errors:
@@ -115,6 +120,8 @@ def execute(
                             [o.session for o in outcomes], started, duration, interrupted)
         parts.append(Report.model_validate(ctx.redactor.deep(part.model_dump(mode="json"))))
     report = merge_reports(parts) if len(parts) > 1 else parts[0]
+    if budget.cap is not None:
+        report.summary.spent_usd = budget.spent
     if repo.kind != "aam":
         describe_plugins(report, repo, [s.engine for s in runs])
     _write(args, report, default_report_path(repo.root / "evals", started), console,

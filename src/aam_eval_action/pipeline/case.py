@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -11,17 +12,18 @@ from dataclasses import dataclass
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.pipeline.budget import OverBudget, traffic_cost
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
-from aam_eval_action.pipeline.rerun import live_cost, rerun_session
+from aam_eval_action.pipeline.rerun import continue_upstream, live_cost, rerun_session
 from aam_eval_action.pipeline.self_check import self_check
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
 from aam_eval_action.replay.traffic import Divergence
-from aam_eval_action.report import CaseResult, ReplayDivergence, not_asked
+from aam_eval_action.report import BudgetSkip, CaseResult, ReplayDivergence, not_asked
 from aam_eval_action.session import SelfCheck, Session
 
 BASELINE = "baseline"
@@ -44,6 +46,8 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         result, session = _run_case(ctx, loaded)
     except Miss as miss:
         result = error_result(loaded, miss.message, miss)
+    except OverBudget as over:
+        result = budget_result(loaded, over)
     except (AamEvalError, CassetteError, JudgeError, OSError) as exc:
         result = error_result(loaded, str(exc))
     except Exception as exc:  # a bug must not take the other cases down with it
@@ -71,8 +75,9 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     if decision.rerun:
         result, session = _rerun_case(ctx, loaded, fp, decision)
     else:
-        sessions, checks = _sessions(ctx, loaded, fp, layout, decision)
-        graded = grade_all(ctx, loaded, fp, sessions)
+        with spending(ctx, loaded, paid=not decision.replay):
+            sessions, checks = _sessions(ctx, loaded, fp, layout, decision)
+            graded = grade_all(ctx, loaded, fp, sessions)
         result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
         result.replay_kind = decision.kind
         result.self_check = summary(checks)
@@ -96,6 +101,9 @@ def _sessions(
         return sessions, []
     runs = [live_session(ctx, loaded, layout) for _ in range(s.repeat)]
     sessions = [session for session, _ in runs]
+    prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
+    for session, traffic in runs:
+        ctx.budget.charge(traffic_cost(session, traffic, s.model, prices))
     checks: list[SelfCheck] = []
     if s.mode in ("auto", "record"):
         if s.self_check:
@@ -121,9 +129,21 @@ def _rerun_case(
     """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto."""
     s = ctx.settings
     assert decision.recorded is not None
-    runs = [rerun_session(ctx, loaded, traffic) for traffic in decision.traffic[: s.repeat]]
+    over: OverBudget | None = None
+    try:
+        # Re-execution is free; a divergence may go on live (under auto, with a key): paid.
+        with spending(ctx, loaded, paid=continue_upstream(ctx) is not None):
+            runs = [rerun_session(ctx, loaded, traffic) for traffic in decision.traffic[: s.repeat]]
+            prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
+            for run in runs:
+                ctx.budget.charge(traffic_cost(run.session, run.traffic, s.model, prices, live_only=True))
+    except OverBudget as exc:  # then it may not go on live, and is graded only if it need not
+        over = exc
+        runs = [rerun_session(ctx, loaded, traffic, live=False) for traffic in decision.traffic[: s.repeat]]
     stopped = next((r for r in runs if r.divergence and not r.live_requests), None)
     if stopped is not None and stopped.divergence is not None:
+        if over is not None:
+            raise over
         raise diverged(s, loaded.case.name, stopped.divergence, decision.changes)
     sessions = [r.session for r in runs]
     went_live = [r.live_from_turn for r in runs if r.live_from_turn is not None]
@@ -154,16 +174,37 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
     try:
         decision = decide(s, loaded.case.name, fp, BASELINE)
-        sessions, _ = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
-        graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
+        with spending(ctx, loaded, paid=not decision.replay):
+            sessions, _ = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
+            graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
         base, _ = combine(ctx, loaded, fp, sessions, graded, replayed=True)
         verdict, error, attempts = base.verdict, base.error, base.attempts
+    except OverBudget as over:
+        verdict, error, attempts = "SKIP", over.message, None
     except (Miss, AamEvalError, CassetteError, JudgeError, OSError) as exc:
         verdict, error, attempts = "ERROR", str(exc), None
     result.baseline_verdict = verdict
     result.baseline_error = error
     result.baseline_attempts = attempts
     result.skill_not_needed = result.verdict == "PASS" and verdict == "PASS"
+
+
+def spending(ctx: CaseContext, loaded: LoadedCase, *, paid: bool) -> contextlib.AbstractContextManager[None]:
+    """Under `max-usd`, a case about to spend holds the run's paid slot for its estimate
+    (OverBudget when it does not fit); anything else runs as it is."""
+    if not paid or ctx.budget.cap is None:
+        return contextlib.nullcontext()
+    return ctx.budget.paid(ctx.estimator.case(loaded, ctx.settings.repeat))
+
+
+def budget_result(loaded: LoadedCase, over: OverBudget) -> CaseResult:
+    """A case not run for the budget: not graded, never failed, with the estimate and the cap."""
+    return CaseResult(
+        name=loaded.case.name, target=loaded.case.target, verdict="SKIP", error=over.message,
+        file=loaded.file, line=loaded.line, judge_verdict=not_asked("not graded (budget)"),
+        budget=BudgetSkip(estimate_usd=over.estimate, basis=over.basis, cap_usd=over.cap,
+                          left_usd=round(max(over.left, 0.0), 6)),
+    )
 
 
 def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> CaseResult:

@@ -7,6 +7,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from aam_eval_action.pipeline.budget import Budget, Estimator
 from aam_eval_action.redact import Redactor
 from aam_eval_action.settings import RunSettings
 from aam_eval_action.spec import Case
@@ -21,6 +22,9 @@ class CaseContext:
     keep_workspaces: bool = False
     pair: tuple[str, str] | None = None
     """(engine, model) when the run covers several: each result is stamped with it."""
+    budget: Budget = field(default_factory=lambda: Budget(None))
+    """The run's spending against `max-usd`: one for every context of the run."""
+    _estimator: Estimator | None = None
     _warned: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -43,10 +47,20 @@ class CaseContext:
                                        min_pass=min(s.config.min_pass or repeat, repeat))
         return dataclasses.replace(self, settings=settings)
 
+    @property
+    def estimator(self) -> Estimator:
+        """Cost estimates for this engine + model's cases (made on first use)."""
+        with self._lock:
+            if self._estimator is None:
+                self._estimator = Estimator(self.settings)
+            return self._estimator
+
     @classmethod
     def for_run(
-        cls, settings: RunSettings, keep_workspaces: bool = False, *, matrix: bool = False
+        cls, settings: RunSettings, keep_workspaces: bool = False, *, matrix: bool = False,
+        budget: Budget | None = None,
     ) -> CaseContext:
-        """The context of one engine + model; `matrix` when the run covers several."""
+        """The context of one engine + model; `matrix` when the run covers several; `budget` is
+        the run's, shared by the contexts of all its pairs."""
         pair = (settings.engine, settings.model) if matrix else None
-        return cls(settings, settings.redactor(), keep_workspaces, pair)
+        return cls(settings, settings.redactor(), keep_workspaces, pair, budget or Budget(settings.max_usd))

@@ -3,9 +3,11 @@ then the attempts of a repeated case combined into one case result."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from aam_eval_action.loader import LoadedCase
+from aam_eval_action.pipeline.budget import OverBudget, answered_cost
 from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.finished import FinishedWorkspace
@@ -92,6 +94,8 @@ def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCa
         answers, replayed = judge.ask_votes(session, loaded.case.judge.votes)
     except Miss as miss:
         return Graded("ERROR", checks, not_asked("no recorded judge answer"), miss.message, miss=miss)
+    except OverBudget:
+        raise  # not graded (budget), never an error
     except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
         reason = f"judge failed: {type(exc).__name__}: {exc}"
         s = ctx.settings
@@ -152,16 +156,25 @@ class JudgeCalls:
                                     request_params(s.judge_provider, s.judge_model, text)) if jc else None
         if recorded is not None:
             return answer_from_body(s.judge_provider, s.judge_model, recorded), True
+        budget = self.ctx.budget
+        # Not in the cassette: under `max-usd`, a live judge call must fit what is left.
+        paid = s.mode != "replay" and budget.cap is not None
+        estimate = self.ctx.estimator.case(self.loaded, 1, with_agent=False) if paid else None
         try:
-            answer = ask(
-                provider=s.judge_provider, model=s.judge_model, text=text,
-                base_url=s.base_url(s.judge_provider), api_key=s.api_key(s.judge_provider),
-                http_client=jc.http_client() if jc else None,
-            )
+            with budget.paid(estimate) if estimate else contextlib.nullcontext():
+                answer = ask(
+                    provider=s.judge_provider, model=s.judge_model, text=text,
+                    base_url=s.base_url(s.judge_provider), api_key=s.api_key(s.judge_provider),
+                    http_client=jc.http_client() if jc else None,
+                )
         except JudgeReplayMiss:
             assert replay is not None  # only a cassette raises a replay miss
             raise judge_miss(s, self.loaded.case.name, replay, self.variant) from None
-        return answer, bool(jc and jc.played > played_before)
+        replayed = bool(jc and jc.played > played_before)
+        if not replayed:
+            prices = self.ctx.estimator.prices if budget.cap is not None else {}
+            budget.charge(answered_cost(answer.usage, s.judge_model, s.judge_provider, prices))
+        return answer, replayed
 
     def close(self) -> None:
         if self.replay is not None:

@@ -66,15 +66,16 @@ def continue_upstream(ctx: CaseContext) -> Upstream | None:
     return upstream_for(s.engine, s.agent_env, key, network=s.network_env, model=s.model)
 
 
-def rerun_session(ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic) -> Rerun:
+def rerun_session(ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic, live: bool = True) -> Rerun:
     """The case run by the real CLI against `traffic` (CliVersionError for another CLI version,
     or for a recording that cannot be re-executed at all), the volatile values learnt for that
-    CLI version masked (TrafficError when its store is damaged)."""
+    CLI version masked (CassetteError when its store is damaged). `live=False`: a divergence
+    never goes on live (nothing may be spent)."""
     unusable = not_reexecutable(traffic)
     if unusable:
         raise CliVersionError(f"cannot re-execute: {unusable}")
     check_installed(traffic, ctx.settings.runner_env)
-    upstream = continue_upstream(ctx)
+    upstream = continue_upstream(ctx) if live else None
     try:
         masks = traffic_store.load_masks(ctx.settings.cassettes, traffic.cli, traffic.cli_version)
     except TrafficError as exc:

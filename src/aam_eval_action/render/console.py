@@ -51,6 +51,10 @@ class Console:
             self.line(f"      {r.error}", "dim")
         for check, why in (r.skipped_checks or {}).items():
             self.line(f"      not honoured: {check}: {why}", "dim")
+        if r.self_check and r.self_check.unstable:
+            self.line(f"      recording unstable, not to be re-executed: {r.self_check.unstable}", "yellow")
+        for mask in r.self_check.learnt if r.self_check else []:
+            self.line(f"      learnt a volatile value: {mask}", "dim")
 
     def summary(self, report: Report) -> None:
         shown = report.cases
@@ -75,6 +79,11 @@ class Console:
         )
         for extra in measures(s):
             self.line(extra)
+        if s.max_usd is not None:
+            over = f"; {s.over_budget} case(s) not graded (budget)" if s.over_budget else ""
+            self.line(f"spent ${s.spent_usd or 0:.4f} of max-usd ${s.max_usd:.4g}{over}")
+        if s.unstable:
+            self.line(f"{s.unstable} new recording(s) unstable: not re-executed until re-recorded", "yellow")
         for pair in report.pairs or []:
             p = pair.summary
             graded = p.graded if p.graded is not None else p.total - p.skipped
