@@ -44,6 +44,8 @@ def check(package: Path, plugins: list[str] | None = None, strict: bool = False)
             print(neutralize_commands(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line}{source})"))
             for check, why in lc.skipped:
                 print(neutralize_commands(f"    not honoured: {check}: {why}"))
+    for line in volatile_lines(repo):
+        print(neutralize_commands(line))
     cases = sum(len(p.cases) for p in repo.packages)
     said = f", {len(warnings)} warning(s)" + (" (errors with --strict)" if warnings and strict else "")
     print(f"{cases} valid case(s), {len(errors)} error(s){said if repo.kind != 'aam' else ''}")
@@ -98,3 +100,30 @@ def _takers(layout: PackageLayout, source: HookSource) -> str:
 
 def _mcp_source(layout: PackageLayout) -> str:
     return ", ".join(layout.mcp_files) or "-"
+
+
+def volatile_lines(repo: LoadedRepo) -> list[str]:
+    """What re-execution ignores beside `rerun-ignore`: the volatile values the recordings of
+    each cassettes directory learnt, per CLI version, and the recordings left unstable."""
+    from aam_eval_action.replay.agent_cassette import CassetteError, load
+    from aam_eval_action.report import learnt_masks
+    from aam_eval_action.settings import cassettes_dir
+
+    lines = []
+    for loaded in repo.packages:
+        cassettes = cassettes_dir(loaded, None)
+        prefix = f"{loaded.key}: " if loaded.several else ""
+        for mask in learnt_masks(cassettes):
+            learnt = f" (learnt from {mask.case})" if mask.case else ""
+            lines.append(f"{prefix}ignored on re-execution with {mask.cli}: {mask.mask}{learnt}")
+        for path in sorted(cassettes.glob("*/*.session.yaml")):
+            try:
+                cassette = load(path, cassettes)
+            except CassetteError:
+                continue  # `run` names a damaged cassette where it is read
+            checks = cassette.self_check or [] if cassette else []
+            unstable = next((c.unstable for c in checks if c.unstable), None)
+            if unstable:
+                rel = path.relative_to(cassettes).as_posix()
+                lines.append(f"{prefix}unstable recording {rel}: not re-executed ({unstable})")
+    return lines

@@ -284,6 +284,7 @@ def page_data(
         "plugins": [p.model_dump(mode="json", include={"name", "layout", "path", "summary", "warnings"})
                     for p in report.plugins or []],
         "warnings": list(warnings), "cases": [],
+        "volatile": [m.model_dump(mode="json", exclude_none=True) for m in report.volatile or []],
     })
     prompts = {p.qualified(c.case.name): c for p in head.packages for c in p.cases}
     for case in report.cases:
@@ -422,7 +423,7 @@ def _grading(case: CaseResult) -> dict[str, Any]:
         "usage", "cost_usd", "run_cost_usd", "duration_seconds", "attempts", "flaky", "baseline_verdict",
         "baseline_error", "baseline_attempts", "skill_not_needed", "trigger_expected", "skill_triggered",
         "cassette_changed", "cassette_provenance", "judge_verdict", "miss", "session_id", "source",
-        "skipped_checks",
+        "skipped_checks", "self_check", "budget",
     })
     out["checks"] = [{"name": n, "result": r, "detail": details.get(n)}
                      for n, r in case.deterministic_checks.items()]

@@ -99,7 +99,23 @@
       ["base run", data.base ? data.base.id + " · " + data.base.timestamp : null],
       ["removed since base", data.removed && data.removed.length ? data.removed.join(", ") : null]]));
     (data.warnings || []).forEach(function (w) { add(box, h("p", {class: "warn"}, w)); });
+    if (s.max_usd !== undefined) {
+      add(box, h("p", {class: s.over_budget ? "warn" : "muted", id: "budget"}, "Spent " + money(s.spent_usd || 0) +
+        " of max-usd " + money(s.max_usd) + (s.over_budget ? " · " + s.over_budget + " case" +
+        (s.over_budget === 1 ? "" : "s") + " not graded (budget)" : "")));
+    }
     return box;
+  }
+
+  function volatile() {
+    if (!data.volatile || !data.volatile.length) return null;
+    return h("details", {class: "volatile", id: "volatile"},
+      h("summary", null, "Ignored on re-execution: " + data.volatile.length + " volatile value" +
+        (data.volatile.length === 1 ? "" : "s") + " learnt by the recordings"),
+      h("table", {class: "matrix"}, h("thead", null, h("tr", null, h("th", null, "CLI"), h("th", null, "Value"),
+        h("th", null, "Learnt from"))), h("tbody", null, data.volatile.map(function (m) {
+          return h("tr", null, h("td", null, m.cli), h("td", null, m.mask), h("td", null, m.case || ""));
+        }))));
   }
 
   function matrix() {
@@ -318,6 +334,19 @@
         return h("li", null, h("b", null, k + ": "), d.skipped_checks[k]);
       }))));
     }
+    if (d.budget) {
+      add(s, h("p", {class: "warn", id: "budget-skip"}, "Not graded (budget): estimated " +
+        (d.budget.estimate_usd === null ? "– (" + d.budget.basis + ")" : money(d.budget.estimate_usd) + " from the " + d.budget.basis) +
+        ", " + money(d.budget.left_usd) + " left of max-usd " + money(d.budget.cap_usd) + "."));
+    }
+    if (d.self_check) {
+      var sc = d.self_check, box = h("div", {class: sc.unstable ? "warn" : "muted", id: "self-check"},
+        h("p", null, sc.unstable ? "Recording unstable: re-executed against itself, it still differed (it will not be re-executed): " + sc.unstable
+          : sc.skipped ? "Recording not checked against itself: " + sc.skipped
+          : "Recording checked against itself: clean (" + sc.runs + " re-execution" + (sc.runs === 1 ? "" : "s") + ")."));
+      if (sc.learnt && sc.learnt.length) add(box, h("ul", null, sc.learnt.map(function (m) { return h("li", null, "learnt a volatile value: " + m); })));
+      add(s, box);
+    }
     add(s, judge(d.judge_verdict));
     var facts = [];
     if (d.trigger_expected !== undefined) facts.push(["skill should fire", String(d.trigger_expected)]);
@@ -506,7 +535,7 @@
   // --- the page -------------------------------------------------------------------------------
 
   var app = document.getElementById("app");
-  add(app, [overview(), plugins(), matrix(), trends()]);
+  add(app, [overview(), plugins(), matrix(), trends(), volatile()]);
   add(app, h("div", {class: "split"}, caseTable(),
     h("aside", {class: "pane", id: "case"}, h("p", {class: "muted"}, "Choose a case to see what the agent did."))));
   redraw();
