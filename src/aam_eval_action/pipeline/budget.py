@@ -118,13 +118,13 @@ def session_cost(session: Session, usage: dict[str, int] | None, model: str, pro
     return tokens_cost(tokens, price, provider)
 
 
-def judge_cost(text_chars: int, model: str, prices: dict[str, Price], votes: int = 1) -> float | None:
-    """A judge request of this size, at most its capped answer, at the judge's price."""
+def judge_cost(text_chars: int, model: str, prices: dict[str, Price]) -> float | None:
+    """A judge request of this size, with the longest answer allowed, at the judge's price."""
     price = price_of(model, prices)
     if price is None:
         return None
     usage = Usage(input_tokens=text_chars // CHARS_PER_TOKEN + 400, output_tokens=JUDGE_OUTPUT_TOKENS)
-    return tokens_cost(usage, price, "anthropic") * votes
+    return tokens_cost(usage, price, "anthropic")
 
 
 def answered_cost(
@@ -163,18 +163,48 @@ class Estimator:
                 agent = agent * repeat if agent is not None else None
         judge = 0.0
         if loaded.case.judge is not None:
-            criteria, prompt = loaded.case.judge.criteria, loaded.case.input.prompt
-            # The recorded session's own judge request, else the largest one the caps allow.
-            size = (len(build_prompt(criteria, prompt, cassette.attempts[0])) if cassette
-                    else len(criteria) + len(prompt) + OUTPUT_CAP + FILES_CAP)
-            found = judge_cost(size, s.judge_model, self.prices, loaded.case.judge.votes)
+            votes = loaded.case.judge.votes
+            # What its recorded judge answers cost, else its request's size (the recorded
+            # session's, or the largest the caps allow) with the longest answer.
+            found = self._recorded_judge(loaded)
+            if found is None:
+                criteria, prompt = loaded.case.judge.criteria, loaded.case.input.prompt
+                size = (len(build_prompt(criteria, prompt, cassette.attempts[0])) if cassette
+                        else len(criteria) + len(prompt) + OUTPUT_CAP + FILES_CAP)
+                found = judge_cost(size, s.judge_model, self.prices)
             if found is None:
                 return Estimate(None, f"no price is known for the judge model {s.judge_model} "
                                       "(add it to eval-config `prices`)")
-            judge = found * repeat
+            judge = found * votes * repeat
         if agent is None:
             return Estimate(None, basis)
         return Estimate(round(agent + judge, 6), basis if with_agent else "judge only")
+
+    def _recorded_judge(self, loaded: LoadedCase) -> float | None:
+        """The mean cost of the case's recorded judge answers, by the usage they report."""
+        import json
+
+        from aam_eval_action.replay import agent_cassette
+        from aam_eval_action.replay.judge_cassette import Player
+        from aam_eval_action.replay.untrusted import UntrustedFileError
+
+        s = self.settings
+        path = agent_cassette.judge_path(s.cassettes, loaded.case.name, s.cassette_stem)
+        try:
+            player = Player.load(path, s.cassettes)
+        except (UntrustedFileError, ValueError, OSError):
+            return None
+        costs = []
+        for _, response in player.interactions:
+            try:
+                usage = json.loads(response["body"]["string"]).get("usage")
+            except (ValueError, TypeError, AttributeError, KeyError):
+                continue
+            counts = {k: v for k, v in usage.items() if isinstance(v, int)} if isinstance(usage, dict) else {}
+            cost = answered_cost(counts, s.judge_model, s.judge_provider, self.prices)
+            if cost is not None:
+                costs.append(cost)
+        return statistics.fmean(costs) if costs else None
 
     def _cassette(self, loaded: LoadedCase) -> AgentCassette | None:
         """The case's agent cassette, stale or not (None when it has no usable one)."""
