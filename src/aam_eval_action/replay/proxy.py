@@ -271,12 +271,11 @@ class _Proxy:
     def keep(
         self, incoming: Incoming, response: RecordedResponse, live: bool, mark: tuple[int, int, float]
     ) -> None:
-        """Store one exchange, normalised and redacted (headers are never stored)."""
+        """Store one exchange as it came (headers are never stored); it is normalised and
+        redacted by `traffic`, in the order the CLI had the answers."""
         self._note_cli(incoming.headers.get("user-agent", ""))
-        request = self.normaliser.request(incoming.body)
-        answer = self.normaliser.response(response)
         with self._lock:
-            self._exchanges.append((mark, (incoming.path, request, answer, live)))
+            self._exchanges.append((mark, (incoming.path, incoming.body, response, live)))
 
     def identify(self, cli: str, version: str | None) -> None:
         """The CLI this proxy serves, when known beforehand (its User-Agent may not say)."""
@@ -290,10 +289,22 @@ class _Proxy:
             self.cli_version = found.group(1)
 
     def traffic(self) -> ModelTraffic:
-        """Every kept exchange in order, in the stored format."""
+        """Every kept exchange in order, normalised, in the stored format.
+
+        Normalised here, in the order the CLI had the answers, rather than as each exchange
+        ends: the CLI may act on an answer (and echo the ids it issued in its next request,
+        from another thread) before the stream carrying it has closed, so normalising as they
+        come would race; in answer order every id is known before a request echoes it, and the
+        names ids get do not depend on thread timing.
+        """
         with self._lock:
             kept = sorted(self._exchanges, key=lambda e: e[0])  # in the order the CLI had the answers
-        exchanges, arrivals = [e[1] for e in kept], [e[0][1] for e in kept]
+        normalise = self.normaliser
+        exchanges = []
+        for _, (path, body, response, live) in kept:
+            request = normalise.request(body)
+            exchanges.append((path, request, normalise.response(response), live))
+        arrivals = [e[0][1] for e in kept]
         times = [e[0][2] for e in kept]
         return build_traffic(self.cli or "unknown", self.cli_version, exchanges, arrivals, times)
 
