@@ -79,6 +79,8 @@ def _verdicts(report: dict[str, Any]) -> dict[str, str]:
 def test_recording_keeps_the_main_agent_and_each_sub_agent_as_its_own_conversation(recorded: Recorded) -> None:
     pkg, report, engine = recorded
     assert _verdicts(report) == {"parallel-count": "PASS", "one-counter": "PASS"}
+    # Each recording re-executed cleanly against itself right after it was made.
+    assert [c["self_check"]["clean"] for c in report["cases"]] == [True, True], [c["self_check"] for c in report["cases"]]
     cassette = pkg / f"evals/cassettes/parallel-count/{engine}.session.yaml"
     traffic = load_traffic(pkg / "evals/cassettes", yaml.safe_load(cassette.read_text())["model_traffic"])[0]
     name = "spawn_agent" if engine == "codex" else "counter"
@@ -135,9 +137,11 @@ def test_re_execution_with_concurrent_sub_agents_gives_the_same_verdict_every_ti
     pkg = _copy(recorded, tmp_path)
     for attempt in range(5):
         report, log = _run(pkg, recorded[2], "--replay", "--rerun", "--jobs", "2")
-        misses = [c["miss"]["reason"] for c in report["cases"] if c.get("miss")]
-        assert _verdicts(report) == _verdicts(recorded[1]), f"attempt {attempt + 1}: {misses}"
-        assert all(c["replay_kind"] == "rerun" and not c.get("miss") for c in report["cases"]), log
+        # On failure: what each case saw, the divergence first.
+        seen = [(c["name"], c["verdict"], (c.get("miss") or {}).get("reason") or c.get("error"))
+                for c in report["cases"]]
+        assert _verdicts(report) == _verdicts(recorded[1]), f"attempt {attempt + 1}: {seen}\n{log}"
+        assert all(c["replay_kind"] == "rerun" and not c.get("miss") for c in report["cases"]), f"{seen}\n{log}"
         outputs = {c["name"]: c["agent_output_snippet"] for c in report["cases"]}
         assert outputs == {c["name"]: c["agent_output_snippet"] for c in recorded[1]["cases"]}
 
