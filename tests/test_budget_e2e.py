@@ -54,7 +54,7 @@ def stale(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     write_package(pkg, [simple_case(n, expected={"contains": ["done"]}) for n in NAMES],
                   config={"cassettes": "cassettes", "model": "claude-sonnet-4-6"},
                   files={"skills/tasks/SKILL.md": "---\nname: tasks\ndescription: Does tasks.\n---\nDo it.\n"})
-    report, log, _, _ = _run(pkg, "--record", "--jobs", "2")
+    report, log, _, _ = _run(pkg, "--record", "--no-self-check", "--jobs", "2")
     assert [c["verdict"] for c in report["cases"]] == ["PASS"] * 5, log
     assert all(c["cost_usd"] for c in report["cases"])
     skill = pkg / "skills/tasks/SKILL.md"

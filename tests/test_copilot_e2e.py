@@ -47,10 +47,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
     with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=KEY) as server:
         mp.setenv("ANTHROPIC_BASE_URL", server.url)
         mp.setenv("ANTHROPIC_API_KEY", KEY)
-        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "3", *COPILOT,
+        result = aam_eval("run", "--package", str(pkg), "--record", "--no-self-check", "--jobs", "3", *COPILOT,
                           "-o", str(pkg.parent / "rec.json"))
         assert (pkg.parent / "rec.json").is_file(), result.out + result.err
-        baseline = aam_eval("run", "csv-summary-e2e", "--package", str(pkg), "--record", "--baseline", *COPILOT,
+        baseline = aam_eval("run", "csv-summary-e2e", "--package", str(pkg), "--record", "--no-self-check", "--baseline", *COPILOT,
                             "-o", str(pkg.parent / "baseline.json"))
         assert (pkg.parent / "baseline.json").is_file(), baseline.out + baseline.err
     yield pkg, json.loads((pkg.parent / "rec.json").read_text())
@@ -174,7 +174,7 @@ def recorded_gpt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pat
         mp.setenv("OPENAI_API_KEY", OPENAI_KEY)
         mp.setenv("ANTHROPIC_BASE_URL", server.url)
         mp.setenv("ANTHROPIC_API_KEY", JUDGE_KEY)
-        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "3", *COPILOT, *GPT,
+        result = aam_eval("run", "--package", str(pkg), "--record", "--no-self-check", "--jobs", "3", *COPILOT, *GPT,
                           "-o", str(pkg.parent / "rec.json"))
         assert (pkg.parent / "rec.json").is_file(), result.out + result.err
         agent = [r for r in server.requests if r.headers.get("authorization") == f"Bearer {OPENAI_KEY}"]

@@ -59,9 +59,9 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, For
         mp.setenv("GOOGLE_GEMINI_BASE_URL", api)
         for name, value in KEYS.items():
             mp.setenv(name, value)
-        claude = _run(pkg, "rec-claude", "--record", "--jobs", "3")
-        codex = _run(pkg, "rec-codex", "--record", *CODEX)
-        others = _run(pkg, "rec-others", "--record", "--jobs", "3", *OTHERS)
+        claude = _run(pkg, "rec-claude", "--record", "--no-self-check", "--jobs", "3")
+        codex = _run(pkg, "rec-codex", "--record", "--no-self-check", *CODEX)
+        others = _run(pkg, "rec-others", "--record", "--no-self-check", "--jobs", "3", *OTHERS)
         yield pkg, proxy, {"claude": claude, "codex": codex, "others": others}
 
 

@@ -66,7 +66,7 @@ def test_five_of_five_to_one_is_flagged_and_to_four_is_within_noise(tmp_path: Pa
         pytest.skip(str(get_engine("claude-code").available()))
     pkg = write_package(tmp_path / "pkg", [simple_case("solid"), simple_case("wobbly")])
     with ModelServer(_scenarios({"solid": ["PASS"], "wobbly": ["PASS"]})) as server:
-        base = _run(pkg, tmp_path / "base.json", server, "--record", "--jobs", "2")
+        base = _run(pkg, tmp_path / "base.json", server, "--record", "--no-self-check", "--jobs", "2")
         sessions = len(server.requests)
     # The head keeps the recorded agent sessions (5 per case) and asks a judge that now wavers.
     for judge in (pkg / "evals/cassettes").glob("*/claude-code.judge.yaml"):

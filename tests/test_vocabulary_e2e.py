@@ -153,7 +153,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     root = tmp_path_factory.mktemp("vocab")
     pkg = write_package(root / "pkg", CASES, files={"skills/greeter/SKILL.md": SKILL})
     with ModelServer(SCENARIOS) as server:
-        live = _run(pkg, root / "live.json", "--record", "--baseline", "--jobs", "3", server=server)
+        live = _run(pkg, root / "live.json", "--record", "--no-self-check", "--baseline", "--jobs", "3", server=server)
         yield Recorded(pkg, live, server)
 
 
@@ -267,7 +267,7 @@ def test_codex_skill_trigger_and_baseline(tmp_path: Path) -> None:
     pkg = write_package(tmp_path / "pkg", [CASES[0]], config={"engine": "codex", "model": "gpt-5.5"},
                         files={"skills/greeter/SKILL.md": SKILL})
     with ModelServer(SCENARIOS) as server:
-        live = _run(pkg, tmp_path / "live.json", "--record", "--baseline", server=server)
+        live = _run(pkg, tmp_path / "live.json", "--record", "--no-self-check", "--baseline", server=server)
     greet = live["cases"][0]
     # Codex lists the skill in its <skills_instructions> only when it is installed, and has no
     # skill tool: the skill fires as a command reading its SKILL.md.
