@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from aam_eval_action.report import (
     CaseResult,
+    LabelsSummary,
     Pair,
     Report,
     Verdict,
@@ -94,6 +95,10 @@ class CaseDiff(BaseModel):
     """The other tool's eval format the case was imported from."""
     skipped_checks: dict[str, str] | None = None
     """What that file asks that could not be honoured, each with why."""
+    label: str | None = None
+    """On the head: who decided the verdict against the judge and why, or that their label is stale."""
+    judge_advisory: str | None = None
+    """On the head: why the judge's FAIL did not fail the case (`judge-gate`)."""
     budget: str | None = None
     """Not graded (budget) on the head: the estimate against what the cap left."""
     unstable: str | None = None
@@ -376,6 +381,8 @@ class ReportDiff(BaseModel):
     pairs_agree: bool | None = None
     """With several pairs: every case got the same verdict from every pair that graded it."""
     comparisons: list[PairComparison] | None = None
+    labels: LabelsSummary | None = None
+    """The head's human labels: how many decided, which are stale, judge–human agreement."""
     plugins: list[PluginDiff] | None = None
     """In a repository of several plugins: each plugin's headline, in the head's order (plugins
     only the base had last); case names are then `<plugin>/<case>`."""
@@ -390,6 +397,7 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
     """
     matrix = head.pairs or (base is not None and base.pairs)
     diff = _diff_matrix(base, head) if matrix else _diff_pair(base, head)
+    diff.labels = head.labels
     plugins = _plugin_names(base, head)
     if len(plugins) > 1:
         diff.plugins = [PluginDiff.of(diff_reports(*_only(base, head, p)), plugin=p) for p in plugins]
@@ -584,9 +592,24 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         skill_not_needed=head.skill_not_needed if head else None,
         source=main.source,
         skipped_checks=main.skipped_checks or None,
+        label=_label_note(head),
+        judge_advisory=head.judge_advisory if head else None,
         budget=head.error if head and head.budget else None,
         unstable=head.self_check.unstable if head and head.self_check else None,
     )
+
+
+def _label_note(case: CaseResult | None) -> str | None:
+    """`overruled by a person (alice): PASS, the judge said FAIL: <reason>`, or a stale label."""
+    label = case.label if case else None
+    if case is None or label is None:
+        return None
+    if label.stale:
+        return f"label by {label.by} is stale ({label.why_stale}): it no longer decides"
+    judge = case.judge_verdict.result if case.judge_verdict else None
+    if judge == label.verdict:
+        return f"confirmed by a person ({label.by}): {label.reason}"
+    return f"overruled by a person ({label.by}): {label.verdict}, the judge said {judge}: {label.reason}"
 
 
 def not_blamed(c: CaseDiff) -> bool:

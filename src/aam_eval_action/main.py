@@ -78,6 +78,9 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-usd", type=_usd, metavar="USD",
                    help="spend at most this much on model calls: a stale case whose estimated cost "
                         "does not fit is not run (not graded: budget)")
+    p.add_argument("--judge-gate", choices=("always", "calibrated", "never"),
+                   help="whether a judge FAIL fails its case: always, calibrated (only when the judge "
+                        "agrees with human labels: eval-config judge-calibration) or never (advisory)")
     p.add_argument("--no-self-check", dest="self_check", action="store_false", default=None,
                    help="do not re-execute a new recording once against itself to learn its "
                         "volatile values")
@@ -112,6 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     i.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
     i.add_argument("--force", action="store_true", help="replace case files that differ")
+    lb = sub.add_parser("label", help="record a person's verdict on the output in a case's cassette "
+                                      "(evals/labels.yaml)")
+    lb.add_argument("case", metavar="CASE", help="the case (<plugin>/<case> in a repository of plugins)")
+    lb.add_argument("--verdict", required=True, choices=("PASS", "FAIL"), help="the person's verdict")
+    lb.add_argument("--reason", required=True, help="why, in a sentence: shown wherever it decides")
+    lb.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    lb.add_argument("--engine", help="the engine whose recorded output is labelled (default: eval-config's)")
+    lb.add_argument("--model", help="the agent model whose recorded output is labelled")
+    lb.add_argument("--by", help="who (default: git user.name, else $USER)")
+    lb.add_argument("--output", metavar="SHA256", help="the judged output's hash, as the HTML report's line "
+                                                       "gives it: refused if the cassette now holds another")
+    lb.add_argument("--attempt", type=_positive, default=1, help="which recorded attempt (default: 1)")
+    lb.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help=argparse.SUPPRESS)
     m = sub.add_parser("merge", help="join shard reports into one report")
     m.add_argument("reports", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, help="write the merged report here")
@@ -158,6 +174,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
             jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
             baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
+            judge_gate=args.judge_gate,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,
@@ -197,6 +214,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.commands.import_cases import import_cases
 
         return import_cases(args.package, args.plugin, args.force)
+    if args.command == "label":
+        from aam_eval_action.commands.label import label
+
+        return label(args.package, args.case, args.verdict, args.reason, engine=args.engine, model=args.model,
+                     by=args.by, output=args.output, attempt=args.attempt, plugins=args.plugin)
     if args.command == "check":
         from aam_eval_action.commands.check import check
 

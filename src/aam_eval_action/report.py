@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action import __version__
 from aam_eval_action.errors import ConfigError, UsageError
+from aam_eval_action.labels import Agreement
 from aam_eval_action.session import SelfCheck
 
 if TYPE_CHECKING:
@@ -286,6 +287,45 @@ class BudgetSkip(Part):
     """What was left of the cap when the case came up."""
 
 
+class JudgedHashes(Part):
+    """What the judge graded, as hashes a human label must match (additive)."""
+
+    output: str
+    """The judged output: the task, the agent's final output and its files (`sha256:…`)."""
+    criteria: str
+    """The criteria it was judged against (`sha256:…`)."""
+
+
+class CaseLabel(Part):
+    """A person's label for the case's engine and model (additive)."""
+
+    verdict: Literal["PASS", "FAIL"]
+    """The person's verdict."""
+    reason: str
+    """Why, in their words."""
+    by: str
+    """Who."""
+    at: str
+    """When."""
+    stale: bool = False
+    """The output or the criteria changed since: the label no longer decides."""
+    why_stale: str | None = None
+    """What changed: `its output changed`, `its criteria changed`."""
+
+
+class LabelsSummary(Part):
+    """Human labels over the run, and how far each judge model agrees with them (additive)."""
+
+    gate: str = "always"
+    """`judge-gate`: always, calibrated or never."""
+    decided: int = 0
+    """Cases whose verdict a label decided."""
+    stale: list[str] = Field(default_factory=list)
+    """Labels that no longer match their output or criteria, each with what changed."""
+    agreement: list[Agreement] = Field(default_factory=list)
+    """Per judge model, over the outputs both people and the judge graded."""
+
+
 class VolatileMask(Part):
     """A value re-execution ignores because a recording of that CLI version learnt it is
     volatile (additive)."""
@@ -351,6 +391,12 @@ class CaseResult(Part):
     self_check: SelfCheck | None = None
     """Recorded in this run: the recording re-executed once against its own traffic, the
     volatile values it learnt, or where it stayed unstable (additive)."""
+    judged: JudgedHashes | None = None
+    """What the judge graded, as hashes (for human labels) (additive)."""
+    label: CaseLabel | None = None
+    """A person's label for this case's output: it decides the verdict unless stale (additive)."""
+    judge_advisory: str | None = None
+    """Why the judge's FAIL did not fail the case (`judge-gate`) (additive)."""
     budget: BudgetSkip | None = None
     """Not graded (budget): its estimated cost did not fit what was left of `max-usd`, so nothing
     was sent for it (additive)."""
@@ -449,6 +495,8 @@ class Report(Part):
     layout: str | None = None
     """The repository's layout when it is not an AAM package (`claude-marketplace`, `skills`…)
     (additive)."""
+    labels: LabelsSummary | None = None
+    """Human labels: how many decided, which are stale, and judge–human agreement (additive)."""
     volatile: list[VolatileMask] | None = None
     """What re-execution ignores besides `rerun-ignore`: the volatile values the recordings in
     the cassettes directory learnt, per CLI version (additive)."""

@@ -64,6 +64,7 @@ class Overrides:
     rerun: Rerun | None = None
     self_check: bool | None = None
     max_usd: float | None = None
+    judge_gate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class RunSettings:
     """Re-execute each new recording once against its own traffic (`pipeline/self_check.py`)."""
     max_usd: float | None = None
     """The run's spending cap in USD (`pipeline/budget.py`); None: no cap."""
+    judge_gate: str = "always"
+    """Whether a judge FAIL fails its case: always, calibrated or never (`labels.py`)."""
     cassette_stem: str = ""
     """The file stem of this engine + model's cassettes: the engine's name for the model it
     runs by default, `<engine>@<model>` for any other, so each pair of a matrix keeps its own."""
@@ -175,6 +178,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         rerun_ignore=tuple(re.compile(p) for p in cfg.rerun_ignore),
         self_check=cfg.self_check if o.self_check is None else o.self_check,
         max_usd=cfg.max_usd if o.max_usd is None else o.max_usd,
+        judge_gate=o.judge_gate or cfg.judge_gate,
         cassette_stem=cassette_stem(cfg, engine, model),
     )
 

@@ -152,6 +152,15 @@ class ModelPrice(Strict):
     """Per million output tokens."""
 
 
+class JudgeCalibration(Strict):
+    """When `judge-gate: calibrated` trusts a judge's FAIL."""
+
+    min_kappa: float = Field(default=0.6, ge=-1, le=1, alias="min-kappa")
+    """The judge model's Cohen's κ against human labels must reach this."""
+    min_labels: int = Field(default=10, ge=1, alias="min-labels")
+    """... over at least this many labelled outputs it also graded."""
+
+
 class EvalConfig(Strict):
     """`evals/eval-config.json`."""
 
@@ -196,6 +205,11 @@ class EvalConfig(Strict):
     max_usd: float | None = Field(default=None, gt=0, alias="max-usd")
     """The most a run may spend on model calls, in USD: a stale case whose estimated cost does not
     fit is reported as not graded (budget), never sent (additive field)."""
+    judge_gate: Literal["always", "calibrated", "never"] = Field(default="always", alias="judge-gate")
+    """Whether a judge FAIL fails its case: `always`, `never` (advisory), or `calibrated` (only
+    when the judge agrees with human labels well enough: `judge-calibration`) (additive field)."""
+    judge_calibration: JudgeCalibration = Field(default_factory=JudgeCalibration, alias="judge-calibration")
+    """The agreement `judge-gate: calibrated` asks of a judge (additive field)."""
     prices: dict[ModelName, ModelPrice] = Field(default_factory=dict)
     """Prices of models the built-in list lacks (or overrides), for `max-usd` estimates (additive field)."""
     engines: list[EngineName] = Field(default_factory=list)

@@ -109,6 +109,13 @@ def execute(
             and first.mode in ("auto", "record"):
         for _, settings_list in matrices:
             _prune(settings_list[0], console)
+    from aam_eval_action.pipeline.labelled import apply_labels
+
+    groups = [(ctx.settings, [o.result for i, o in done if tasks[i][0] is ctx]) for ctx in contexts]
+    labels = apply_labels(groups)
+    for _, results in groups:
+        for result in results:
+            console.labelled(result)
     parts = []
     for ctx in contexts:
         outcomes = sorted((o for i, o in done if tasks[i][0] is ctx), key=lambda o: o.result.name)
@@ -122,6 +129,7 @@ def execute(
     report = merge_reports(parts) if len(parts) > 1 else parts[0]
     if budget.cap is not None:
         report.summary.spent_usd = budget.spent
+    report.labels = labels
     if repo.kind != "aam":
         describe_plugins(report, repo, [s.engine for s in runs])
     _write(args, report, default_report_path(repo.root / "evals", started), console,

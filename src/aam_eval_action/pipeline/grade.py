@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from aam_eval_action.labels import digest
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline.budget import OverBudget, answered_cost
 from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks
@@ -17,6 +18,7 @@ from aam_eval_action.pipeline.judge import (
     answer_from_body,
     ask,
     build_prompt,
+    evidence,
     request_params,
 )
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
@@ -25,6 +27,7 @@ from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
 from aam_eval_action.report import (
     Attempt,
     CaseResult,
+    JudgedHashes,
     JudgeVerdict,
     JudgeVote,
     ReplayMiss,
@@ -211,6 +214,9 @@ def combine(
         miss=miss_record(shown.miss) if shown.miss else None,
         check_details={c.name: c.detail for c in shown.checks if not c.passed and c.detail} or None,
     )
+    if loaded.case.judge is not None and shown.judge is not None and shown.judge.result in ("PASS", "FAIL"):
+        result.judged = JudgedHashes(output=digest(evidence(loaded.case.input.prompt, session)),
+                                     criteria=digest(loaded.case.judge.criteria.strip()))
     if expected.skill_triggered is not None and target.startswith("skill:"):
         result.trigger_expected = expected.skill_triggered
         result.skill_triggered = skill_triggered(session.tool_calls, target.removeprefix("skill:"))

@@ -47,8 +47,13 @@ class JudgeAnswer:
 
 def build_prompt(criteria: str, prompt: str, session: Session) -> str:
     """The judge's user message: criteria, task, output and files, each capped."""
+    return "<criteria>\n" + criteria.strip() + "\n</criteria>\n\n" + evidence(prompt, session)
+
+
+def evidence(prompt: str, session: Session) -> str:
+    """What the judge grades besides the criteria: the task, the agent's output, a hook's
+    block, the files (a human label is tied to a hash of exactly this)."""
     parts = [
-        "<criteria>\n" + criteria.strip() + "\n</criteria>",
         "<task>\n" + prompt.strip() + "\n</task>",
         "<agent_output>\n" + cap(session.output, OUTPUT_CAP) + "\n</agent_output>",
     ]

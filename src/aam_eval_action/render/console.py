@@ -56,6 +56,19 @@ class Console:
         for mask in r.self_check.learnt if r.self_check else []:
             self.line(f"      learnt a volatile value: {mask}", "dim")
 
+    def labelled(self, r: CaseResult) -> None:
+        """What human labels and the judge gate did to a finished case's verdict."""
+        jv = r.judge_verdict
+        if r.label is not None and not r.label.stale and jv is not None and jv.result != r.label.verdict:
+            self.line(f"{r.verdict:<5} {r.name}  overruled by a person ({r.label.by}): the judge said "
+                      f"{jv.result}; {r.label.reason}", STYLES.get(r.verdict))
+        elif r.label is not None and r.label.stale:
+            self.line(f"      {r.name}: the label by {r.label.by} is stale ({r.label.why_stale}): it no "
+                      "longer decides", "dim")
+        if r.judge_advisory:
+            self.line(f"{r.verdict:<5} {r.name}  judge FAIL advisory: {r.judge_advisory}",
+                      STYLES.get(r.verdict))
+
     def summary(self, report: Report) -> None:
         shown = report.cases
         hidden = 0
@@ -82,6 +95,9 @@ class Console:
         if s.max_usd is not None:
             over = f"; {s.over_budget} case(s) not graded (budget)" if s.over_budget else ""
             self.line(f"spent ${s.spent_usd or 0:.4f} of max-usd ${s.max_usd:.4g}{over}")
+        if report.labels is not None:
+            for line in agreement_lines(report):
+                self.line(line)
         if s.unstable:
             self.line(f"{s.unstable} new recording(s) unstable: not re-executed until re-recorded", "yellow")
         for pair in report.pairs or []:
@@ -179,3 +195,22 @@ def measures(s: Summary) -> list[str]:
         lines.append(f"trigger precision {pct(s.trigger_precision)}, recall {pct(s.trigger_recall)} "
                      f"over {s.trigger_cases} case(s)")
     return lines
+
+
+def agreement_lines(report: Report) -> list[str]:
+    """One line per judge model on how far it agrees with people, and the labels' effect."""
+    labels = report.labels
+    if labels is None:
+        return []
+    lines = []
+    for a in labels.agreement:
+        kappa = "undefined" if a.kappa is None else f"{a.kappa:.2f}"
+        rates = ", ".join(part for part in (
+            f"true-pass {a.true_pass_rate:.0%}" if a.true_pass_rate is not None else "",
+            f"true-fail {a.true_fail_rate:.0%}" if a.true_fail_rate is not None else "") if part)
+        lines.append(f"judge {a.judge_model} agrees with people on {a.agreement:.0%} of {a.labels} labelled "
+                     f"output(s), κ {kappa}" + (f" ({rates})" if rates else ""))
+    said = f"{labels.decided} verdict(s) decided by people"
+    if labels.stale:
+        said += f", {len(labels.stale)} stale label(s)"
+    return [*lines, f"{said}; judge-gate {labels.gate}"]
