@@ -154,3 +154,35 @@ def test_a_calibrated_gate_trusts_a_judge_fail_only_from_its_kappa_on(
     else:
         assert case.get("judge_advisory") is None
     assert report["labels"]["gate"] == "calibrated"
+
+
+def test_a_label_line_copied_from_the_html_report_applies_with_aam_eval_label(tmp_path: Path) -> None:
+    """Round trip: the HTML report offers the command for the judged output; copied out of the
+    page in headless Chromium (the reason written in) and run, it overrules the judge."""
+    import shlex
+
+    from support.browser import open_case, report_page
+
+    pkg = _package(tmp_path, {"a": "FAIL", "b": "PASS"})
+    page_path = tmp_path / "report.html"
+    result = aam_eval("run", "--package", str(pkg), "--replay", "--html", str(page_path))
+    assert result.code == 1  # a's judge FAIL
+    with report_page(page_path) as page:
+        open_case(page, "a")
+        line = page.js("document.getElementById('label-line').innerText")
+        said = page.js("document.querySelector('#case-view .label-box').innerText")
+        assert page.problems() == []
+    assert "Disagree with the judge?" in said
+    argv = shlex.split(line)
+    assert argv[:3] == ["aam-eval", "label", "a"] and argv[argv.index("--verdict") + 1] == "PASS"
+    argv[argv.index("--reason") + 1] = "Read by hand: the task is done."
+    labelled = aam_eval(*argv[1:], "--by", "bob")
+    assert labelled.code == 0, labelled.err
+    report, log = _replay(pkg)
+    case = next(c for c in report["cases"] if c["name"] == "a")
+    assert case["verdict"] == "PASS" and case["label"]["by"] == "bob", log
+    assert case["label"]["reason"] == "Read by hand: the task is done."
+    # The same line once the output was re-recorded differently is refused, not applied to it.
+    record_sessions(pkg, {"a": "done: finished the task for a, once more."})
+    again = aam_eval(*argv[1:], "--by", "bob")
+    assert again.code == 2 and "not the one this label was copied for" in again.err

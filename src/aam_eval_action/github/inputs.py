@@ -22,7 +22,7 @@ INPUTS = (
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
-    "max-usd",
+    "max-usd", "judge-gate",
 )
 
 
@@ -42,6 +42,8 @@ class ActionInputs(BaseModel):
     """The package's lint warnings (SKILL.md, manifests, hooks) fail the step."""
     tags: str | None = None
     """Only cases whose tags satisfy this expression, e.g. `sql && !slow`."""
+    judge_gate: Literal["always", "calibrated", "never"] | None = Field(None, alias="judge-gate")
+    """Whether a judge FAIL fails its case; default from eval-config (always)."""
     max_usd: float | None = Field(None, alias="max-usd", gt=0)
     """Spend at most this many USD on model calls; default from eval-config (no cap)."""
     cases: list[str] = Field(default_factory=list)

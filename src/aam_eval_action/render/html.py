@@ -285,6 +285,7 @@ def page_data(
                     for p in report.plugins or []],
         "warnings": list(warnings), "cases": [],
         "volatile": [m.model_dump(mode="json", exclude_none=True) for m in report.volatile or []],
+        "labels": report.labels.model_dump(mode="json", exclude_none=True) if report.labels else None,
     })
     prompts = {p.qualified(c.case.name): c for p in head.packages for c in p.cases}
     for case in report.cases:
@@ -405,6 +406,7 @@ def _detail(
     prompts: Mapping[str, Any],
 ) -> dict[str, Any]:
     detail = _grading(case)
+    detail["label_line"] = label_line(case, key, head.report)
     detail.update(_inputs(prompts.get(case.name), head))
     detail["head"] = _transcripts(head, case, key, "")
     if case.baseline_verdict is not None:
@@ -415,6 +417,23 @@ def _detail(
     return detail
 
 
+def label_line(case: CaseResult, key: Key, report: Report) -> str | None:
+    """The `aam-eval label` command for the judged output of this case, to copy and run: it
+    overrules the judge (its verdict the other way) and names the output's hash, so it is
+    refused if the cassette has been re-recorded since. The reason is for the person to write."""
+    import shlex
+
+    jv = case.judge_verdict
+    if case.judged is None or jv is None or jv.result not in ("PASS", "FAIL"):
+        return None
+    _, engine, model = key
+    verdict = "PASS" if jv.result == "FAIL" else "FAIL"
+    parts = ["aam-eval", "label", case.name, "--package", report.config.package_path or ".",
+             "--engine", engine, *(["--model", model] if model else []), "--output", case.judged.output,
+             "--verdict", verdict, "--reason", "REPLACE WITH WHY"]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
 def _grading(case: CaseResult) -> dict[str, Any]:
     """A case's verdict and why: checks with details, judge and votes, misses, attempts, costs."""
     details = case.check_details or {}
@@ -423,7 +442,7 @@ def _grading(case: CaseResult) -> dict[str, Any]:
         "usage", "cost_usd", "run_cost_usd", "duration_seconds", "attempts", "flaky", "baseline_verdict",
         "baseline_error", "baseline_attempts", "skill_not_needed", "trigger_expected", "skill_triggered",
         "cassette_changed", "cassette_provenance", "judge_verdict", "miss", "session_id", "source",
-        "skipped_checks", "self_check", "budget",
+        "skipped_checks", "self_check", "budget", "label", "judge_advisory",
     })
     out["checks"] = [{"name": n, "result": r, "detail": details.get(n)}
                      for n, r in case.deterministic_checks.items()]

@@ -99,6 +99,15 @@
       ["base run", data.base ? data.base.id + " · " + data.base.timestamp : null],
       ["removed since base", data.removed && data.removed.length ? data.removed.join(", ") : null]]));
     (data.warnings || []).forEach(function (w) { add(box, h("p", {class: "warn"}, w)); });
+    if (data.labels) {
+      (data.labels.agreement || []).forEach(function (a) {
+        add(box, h("p", {class: "agreement", "data-judge": a.judge_model}, "Judge " + a.judge_model + " agrees with people on " + pct(a.agreement) +
+          " of " + a.labels + " labelled output" + (a.labels === 1 ? "" : "s") + ", κ " + (a.kappa === undefined ? "undefined" : a.kappa.toFixed(2)) +
+          (a.true_pass_rate !== undefined ? " · true-pass " + pct(a.true_pass_rate) : "") +
+          (a.true_fail_rate !== undefined ? " · true-fail " + pct(a.true_fail_rate) : "") + " · judge-gate " + data.labels.gate));
+      });
+      if (data.labels.stale && data.labels.stale.length) add(box, h("p", {class: "muted"}, "Stale labels: " + data.labels.stale.join("; ")));
+    }
     if (s.max_usd !== undefined) {
       add(box, h("p", {class: s.over_budget ? "warn" : "muted", id: "budget"}, "Spent " + money(s.spent_usd || 0) +
         " of max-usd " + money(s.max_usd) + (s.over_budget ? " · " + s.over_budget + " case" +
@@ -334,6 +343,13 @@
         return h("li", null, h("b", null, k + ": "), d.skipped_checks[k]);
       }))));
     }
+    if (d.label) {
+      add(s, h("p", {class: d.label.stale ? "muted" : "warn", id: "human-label"}, d.label.stale
+        ? "A label by " + d.label.by + " is stale (" + (d.label.why_stale || "changed") + "): it no longer decides."
+        : (d.judge_verdict && d.judge_verdict.result !== d.label.verdict ? "Overruled by a person" : "Confirmed by a person") +
+          " (" + d.label.by + ", " + d.label.at + "): " + d.label.verdict + ". " + d.label.reason));
+    }
+    if (d.judge_advisory) add(s, h("p", {class: "warn", id: "judge-advisory"}, "The judge's FAIL is advisory: " + d.judge_advisory));
     if (d.budget) {
       add(s, h("p", {class: "warn", id: "budget-skip"}, "Not graded (budget): estimated " +
         (d.budget.estimate_usd === null ? "– (" + d.budget.basis + ")" : money(d.budget.estimate_usd) + " from the " + d.budget.basis) +
@@ -348,6 +364,12 @@
       add(s, box);
     }
     add(s, judge(d.judge_verdict));
+    if (d.label_line) {
+      var line = pre(d.label_line, "label-line"), copy = h("button", {type: "button", class: "copy",
+        onclick: function () { if (navigator.clipboard) navigator.clipboard.writeText(d.label_line); }}, "Copy");
+      line.id = "label-line";
+      add(s, h("div", {class: "label-box"}, h("p", {class: "muted"}, "Disagree with the judge? Run this in the repository (write the reason) to label this exact output:"), line, copy));
+    }
     var facts = [];
     if (d.trigger_expected !== undefined) facts.push(["skill should fire", String(d.trigger_expected)]);
     if (d.skill_triggered !== undefined) facts.push(["skill fired", String(d.skill_triggered)]);
