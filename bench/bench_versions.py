@@ -26,9 +26,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.agent_clis import ensure_pinned_clis, ensure_release, other_releases  # noqa: E402
-
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios  # noqa: E402
+
+from support.agent_clis import ensure_pinned_clis, ensure_release, other_releases  # noqa: E402
 
 ENGINE_OF = {"claude": "claude-code", "gemini": "gemini-cli", "codex": "codex", "copilot": "copilot"}
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-bench-versions", "GEMINI_API_KEY": "gemini-bench-versions",
@@ -46,7 +46,8 @@ def run(pkg: Path, scenarios: Path, path: str, *args: str) -> tuple[dict[str, An
                "GOOGLE_GEMINI_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1"}
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg), *args,
-                        "-o", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                        "-o", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
         took = time.perf_counter() - start
     return json.loads(out.read_text()), took
 
@@ -73,20 +74,24 @@ def main() -> int:
                 pkg = copy(source, Path(tmp) / "pkg")
                 recorded, record_s = run(pkg, scenarios, path, "--record", "--jobs", "2", "--engine", engine)
                 verdicts = {c["name"]: c["verdict"] for c in recorded["cases"]}
-                learnt = sorted({m for c in recorded["cases"] for m in (c.get("self_check") or {}).get("learnt", [])})
-                unstable = sum(bool((c.get("self_check") or {}).get("unstable")) for c in recorded["cases"])
+                checks = [c.get("self_check") or {} for c in recorded["cases"]]
+                learnt = sorted({m for check in checks for m in check.get("learnt", [])})
+                unstable = sum(bool(check.get("unstable")) for check in checks)
                 same, diverged, times = 0, 0, []
                 for _ in range(args.runs):
-                    report, took = run(pkg, scenarios, path, "--replay", "--rerun", "--jobs", "2", "--engine", engine)
+                    report, took = run(pkg, scenarios, path, "--replay", "--rerun", "--jobs", "2",
+                                       "--engine", engine)
                     times.append(took)
                     diverged += sum(c.get("replay_miss") == "diverged" for c in report["cases"])
                     kinds = {c.get("replay_kind") for c in report["cases"]}
-                    same += {c["name"]: c["verdict"] for c in report["cases"]} == verdicts and kinds == {"rerun"}
+                    now = {c["name"]: c["verdict"] for c in report["cases"]}
+                    same += now == verdicts and kinds == {"rerun"}
                 rows.append((pin.spec, name, len(verdicts), f"{same}/{args.runs}", diverged, unstable,
                              len(learnt), f"{record_s:.1f}", f"{sum(times) / len(times):.1f}"))
                 for mask in learnt:
                     print(f"  {pin.spec} {name}: learnt {mask}")
-    head = ("release", "package", "cases", "runs same", "diverged", "unstable", "learnt", "record s", "rerun s")
+    head = ("release", "package", "cases", "runs same", "diverged", "unstable", "learnt", "record s",
+            "rerun s")
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for row in [head, *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))

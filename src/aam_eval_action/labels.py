@@ -33,6 +33,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.report import Agreement
 
 LABELS_FILE = "labels.yaml"
 LABELS_VERSION = 1
@@ -47,7 +48,7 @@ Gate = Literal["always", "calibrated", "never"]
 class Label(BaseModel):
     """One person's verdict on one judged output."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     case: str = Field(pattern=r"^[a-z0-9-]{1,64}(/[a-z0-9-]{1,64})?$")
     """The case (`<plugin>/<case>` in a repository of plugins)."""
@@ -76,7 +77,7 @@ class Label(BaseModel):
 class LabelsFile(BaseModel):
     """`evals/labels.yaml`."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     version: int = LABELS_VERSION
     """Format version."""
@@ -162,27 +163,6 @@ def matching(labels: Sequence[Label], judged: Judged) -> tuple[Label | None, lis
 
 
 # --- agreement ---------------------------------------------------------------------------------
-
-
-class Agreement(BaseModel):
-    """How far one judge model agrees with people, over the outputs both graded."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    judge_model: str
-    """The judge model."""
-    labels: int
-    """Outputs both a person and this judge graded."""
-    agreement: float
-    """Share of them where both gave the same verdict."""
-    kappa: float | None = None
-    """Cohen's κ: agreement beyond chance (None when it is undefined: everyone said the same)."""
-    true_pass_rate: float | None = None
-    """Of the outputs people passed, the share the judge passed (None: people passed none)."""
-    true_fail_rate: float | None = None
-    """Of the outputs people failed, the share the judge failed (None: people failed none)."""
-    disagreements: list[str] = Field(default_factory=list)
-    """The cases where they disagree: `case (person PASS, judge FAIL)`."""
 
 
 def agreement(judge_model: str, pairs: Iterable[tuple[str, str, str]]) -> Agreement:

@@ -107,6 +107,8 @@ class PackageLayout:
     nested: tuple[str, ...] = ()
     """Other plugins' folders inside this one's: not part of it."""
     findings: tuple[Finding, ...] = ()
+    _files: dict[str | None, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """`files_for` per target, walked once per layout (a run fingerprints every case with it)."""
 
     @property
     def evals_dir(self) -> Path:
@@ -139,6 +141,11 @@ class PackageLayout:
 
     def files_for(self, target: str | None) -> list[str]:
         """Every package file (relative POSIX path) that reaches the agent for this target."""
+        if target not in self._files:
+            self._files[target] = self._walk_for(target)
+        return list(self._files[target])
+
+    def _walk_for(self, target: str | None) -> list[str]:
         if not self.installs_anything(target):
             return []
         found: list[str] = []

@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action import __version__
 from aam_eval_action.errors import ConfigError, UsageError
-from aam_eval_action.labels import Agreement
 from aam_eval_action.session import SelfCheck
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ CheckResult = Literal["PASS", "FAIL", "SKIP"]
 class Part(BaseModel):
     """Base for report parts: extra keys from other versions are kept, not refused."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow")
 
 
 class SandboxInfo(Part):
@@ -311,6 +310,25 @@ class CaseLabel(Part):
     """The output or the criteria changed since: the label no longer decides."""
     why_stale: str | None = None
     """What changed: `its output changed`, `its criteria changed`."""
+
+
+class Agreement(Part):
+    """How far one judge model agrees with people, over the outputs both graded."""
+
+    judge_model: str
+    """The judge model."""
+    labels: int
+    """Outputs both a person and this judge graded."""
+    agreement: float
+    """Share of them where both gave the same verdict."""
+    kappa: float | None = None
+    """Cohen's κ: agreement beyond chance (None when it is undefined: everyone said the same)."""
+    true_pass_rate: float | None = None
+    """Of the outputs people passed, the share the judge passed (None: people passed none)."""
+    true_fail_rate: float | None = None
+    """Of the outputs people failed, the share the judge failed (None: people failed none)."""
+    disagreements: list[str] = Field(default_factory=list)
+    """The cases where they disagree: `case (person PASS, judge FAIL)`."""
 
 
 class LabelsSummary(Part):

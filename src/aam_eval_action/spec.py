@@ -80,14 +80,14 @@ class Strict(BaseModel):
     """Base for author-written formats: unknown keys are errors, hyphenated keys as written."""
 
     model_config = ConfigDict(
-        extra="forbid", populate_by_name=False, frozen=True, use_attribute_docstrings=True
+        extra="forbid", populate_by_name=False, frozen=True
     )
 
 
 class PackageManifest(BaseModel):
     """`package.agent.json`: only the fields this tool reads; the rest belongs to other tools."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     name: str
     """Package name, e.g. `@my-org/code-review`."""

@@ -20,9 +20,10 @@ Codex has no read, search or skill tool: it reads, greps and loads skills throug
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from aam_eval_action.session import ToolCall
+if TYPE_CHECKING:
+    from aam_eval_action.session import ToolCall
 
 NeutralTool = Literal["read", "write", "edit", "shell", "skill", "search", "web"]
 NEUTRAL_TOOLS: tuple[NeutralTool, ...] = ("read", "write", "edit", "shell", "skill", "search", "web")

@@ -7,29 +7,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aam_eval_action.engines.registry import check_engine_name
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.loader import LoadedCase, LoadedPackage, LoadedRepo, load_repo
-from aam_eval_action.pipeline.budget import Budget
-from aam_eval_action.pipeline.case import Outcome
-from aam_eval_action.pipeline.context import CaseContext
-from aam_eval_action.pipeline.scheduler import handle_signals, run_tasks
 from aam_eval_action.pipeline.select import recorded_durations, select
 from aam_eval_action.render.console import Console
-from aam_eval_action.report import (
-    Report,
-    all_passed,
-    build_report,
-    default_report_path,
-    describe_plugins,
-    file_error_results,
-    merge_reports,
-    to_json,
-)
 from aam_eval_action.settings import Overrides, RunSettings, check_judge, resolve_matrix, runner_environment
 
+if TYPE_CHECKING:
+    from aam_eval_action.pipeline.case import Outcome
+    from aam_eval_action.pipeline.context import CaseContext
+    from aam_eval_action.report import Report
 
 @dataclass(frozen=True)
 class RunArgs:
@@ -84,17 +75,31 @@ def execute(
                 for text, style in plan_lines(settings, chosen[id(package)]):
                     console.line(text, style)
         return None, EXIT_USAGE if errors else EXIT_OK
-    matrix = len(runs) > 1
-    budget = Budget(first.max_usd)  # one cap for every engine and model of the run
-    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix, budget=budget)
-                for _, settings_list in matrices for s in settings_list]
     total = sum(len(cases) for cases in chosen.values())
     for s in runs:
         console.line(f"{total} case(s) · {s.engine} · model {s.model} · "
                      f"judge {s.judge_model} · mode {s.mode}")
-    if budget.cap is not None and first.mode != "replay":
-        console.line(f"max-usd ${budget.cap:.4g}: a case whose estimated cost does not fit what is left "
+    if first.max_usd is not None and first.mode != "replay":
+        console.line(f"max-usd ${first.max_usd:.4g}: a case whose estimated cost does not fit what is left "
                      "is not run (not graded: budget); cases that spend run one at a time")
+    # The run's machinery is imported once the run has said what it will do (start-up stays quick).
+    from aam_eval_action.pipeline.budget import Budget
+    from aam_eval_action.pipeline.context import CaseContext
+    from aam_eval_action.pipeline.scheduler import handle_signals, run_tasks
+    from aam_eval_action.report import (
+        Report,
+        all_passed,
+        build_report,
+        default_report_path,
+        describe_plugins,
+        file_error_results,
+        merge_reports,
+    )
+
+    matrix = len(runs) > 1
+    budget = Budget(first.max_usd)  # one cap for every engine and model of the run
+    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix, budget=budget)
+                for _, settings_list in matrices for s in settings_list]
     for finding in repo.findings if repo.kind != "aam" else []:
         console.line(f"{finding.level} {finding}", "yellow")
     for _, err in errors:
@@ -198,6 +203,8 @@ def _write(
     args: RunArgs, report: Report, default_path: Path, console: Console, checkout: Path | None,
     ran: Sequence[tuple[CaseContext, Outcome]] = (),
 ) -> None:
+    from aam_eval_action.report import to_json
+
     paths = []
     if args.output:
         paths.append(args.output)

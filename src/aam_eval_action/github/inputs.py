@@ -29,7 +29,7 @@ INPUTS = (
 class ActionInputs(BaseModel):
     """The action's inputs, kebab-case as in action.yml; empty means unset."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
 
     mode: Mode = "replay"
     """replay, auto, record or live; live modes need keys."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aam_eval_action.labels import (
-    Agreement,
     Judged,
     Label,
     agreement,
@@ -21,7 +20,7 @@ from aam_eval_action.labels import (
     load_labels,
     matching,
 )
-from aam_eval_action.report import CaseLabel, CaseResult, LabelsSummary
+from aam_eval_action.report import Agreement, CaseLabel, CaseResult, LabelsSummary
 from aam_eval_action.settings import RunSettings
 
 Group = tuple[RunSettings, Sequence[CaseResult]]

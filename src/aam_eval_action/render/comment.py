@@ -9,6 +9,7 @@ marker so the action edits its own comment in place, and never exceeds `max_char
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import shlex
@@ -100,9 +101,12 @@ def render_comment(
         raise ValueError(f"max_chars must be at least {MIN_COMMENT_CHARS}")
     mark = marker(marker_id)
     tmpl = _template(template)
+    # The cases each flag lists, picked once (a 1,000-case diff renders several times to fit).
+    flagged = {key: [View(c) for c in diff.cases if getattr(c, key)] for key in FLAGS}
 
     def render(view: _View) -> str:
         context: dict[str, object] = {
+            "flagged": flagged,
             "diff": View(diff),
             "marker": Markup(mark),
             "run_url": run_url,
@@ -373,6 +377,10 @@ def _finalize(value: object) -> object:
 # --- templates ---
 
 
+FLAGS = ("label", "judge_advisory", "budget", "unstable", "skipped_checks")
+"""Case fields the template lists cases by (`flagged.<field>`: the cases where it is set)."""
+
+
 def _template(path: Path | None) -> jinja2.Template:
     sources = {BUILTIN_NAME: _builtin_source()}
     if path is not None:
@@ -383,6 +391,7 @@ def _template(path: Path | None) -> jinja2.Template:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(REPLACED_FILTERS)
     env.filters.update(FILTERS)
@@ -390,6 +399,18 @@ def _template(path: Path | None) -> jinja2.Template:
         return env.get_template(USER_NAME if path else BUILTIN_NAME)
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: comment template: {exc.message}") from None
+
+
+@functools.cache
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept in the user's cache directory (keyed by a checksum of the source,
+    so an edited template compiles again); none when that directory cannot be made."""
+    directory = Path.home() / ".cache" / "aam-eval-action" / "jinja"
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(directory))
 
 
 def _builtin_source() -> str:

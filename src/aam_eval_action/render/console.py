@@ -11,9 +11,10 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from aam_eval_action.report import CaseResult, Report, Summary
+if TYPE_CHECKING:
+    from aam_eval_action.report import CaseResult, Report, Summary
 
 STYLES = {"PASS": "green", "FAIL": "red", "ERROR": "yellow", "SKIP": "dim"}
 ANSI = {"green": "\033[32m", "red": "\033[31m", "yellow": "\033[33m", "dim": "\033[2m"}

@@ -23,7 +23,7 @@ class CassetteError(Exception):
 
 
 class FingerprintRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     digest: str
     """Hash over all inputs."""
@@ -34,7 +34,7 @@ class FingerprintRecord(BaseModel):
 class AgentCassette(BaseModel):
     """`<cassettes>/<case>/<engine>.session.yaml`."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     version: int = CASSETTE_VERSION
     """Cassette format version; newer versions are refused."""

@@ -7,7 +7,9 @@ short labels (engine, model, target) are kept as their value so the message can 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from aam_eval_action.fsutil import sha256_bytes, sha256_text
 from aam_eval_action.loader import workspace_file_source
@@ -41,6 +43,23 @@ def _h(data: bytes) -> str:
     return sha256_bytes(data)[:HASH_CHARS]
 
 
+_HASHES: dict[tuple[str, int, int], str] = {}
+_HASHES_LOCK = threading.Lock()
+
+
+def file_hash(path: Path) -> str:
+    """A package file's hash, read once per run while its size and modification time stay."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    with _HASHES_LOCK:
+        found = _HASHES.get(key)
+    if found is None:
+        found = _h(path.read_bytes())
+        with _HASHES_LOCK:
+            _HASHES[key] = found
+    return found
+
+
 def agent_fingerprint(
     layout: PackageLayout, case: Case, config: EvalConfig, engine: str, model: str
 ) -> Fingerprint:
@@ -58,7 +77,7 @@ def agent_fingerprint(
         source = workspace_file_source(layout, rel)
         inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
     for rel in layout.files_for(case.installs):
-        inputs[f"package:{rel}"] = _h((layout.root / rel).read_bytes())
+        inputs[f"package:{rel}"] = file_hash(layout.root / rel)
     if layout.baseline:  # only baseline sessions carry it, so existing fingerprints stay as they are
         inputs["baseline"] = layout.baseline_label(case.target)
     secret = set(config.secret_env)

@@ -17,14 +17,15 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx2
 
 from aam_eval_action.fsutil import atomic_write, is_inside
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.replay.upstream import Network
+
+if TYPE_CHECKING:
+    import httpx2
 
 # Only these headers are kept: everything else (keys, org ids, cookies, request ids,
 # dates, x-stainless-* platform details) is dropped. An allow-list, not a deny-list.
@@ -186,7 +187,7 @@ class JudgeCassette:
         return body
 
     def transport(self) -> httpx2.BaseTransport:
-        return _Transport(self)
+        return _transport_class()(self)  # type: ignore[call-arg]
 
     def http_client(self) -> httpx2.Client:
         """The SDK's own HTTP client class, on this cassette's transport."""
@@ -219,83 +220,91 @@ class JudgeCassette:
         return True
 
 
-class _Transport(httpx2.BaseTransport):
-    def __init__(self, owner: JudgeCassette) -> None:
-        self.owner = owner
-        self._inner: httpx2.HTTPTransport | None = None
+@functools.cache
+def _transport_class() -> type[httpx2.BaseTransport]:
+    """The transport's class, made on first use: replay never needs httpx2 (its import is a
+    noticeable share of a large replay's start-up)."""
+    import httpx2
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        from vcr.request import Request as VcrRequest
+    class _Transport(httpx2.BaseTransport):
+        def __init__(self, owner: JudgeCassette) -> None:
+            self.owner = owner
+            self._inner: httpx2.HTTPTransport | None = None
 
-        body = request.read()
-        owner = self.owner
-        if owner.player is not None:
-            return self._play(request, body)
-        vreq = VcrRequest(request.method, str(request.url), body, dict(request.headers))
-        with owner._lock:
-            cassette = owner.cassette
-            if owner.mode != "record" and vreq in cassette:
-                played = cassette.play_response(vreq)
-                owner.used.append((cassette._before_record_request(vreq), played))
-                owner.played += 1
-                return _to_response(played)
-        if owner.mode == "replay":
-            raise miss_error(owner.provider, NOT_RECORDED)
-        response = self._real(str(request.url)).handle_request(request)
-        content = response.read()
-        serialized = {
-            "status": {"code": response.status_code, "message": response.reason_phrase},
-            "headers": {k: [v] for k, v in response.headers.items()},
-            "body": {"string": content},
-        }
-        if response.status_code < 400:
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            from vcr.request import Request as VcrRequest
+
+            body = request.read()
+            owner = self.owner
+            if owner.player is not None:
+                return self._play(request, body)
+            vreq = VcrRequest(request.method, str(request.url), body, dict(request.headers))
             with owner._lock:
-                before = len(owner.cassette.data)
-                owner.cassette.append(vreq, serialized)
-                if len(owner.cassette.data) > before:
-                    owner.used.append(owner.cassette.data[-1])
-                    owner.cassette.play_counts[len(owner.cassette.data) - 1] += 1
-                    owner.recorded += 1
-        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _TRANSFER]
+                cassette = owner.cassette
+                if owner.mode != "record" and vreq in cassette:
+                    played = cassette.play_response(vreq)
+                    owner.used.append((cassette._before_record_request(vreq), played))
+                    owner.played += 1
+                    return _to_response(played)
+            if owner.mode == "replay":
+                raise miss_error(owner.provider, NOT_RECORDED)
+            response = self._real(str(request.url)).handle_request(request)
+            content = response.read()
+            serialized = {
+                "status": {"code": response.status_code, "message": response.reason_phrase},
+                "headers": {k: [v] for k, v in response.headers.items()},
+                "body": {"string": content},
+            }
+            if response.status_code < 400:
+                with owner._lock:
+                    before = len(owner.cassette.data)
+                    owner.cassette.append(vreq, serialized)
+                    if len(owner.cassette.data) > before:
+                        owner.used.append(owner.cassette.data[-1])
+                        owner.cassette.play_counts[len(owner.cassette.data) - 1] += 1
+                        owner.recorded += 1
+            headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _TRANSFER]
+            return httpx2.Response(
+                response.status_code, headers=headers, content=content,
+                extensions={"reason_phrase": response.reason_phrase.encode("ascii", "replace")},
+            )
+
+        def _play(self, request: httpx2.Request, body: bytes) -> httpx2.Response:
+            owner = self.owner
+            assert owner.player is not None
+            key = _match_key(request.method, str(request.url), body, owner.redact)
+            with owner._lock:
+                played = owner.player.take(key)
+                if played is None:
+                    raise miss_error(owner.provider, NOT_RECORDED)
+                owner.played += 1
+            return _to_response(played)
+
+        def _real(self, url: str) -> httpx2.HTTPTransport:
+            """The SDK's own way to the API: through the runner's proxy unless NO_PROXY covers it,
+            trusting its CA bundles (a transport given to the SDK skips its proxy lookup)."""
+            if self._inner is None:
+                network = self.owner.network
+                self._inner = httpx2.HTTPTransport(proxy=network.proxy_for(url), verify=network.ssl_context())
+            return self._inner
+
+        def close(self) -> None:
+            if self._inner is not None:
+                self._inner.close()
+
+
+    def _to_response(played: dict[str, Any]) -> httpx2.Response:
+        body = played["body"]["string"]
+        raw = body.encode("utf-8") if isinstance(body, str) else body
+        headers = [(k, v) for k, values in played.get("headers", {}).items() for v in values]
+        headers = [(k, v) for k, v in headers if k.lower() not in _TRANSFER]
+        message = played["status"].get("message") or ""
         return httpx2.Response(
-            response.status_code, headers=headers, content=content,
-            extensions={"reason_phrase": response.reason_phrase.encode("ascii", "replace")},
+            played["status"]["code"], headers=headers, content=raw,
+            extensions={"reason_phrase": message.encode("ascii", "replace")} if message else None,
         )
 
-    def _play(self, request: httpx2.Request, body: bytes) -> httpx2.Response:
-        owner = self.owner
-        assert owner.player is not None
-        key = _match_key(request.method, str(request.url), body, owner.redact)
-        with owner._lock:
-            played = owner.player.take(key)
-            if played is None:
-                raise miss_error(owner.provider, NOT_RECORDED)
-            owner.played += 1
-        return _to_response(played)
-
-    def _real(self, url: str) -> httpx2.HTTPTransport:
-        """The SDK's own way to the API: through the runner's proxy unless NO_PROXY covers it,
-        trusting its CA bundles (a transport given to the SDK skips its proxy lookup)."""
-        if self._inner is None:
-            network = self.owner.network
-            self._inner = httpx2.HTTPTransport(proxy=network.proxy_for(url), verify=network.ssl_context())
-        return self._inner
-
-    def close(self) -> None:
-        if self._inner is not None:
-            self._inner.close()
-
-
-def _to_response(played: dict[str, Any]) -> httpx2.Response:
-    body = played["body"]["string"]
-    raw = body.encode("utf-8") if isinstance(body, str) else body
-    headers = [(k, v) for k, values in played.get("headers", {}).items() for v in values]
-    headers = [(k, v) for k, v in headers if k.lower() not in _TRANSFER]
-    message = played["status"].get("message") or ""
-    return httpx2.Response(
-        played["status"]["code"], headers=headers, content=raw,
-        extensions={"reason_phrase": message.encode("ascii", "replace")} if message else None,
-    )
+    return _Transport
 
 
 MatchKey = tuple[str, str, str, Any]

@@ -140,7 +140,7 @@ STABLE_ID = re.compile(r"^([A-Za-z]+)_aam(\d+)$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class SseEvent(_Model):

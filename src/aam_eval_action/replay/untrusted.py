@@ -6,7 +6,7 @@ attacker-controlled. They are read with YAML's safe loader only, after these che
 - a size limit, so a 50 MB output cannot exhaust the runner's memory;
 - no `!!python/...` (or any other non-standard) tag: refused by name, with its line;
 - no aliases: this project never writes them, and an alias "bomb" expands exponentially
-  when the data is later validated or dumped.
+  when the data is later validated or dumped (an anchor no alias uses is harmless).
 """
 
 from __future__ import annotations
@@ -54,38 +54,65 @@ def read_text(path: Path, *, inside: Path | None = None) -> str | None:
 
 
 def load_yaml(path: Path, text: str) -> Any:
-    """Parse untrusted YAML: standard tags only, no anchors or aliases, safe constructors."""
-    _check_events(path, text)
+    """Parse untrusted YAML: standard tags only, no aliases, safe constructors.
+
+    The checks are made as the objects are built, node by node: a refused tag is named with
+    its line, and an alias shows as a node built a second time (refused before its value is
+    used, so an alias "bomb" is never expanded).
+    """
+    loader = _CheckingLoader(text)
     try:
-        return yaml.load(text, Loader=_LOADER)
+        return loader.get_single_data()
+    except _Refused as refused:
+        raise UntrustedFileError(f"{path}:{refused.line}: {refused.what}") from None
     except yaml.YAMLError as exc:
+        # A refused tag or alias before the damage is what to report: found event by event.
+        _check_events(path, text)
         raise UntrustedFileError(f"{path}: damaged YAML{_where(exc)}") from None
+    finally:
+        loader.dispose()
+
+
+class _Refused(Exception):
+    def __init__(self, node: yaml.Node, what: str) -> None:
+        super().__init__(what)
+        self.line = node.start_mark.line + 1 if node.start_mark else None
+        self.what = what
+
+
+class _CheckingLoader(_LOADER):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing non-standard tags and aliases while it builds."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if node in self.constructed_objects:
+            raise _Refused(node, ALIASES_REFUSED)
+        if node.tag not in _ALLOWED_TAGS:
+            raise _Refused(node, f"YAML tag {node.tag!r} is refused {TAG_REASON}")
+        return super().construct_object(node, deep)
 
 
 def _check_events(path: Path, text: str) -> None:
-    """One pass over the parser's events (no objects built) refusing tags and aliases."""
+    """The parser's events up to the damage, refusing a tag or an alias met on the way."""
     try:
         for event in yaml.parse(text, Loader=_LOADER):
             tag = getattr(event, "tag", None)
             line = event.start_mark.line + 1 if event.start_mark else None
             if tag and not _standard(tag):
-                raise UntrustedFileError(
-                    f"{path}:{line}: YAML tag {tag!r} is refused (cassettes hold plain data; "
-                    "a Python tag would run code); re-record the case"
-                )
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise UntrustedFileError(
-                    f"{path}:{line}: YAML anchors and aliases are refused in cassettes "
-                    "(this tool never writes them); re-record the case"
-                )
-    except yaml.YAMLError as exc:
-        raise UntrustedFileError(f"{path}: damaged YAML{_where(exc)}") from None
+                raise UntrustedFileError(f"{path}:{line}: YAML tag {tag!r} is refused {TAG_REASON}")
+            if isinstance(event, yaml.AliasEvent):
+                raise UntrustedFileError(f"{path}:{line}: {ALIASES_REFUSED}")
+    except yaml.YAMLError:
+        return
+
+
+_ALLOWED_TAGS = frozenset({"!", *(_STANDARD_TAG + kind for kind in _STANDARD_KINDS)})
+ALIASES_REFUSED = ("YAML anchors and aliases are refused in cassettes (this tool never writes them); "
+                   "re-record the case")
+TAG_REASON = "(cassettes hold plain data; a Python tag would run code); re-record the case"
 
 
 def _standard(tag: str) -> bool:
-    if tag == "!":  # the non-specific tag of a quoted scalar
-        return True
-    return tag.startswith(_STANDARD_TAG) and tag[len(_STANDARD_TAG):] in _STANDARD_KINDS
+    return tag in _ALLOWED_TAGS
 
 
 def _where(exc: yaml.YAMLError) -> str:
@@ -94,8 +121,20 @@ def _where(exc: yaml.YAMLError) -> str:
 
 
 def _within(path: Path, root: Path) -> bool:
+    """`path` resolves inside `root`. A path below `root` with no symbolic link on the way down
+    is inside without resolving every folder above `root` again (a run reads thousands)."""
     try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
+        rel = path.relative_to(root)
     except ValueError:
-        return False
-    return True
+        rel = None
+    if rel is not None and ".." not in rel.parts:
+        here = root
+        for part in rel.parts:
+            here = here / part
+            if here.is_symlink():
+                break
+        else:
+            return True
+    real = os.path.realpath(path)
+    base = os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)

@@ -61,7 +61,7 @@ SEQUENCE_MAX = 20_000
 class Mask(BaseModel):
     """One learnt volatile value: its shape and the literal text beside it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     shape: Shape
     """What the value looks like (see `SHAPES`)."""
