@@ -182,3 +182,30 @@ def test_the_html_transcript_nests_both_recorded_sub_agents_under_the_turn_that_
         calls = [call for turn in sub["turns"] for call in turn.get("calls", [])]
         assert calls and all(call["result"] for call in calls), sub
     assert len({sub["id"] for _, sub in nested}) == 2  # two conversations, told apart
+
+
+def test_the_recordings_export_as_atif_with_each_sub_agent_embedded_and_as_otlp_spans(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    """ATIF validated by Harbor's own models: the two counters of `parallel-count` are embedded
+    trajectories referenced from the step that started them; in OTLP each is an invoke_agent
+    span under that turn."""
+    from support.harbor import trajectory_model
+
+    pkg, _, engine = recorded
+    out = tmp_path / "export"
+    result = aam_eval("export", "parallel-count", "--package", str(pkg), *ENGINE_ARGS[engine][:2] or (),
+                      "--atif", str(out / "atif"), "--otlp", str(out / "traces.json"))
+    assert result.code == 0, result.out + result.err
+    [path] = (out / "atif").glob("parallel-count@*.atif.json")
+    data = json.loads(path.read_text())
+    trajectory_model().model_validate(data)
+    subs = data["subagent_trajectories"]
+    assert len(subs) == 2 and all(sub["steps"][1:] for sub in subs)
+    refs = [ref["trajectory_id"] for step in data["steps"] for r in step.get("observation", {}).get("results", [])
+            for ref in r.get("subagent_trajectory_ref") or []]
+    assert sorted(refs) == sorted(sub["trajectory_id"] for sub in subs)
+    spans = json.loads((out / "traces.json").read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    agents = [s for s in spans if s["name"].startswith("invoke_agent") and "parentSpanId" in s]
+    assert len(agents) == 2
+    assert not any(key in path.read_text() for key in KEYS.values())

@@ -128,6 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "gives it: refused if the cassette now holds another")
     lb.add_argument("--attempt", type=_positive, default=1, help="which recorded attempt (default: 1)")
     lb.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help=argparse.SUPPRESS)
+    x = sub.add_parser("export", help="write recorded sessions as ATIF trajectories and/or OTLP JSON spans")
+    x.add_argument("cases", nargs="*", metavar="CASE", help="case names (default: all)")
+    x.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    x.add_argument("--atif", type=Path, metavar="DIR", help="one ATIF v1.7 trajectory per case and pair here")
+    x.add_argument("--otlp", type=Path, metavar="FILE", help="OTLP JSON spans of every session, in one file")
+    x.add_argument("--report", type=Path,
+                   help="take verdicts from this report (default: replay the cassettes)")
+    x.add_argument("--engine", metavar="ENGINE[,ENGINE...]", help="the engine(s) whose recordings to export")
+    x.add_argument("--model", metavar="MODEL[,MODEL...]",
+                   help="the agent model(s) whose recordings to export")
+    x.add_argument("--cassettes", type=Path, help="cassette directory (default: evals/cassettes)")
+    x.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
     m = sub.add_parser("merge", help="join shard reports into one report")
     m.add_argument("reports", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, help="write the merged report here")
@@ -219,6 +231,11 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return label(args.package, args.case, args.verdict, args.reason, engine=args.engine, model=args.model,
                      by=args.by, output=args.output, attempt=args.attempt, plugins=args.plugin)
+    if args.command == "export":
+        from aam_eval_action.commands.export import export
+
+        return export(args.package, args.cases, atif=args.atif, otlp=args.otlp, report=args.report,
+                      engine=args.engine, model=args.model, cassettes=args.cassettes, plugins=args.plugin)
     if args.command == "check":
         from aam_eval_action.commands.check import check
 

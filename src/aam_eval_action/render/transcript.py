@@ -95,9 +95,12 @@ def _show_input(value: Any) -> str:
 # --- from the model traffic ------------------------------------------------------------------
 
 
-def traffic_turns(traffic: ModelTraffic) -> list[Turn]:
-    """The main conversation's turns, each sub-agent nested under the turn that started it."""
+def traffic_turns(traffic: ModelTraffic, detail: bool = False) -> list[Turn]:
+    """The main conversation's turns, each sub-agent nested under the turn that started it.
+
+    With `detail` (for exports), each call keeps its `id` and each turn its token `usage`."""
     from aam_eval_action.replay.conversations import threads
+    from aam_eval_action.replay.traffic import usage
 
     fulls = full_requests(traffic)
     conversations, numbers = threads(traffic, fulls)
@@ -109,9 +112,11 @@ def traffic_turns(traffic: ModelTraffic) -> list[Turn]:
         turns = per.setdefault(number, [])
         turns.append(_answer(traffic.provider, exchange.response.events, exchange.response.body,
                              len(turns) + 1, exchange.live))
+        if detail:
+            turns[-1]["usage"] = usage([exchange])
         requests.setdefault(number, []).append(full)
     for number, turns in per.items():
-        _attach_results(traffic.provider, turns, requests[number])
+        _attach_results(traffic.provider, turns, requests[number], keep_ids=detail)
     main = next((n for n, c in enumerate(conversations) if c.id == "main"), min(per, default=0))
     for number, conversation in enumerate(conversations):
         if number == main or number not in per:
@@ -252,7 +257,9 @@ def _json_or_text(raw: Any) -> Any:
         return raw
 
 
-def _attach_results(provider: str, turns: list[Turn], requests: list[dict[str, Any]]) -> None:
+def _attach_results(
+    provider: str, turns: list[Turn], requests: list[dict[str, Any]], keep_ids: bool = False
+) -> None:
     """Each call's result, found in the conversation's later requests by the call's id."""
     results: dict[str, tuple[str, bool]] = {}
     by_name: dict[str, list[tuple[str, bool]]] = {}
@@ -269,7 +276,8 @@ def _attach_results(provider: str, turns: list[Turn], requests: list[dict[str, A
                 found = by_name[call["name"]].pop(0)
             if found is not None:
                 call["result"], call["is_error"] = clip(REMINDER.sub("\n", found[0]).strip()), found[1]
-            call.pop("id", None)
+            if not keep_ids:
+                call.pop("id", None)
 
 
 def _results_in(provider: str, request: dict[str, Any]) -> list[tuple[str | None, str | None, str, bool]]:

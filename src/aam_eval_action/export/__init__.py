@@ -1,0 +1,1 @@
+"""Recorded sessions in formats other tools read: ATIF trajectories and OpenTelemetry traces."""
