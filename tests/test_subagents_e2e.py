@@ -135,7 +135,7 @@ def test_re_execution_with_concurrent_sub_agents_gives_the_same_verdict_every_ti
     recorded: Recorded, tmp_path: Path
 ) -> None:
     pkg = _copy(recorded, tmp_path)
-    for attempt in range(5):
+    for attempt in range(3):
         report, log = _run(pkg, recorded[2], "--replay", "--rerun", "--jobs", "2")
         # On failure: what each case saw, the divergence first.
         seen = [(c["name"], c["verdict"], (c.get("miss") or {}).get("reason") or c.get("error"))
