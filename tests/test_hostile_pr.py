@@ -247,6 +247,26 @@ def test_restore_never_writes_through_a_symlink_out_of_the_workspace(tmp_path: P
     assert list(outside.iterdir()) == []
 
 
+def test_a_cassette_below_a_symlinked_folder_is_read_only_when_the_folder_stays_inside(tmp_path: Path) -> None:
+    from aam_eval_action.replay.untrusted import UntrustedFileError, read_text
+
+    root, outside = tmp_path / "cassettes", tmp_path / "outside"
+    (root / "case").mkdir(parents=True)
+    outside.mkdir()
+    for folder in (root / "case", outside):
+        (folder / "claude-code.session.yaml").write_text("ok: 1\n")
+    (root / "out").symlink_to(outside)
+    (root / "in").symlink_to(root / "case")
+    # Read twice: the second time the folders already looked at are taken from what was seen.
+    for _ in range(2):
+        assert read_text(root / "case/claude-code.session.yaml", inside=root) == "ok: 1\n"
+        assert read_text(root / "in/claude-code.session.yaml", inside=root) == "ok: 1\n"
+        with pytest.raises(UntrustedFileError, match="symlink that points outside"):
+            read_text(root / "out/claude-code.session.yaml", inside=root)
+        with pytest.raises(UntrustedFileError, match="symlink that points outside"):
+            read_text(root / "case/../out/claude-code.session.yaml", inside=root)
+
+
 @pytest.mark.parametrize("value", ["../../x", "/etc/x", "a/../../b"])
 def test_recorded_paths_are_validated_at_load(value: str) -> None:
     from pydantic import ValidationError

@@ -433,6 +433,8 @@ def check_paths(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
     problem = check_target(layout, case)
     if problem:
         return problem
+    if not case.input.files and not case.input.workspace_files:
+        return None
     evals = layout.evals_dir.resolve()
     for i, rel in enumerate(case.input.files):
         loc: Loc = ("input", "files", i)

@@ -21,6 +21,8 @@ KEY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 """Well-known key formats, redacted in everything written whatever machine writes or replays:
 they do not depend on which secrets the machine's environment happens to hold."""
+_KEY_START = re.compile(r"sk-|gh[pousr]_|github_pat_|AKIA|ASIA")
+"""What every key format above starts with: one scan tells whether any of them can match."""
 
 
 class Redactor:
@@ -48,8 +50,9 @@ class Redactor:
                 value = value.replace(secret, f"[REDACTED:{name}]")
         for word, name in self._words:
             value = word.sub(f"[REDACTED:{name}]", value)
-        for name, pattern in KEY_PATTERNS:
-            value = pattern.sub(f"[REDACTED:{name}]", value)
+        if _KEY_START.search(value):
+            for name, pattern in KEY_PATTERNS:
+                value = pattern.sub(f"[REDACTED:{name}]", value)
         return value
 
     def _key(self, value: str) -> str:

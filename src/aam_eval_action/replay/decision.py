@@ -100,20 +100,22 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
     """
     s = settings
     path = agent_cassette.session_path(s.cassettes, name, s.cassette_stem, variant)
-    rerecord = rerecord_command(s, name, variant)
+    def rerecord() -> str:  # only a miss needs it
+        return rerecord_command(s, name, variant)
+
     if s.mode in ("record", "live"):
         return Decision(False, f"mode {s.mode}")
     try:
         recorded = agent_cassette.load(path, s.cassettes)
     except CassetteError as exc:
         if s.mode == "replay":
-            raise Miss("damaged", "agent", str(exc), rerecord) from None
+            raise Miss("damaged", "agent", str(exc), rerecord()) from None
         return Decision(False, f"cassette damaged: {exc}")
     if recorded is None:
         pair = f"{s.engine} with model {s.model}" if s.cassette_stem != s.engine else f"engine {s.engine}"
         why = f"no cassette recorded for {pair} ({display_path(path)})"
         if s.mode == "replay":
-            raise Miss("no-cassette", "agent", why, rerecord)
+            raise Miss("no-cassette", "agent", why, rerecord())
         return Decision(False, why)
     changes = explain(recorded.fingerprint.inputs, fp.inputs)
     blocker = None
@@ -126,10 +128,10 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
         why = "; ".join(changes) + f" since recording ({recorded.recorded_at})"
         why += f" ({blocker})" if blocker else ""
         if s.mode == "replay":
-            raise Miss("stale", "agent", why, rerecord, tuple(changes))
+            raise Miss("stale", "agent", why, rerecord(), tuple(changes))
         return Decision(False, why)
     if blocker and s.mode == "replay":  # --rerun with nothing to re-execute
-        raise Miss("no-cassette", "agent", blocker, rerecord)
+        raise Miss("no-cassette", "agent", blocker, rerecord())
     if len(recorded.attempts) < s.repeat:
         why = f"{len(recorded.attempts)} attempt(s) recorded, {s.repeat} wanted"
         if s.mode == "replay":

@@ -123,18 +123,27 @@ def _where(exc: yaml.YAMLError) -> str:
 def _within(path: Path, root: Path) -> bool:
     """`path` resolves inside `root`. A path below `root` with no symbolic link on the way down
     is inside without resolving every folder above `root` again (a run reads thousands)."""
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        rel = None
-    if rel is not None and ".." not in rel.parts:
-        here = root
-        for part in rel.parts:
-            here = here / part
-            if here.is_symlink():
-                break
-        else:
-            return True
+    file, base = os.fspath(path), os.fspath(root).rstrip(os.sep)
+    below = file.startswith(base + os.sep) and ".." not in file[len(base) + 1:].split(os.sep)
+    if below and not os.path.islink(file) and _plain(os.path.dirname(file), base):
+        return True
     real = os.path.realpath(path)
     base = os.path.realpath(root)
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+_PLAIN: set[tuple[str, str]] = set()
+"""(root, folder) pairs seen with no symbolic link from `root` down to `folder`: a run reads
+thousands of cassettes from a few folders, and each folder is looked at once."""
+
+
+def _plain(folder: str, root: str) -> bool:
+    if (root, folder) in _PLAIN:
+        return True
+    here = root
+    for part in folder[len(root) + 1:].split(os.sep) if folder != root else ():
+        here += os.sep + part
+        if os.path.islink(here):
+            return False
+    _PLAIN.add((root, folder))
+    return True
