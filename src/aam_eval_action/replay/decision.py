@@ -100,6 +100,7 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
     """
     s = settings
     path = agent_cassette.session_path(s.cassettes, name, s.cassette_stem, variant)
+
     def rerecord() -> str:  # only a miss needs it
         return rerecord_command(s, name, variant)
 

@@ -123,18 +123,17 @@ def _where(exc: yaml.YAMLError) -> str:
 def _within(path: Path, root: Path) -> bool:
     """`path` resolves inside `root`. A path below `root` with no symbolic link on the way down
     is inside without resolving every folder above `root` again (a run reads thousands)."""
-    file, base = os.fspath(path), os.fspath(root).rstrip(os.sep)
-    below = file.startswith(base + os.sep) and ".." not in file[len(base) + 1:].split(os.sep)
-    if below and not os.path.islink(file) and _plain(os.path.dirname(file), base):
+    file, top = os.fspath(path), os.fspath(root).rstrip(os.sep)
+    below = file.startswith(top + os.sep) and ".." not in file[len(top) + 1:].split(os.sep)
+    if below and not os.path.islink(file) and _plain(os.path.dirname(file), top):
         return True
-    real = os.path.realpath(path)
-    base = os.path.realpath(root)
+    real, base = os.path.realpath(path), os.path.realpath(root)
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 _PLAIN: set[tuple[str, str]] = set()
-"""(root, folder) pairs seen with no symbolic link from `root` down to `folder`: a run reads
-thousands of cassettes from a few folders, and each folder is looked at once."""
+"""(root, folder) pairs this process has seen with no symbolic link from `root` down to
+`folder`: a run reads thousands of cassettes from a few folders, each folder is looked at once."""
 
 
 def _plain(folder: str, root: str) -> bool:
