@@ -12,10 +12,13 @@ from pydantic import BaseModel, Field
 
 from aam_eval_action.report import (
     CaseResult,
+    EmptyRun,
     LabelsSummary,
     Pair,
     Report,
+    Routing,
     Verdict,
+    plugins_without_cases,
     report_pairs,
     split_by_pair,
     summarize,
@@ -152,6 +155,34 @@ class RunTotals(BaseModel):
     """Under a cap: what the run's model calls cost."""
     unstable: int | None = None
     """Cases recorded in this run whose recording did not re-execute cleanly against itself."""
+    routing: Routing | None = None
+    """Which skill each trigger prompt fired: the confusion matrix, precision and recall."""
+    drafted_unreviewed: int | None = None
+    """Cases drafted by `aam-eval init` that no person has reviewed yet."""
+
+
+class MovedPrompt(BaseModel):
+    """A trigger prompt that fired another skill on the head than on the base: what a changed
+    description does."""
+
+    name: str
+    """Case name."""
+    prompt: str
+    """The prompt (first 500 characters)."""
+    base: str
+    """The skill it fired on the base, or `none`."""
+    head: str
+    """The skill it fires on the head, or `none`."""
+    expected: str | None = None
+    """The skill it belongs to, or `none`."""
+    file: str | None = None
+    """Case file relative to the package root."""
+    line: int | None = None
+    """Line of the case in its file."""
+    engine: str | None = None
+    """In a diff of several engines or models: the engine of this entry."""
+    model: str | None = None
+    """In a diff of several engines or models: the agent model of this entry."""
 
 
 class StaleCase(BaseModel):
@@ -373,6 +404,8 @@ class ReportDiff(BaseModel):
     """95% interval of the pass-rate change in percentage points (Newcombe, from Wilson intervals)."""
     rerecorded: list[RerecordedCase] = Field(default_factory=list)
     """Head cases whose cassettes the pull request changed ("re-recorded in this PR")."""
+    moved: list[MovedPrompt] = Field(default_factory=list)
+    """Trigger prompts that fire another skill on the head than on the base."""
     pairs: list[PairDiff] | None = None
     """With several engines or models on the head: each one's headline, in run order; the
     cases, counts and lists above then cover every case of every pair (absent otherwise)."""
@@ -387,6 +420,10 @@ class ReportDiff(BaseModel):
     """In a repository of several plugins: each plugin's headline, in the head's order (plugins
     only the base had last); case names are then `<plugin>/<case>`."""
     """With several pairs: each pair against the first, over the cases both graded."""
+    empty: EmptyRun | None = None
+    """The head run selected no case: why, and what to do; None when cases ran."""
+    plugins_without_cases: list[str] = Field(default_factory=list)
+    """In a repository of plugins: the head's plugins that have no eval cases at all."""
 
 
 def diff_reports(base: Report | None, head: Report) -> ReportDiff:
@@ -398,6 +435,7 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
     matrix = head.pairs or (base is not None and base.pairs)
     diff = _diff_matrix(base, head) if matrix else _diff_pair(base, head)
     diff.labels = head.labels
+    diff.empty, diff.plugins_without_cases = head.summary.empty, plugins_without_cases(head)
     plugins = _plugin_names(base, head)
     if len(plugins) > 1:
         diff.plugins = [PluginDiff.of(diff_reports(*_only(base, head, p)), plugin=p) for p in plugins]
@@ -426,8 +464,8 @@ def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
     order = [report_pairs(h)[0] for h in heads]
     diffs = [_diff_pair(bases.get(pair), part) for pair, part in zip(order, heads, strict=True)]
     for (engine, model), d in zip(order, diffs, strict=True):
-        entries: list[CaseDiff | StaleCase | DivergedCase | RerecordedCase] = [
-            *d.cases, *d.stale, *d.diverged, *d.rerecorded]
+        entries: list[CaseDiff | StaleCase | DivergedCase | RerecordedCase | MovedPrompt] = [
+            *d.cases, *d.stale, *d.diverged, *d.rerecorded, *d.moved]
         for entry in entries:
             entry.engine, entry.model = engine, model
     compared = [cell for pair, part in zip(order, heads, strict=True)
@@ -439,6 +477,7 @@ def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
                          [v for d in diffs for v in d.diverged], [r for d in diffs for r in d.rerecorded])
     matrix = _matrix(order, diffs)
     return gathered.model_copy(update={
+        "moved": [m for d in diffs for m in d.moved],
         "pairs": [_pair_diff(pair, d) for pair, d in zip(order, diffs, strict=True)],
         "matrix": matrix,
         "pairs_agree": all(row.agree for row in matrix),
@@ -504,12 +543,28 @@ def compare_pairs(parts: list[Report]) -> list[PairComparison]:
 
 def _diff_pair(base: Report | None, head: Report) -> ReportDiff:
     """The diff of one engine + model."""
-    return _assemble(
+    diff = _assemble(
         base, head, _case_diffs(base, head), _compared(base, head),
         [_stale(c) for c in head.cases if c.replay_miss in STALE_MISSES],
         [_diverged(c) for c in head.cases if c.replay_miss == "diverged"],
         _rerecorded(head),
     )
+    diff.moved = moved_prompts(base, head)
+    return diff
+
+
+def moved_prompts(base: Report | None, head: Report) -> list[MovedPrompt]:
+    """The trigger prompts graded on both sides whose fired skill changed, by name."""
+    if base is None:
+        return []
+    before = {c.name: c for c in base.cases if c.routed_to is not None and c.verdict != "ERROR"}
+    return [
+        MovedPrompt(name=c.name, prompt=c.prompt or "", base=before[c.name].routed_to or "none",
+                    head=c.routed_to, expected=c.expected_skill, file=c.file, line=c.line)
+        for c in head.cases
+        if c.routed_to is not None and c.verdict != "ERROR" and c.name in before
+        and before[c.name].routed_to != c.routed_to
+    ]
 
 
 def _assemble(
@@ -748,6 +803,8 @@ def _totals(report: Report) -> RunTotals:
         max_usd=s.max_usd,
         spent_usd=s.spent_usd,
         unstable=sum(bool(c.self_check and c.self_check.unstable) for c in report.cases) or None,
+        routing=s.routing,
+        drafted_unreviewed=s.drafted_unreviewed,
     )
 
 

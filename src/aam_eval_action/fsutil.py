@@ -120,10 +120,11 @@ _StableDumper.add_representer(str, _str)
 _StableDumper.add_representer(float, _float)
 
 
-def dump_yaml(data: Any) -> str:
-    """YAML with sorted keys, literal multi-line strings and a fixed float format."""
+def dump_yaml(data: Any, *, sort_keys: bool = True) -> str:
+    """YAML with sorted keys (or in the order given, for a file people read top to bottom),
+    literal multi-line strings and a fixed float format."""
     return yaml.dump(
-        data, Dumper=_StableDumper, sort_keys=True, allow_unicode=True, width=100,
+        data, Dumper=_StableDumper, sort_keys=sort_keys, allow_unicode=True, width=100,
         default_flow_style=False,
     )
 

@@ -416,6 +416,9 @@ def check_target(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
         return ("expected", "skill-triggered"), (
             "skill-triggered needs a skill target; add `target: skill:<name>` naming the skill that "
             "should (or should not) fire")
+    routed = _check_expected_skill(layout, case)
+    if routed:
+        return routed
     if not case.target:
         return None
     kind, _, name = case.target.partition(":")
@@ -425,6 +428,25 @@ def check_target(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
     if kind == "agent" and name not in [a.name for a in layout.agents]:
         have = ", ".join(a.name for a in layout.agents) or "none"
         return ("target",), f"agent {name!r} not found in agents/ (agents: {have}); fix the target"
+    return None
+
+
+def _check_expected_skill(layout: PackageLayout, case: Case) -> tuple[Loc, str] | None:
+    """A near miss names a skill of the package (or `none`) and is a trigger case of its target."""
+    sibling = case.expected.expected_skill
+    if sibling is None:
+        return None
+    loc = ("expected", "expected-skill")
+    target = case.target or ""
+    if not target.startswith("skill:"):
+        return loc, ("expected-skill needs a skill target: add `target: skill:<name>` naming the skill "
+                     "under test")
+    if case.expected.skill_triggered and sibling != target.removeprefix("skill:"):
+        return loc, (f"expected-skill {sibling!r} says another skill should fire, but skill-triggered is "
+                     "true; remove one of them")
+    if sibling != "none" and sibling not in layout.skills():
+        have = ", ".join(layout.skills()) or "none"
+        return loc, f"skill {sibling!r} not found in the package (skills: {have}); fix expected-skill"
     return None
 
 

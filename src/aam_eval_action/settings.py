@@ -98,6 +98,10 @@ class RunSettings:
     """Re-execute each new recording once against its own traffic (`pipeline/self_check.py`)."""
     max_usd: float | None = None
     """The run's spending cap in USD (`pipeline/budget.py`); None: no cap."""
+    trigger_runs: int = 3
+    """Sessions per trigger case: `--repeat`, else eval-config `triggers.runs`."""
+    trigger_threshold: float = 0.5
+    """Share of a trigger case's runs in which a skill must fire to count as fired."""
     judge_gate: str = "always"
     """Whether a judge FAIL fails its case: always, calibrated or never (`labels.py`)."""
     cassette_stem: str = ""
@@ -180,6 +184,8 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         max_usd=cfg.max_usd if o.max_usd is None else o.max_usd,
         judge_gate=o.judge_gate or cfg.judge_gate,
         cassette_stem=cassette_stem(cfg, engine, model),
+        trigger_runs=o.repeat or cfg.triggers.runs,
+        trigger_threshold=cfg.triggers.threshold,
     )
 
 

@@ -161,6 +161,16 @@ class JudgeCalibration(Strict):
     """... over at least this many labelled outputs it also graded."""
 
 
+class Triggers(Strict):
+    """`triggers`: how trigger cases (`skill-triggered`, `expected-skill`) are run and decided."""
+
+    runs: int = Field(default=3, ge=1, le=100)
+    """Sessions per trigger case (a case's own `repeat`, or `--repeat`, takes precedence)."""
+    threshold: float = Field(default=0.5, gt=0, le=1)
+    """A skill fired for a prompt when it fired in at least this share of the runs that did not
+    error (an errored run is never counted as "did not fire")."""
+
+
 class EvalConfig(Strict):
     """`evals/eval-config.json`."""
 
@@ -220,6 +230,9 @@ class EvalConfig(Strict):
     pairs: list[EnginePair] = Field(default_factory=list)
     """Run every case on each of these engine + model pairs, instead of `engines` × `models`
     (additive field)."""
+    triggers: Triggers = Field(default_factory=Triggers)
+    """How trigger cases are run and decided: runs per prompt and the firing threshold (additive
+    field)."""
 
     @field_validator("engines", "models", "pairs")
     @classmethod
@@ -287,6 +300,12 @@ class CommandCheck(Strict):
     """Seconds before the command is killed (and the check fails)."""
 
 
+def _skill_or_none(value: str) -> str:
+    if value != "none" and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", value):
+        raise ValueError(f"{value[:70]!r} is not a skill name; name the sibling skill, or `none`")
+    return value
+
+
 class Expected(Strict):
     """`expected`: the deterministic checks, run before the judge."""
 
@@ -321,6 +340,11 @@ class Expected(Strict):
     """Whether the target skill must (true) or must not (false) have been loaded; needs a skill target."""
     max_tool_calls: int | None = Field(default=None, ge=0, alias="max-tool-calls")
     """Most tool calls the session may make, all tools counted (additive)."""
+    expected_skill: Annotated[str, AfterValidator(_skill_or_none)] | None = Field(
+        default=None, alias="expected-skill")
+    """The skill this prompt belongs to instead of the target, or `none`: a near miss. It passes
+    when that skill or no skill fires, and fails when the target fires; the routing matrix
+    counts it under this skill (additive)."""
 
 
 class JudgeSpec(Strict):
@@ -337,6 +361,30 @@ class JudgeSpec(Strict):
         if value % 2 == 0:
             raise ValueError(f"votes must be odd so a majority always exists; use {value - 1} or {value + 1}")
         return value
+
+
+DraftKind = Literal["positive", "near-miss", "out-of-scope", "canary", "task"]
+
+
+class Draft(Strict):
+    """`draft`: where a case drafted by `aam-eval init` came from. A person reviews it, then sets
+    `reviewed: true` (or removes the block); nothing else reads it as trusted."""
+
+    model: str = Field(min_length=1, max_length=200)
+    """The model that drafted the case (`canary` cases are written from a template: `template`)."""
+    skill: str = Field(min_length=1, max_length=64)
+    """The skill whose content it was drafted from."""
+    skill_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", alias="skill-sha256")
+    """sha256 of that skill's SKILL.md when it was drafted: a changed skill shows as a changed hash."""
+    kind: DraftKind
+    """`positive` (should fire), `near-miss` (belongs to a sibling), `out-of-scope`, `canary` (names
+    the skill outright: if it does not fire, the harness is at fault) or `task`."""
+    cites: str | None = Field(default=None, max_length=2000)
+    """The passage of the skill the prompt was drafted from, checked verbatim when drafted."""
+    cites_line: int | None = Field(default=None, ge=1, alias="cites-line")
+    """Its line in the cited skill's SKILL.md."""
+    reviewed: bool = False
+    """Whether a person has reviewed the case; drafts start unreviewed."""
 
 
 def _tag(value: str) -> str:
@@ -387,6 +435,9 @@ class Case(Strict):
     """Seconds for this case instead of the run's `timeout` (additive)."""
     tags: list[Annotated[str, AfterValidator(_tag)]] = Field(default_factory=list)
     """Labels to select cases by (`--tags 'sql && !slow'`) (additive)."""
+    draft: Draft | None = None
+    """Drafted by `aam-eval init`: by which model, from which skill content, whether reviewed
+    (additive)."""
     _files_root: Path | None = PrivateAttr(default=None)
     """Where `input.files` are read from: `evals/` unless the case was imported from a file
     elsewhere (its files are relative to that file)."""
@@ -396,9 +447,21 @@ class Case(Strict):
         return self._files_root
 
     @property
+    def is_trigger(self) -> bool:
+        """A trigger case: it asks only which skill fires (`skill-triggered` or `expected-skill`,
+        no other check, no judge). It is run `triggers.runs` times and counted in the routing matrix."""
+        e = self.expected
+        if self.judge is not None or (e.skill_triggered is None and e.expected_skill is None):
+            return False
+        asked = e.model_dump(exclude_defaults=True, by_alias=True).keys()
+        return not asked - {"skill-triggered", "expected-skill"}
+
+    @property
     def installs(self) -> str | None:
-        """The target whose files are installed (None: the whole package)."""
-        return None if self.install_all_skills else self.target
+        """The target whose files are installed (None: the whole package, as a trigger case among
+        siblings needs)."""
+        near_miss = self.expected.expected_skill not in (None, "none")
+        return None if self.install_all_skills or near_miss else self.target
 
     def imported_from(self, files_root: Path) -> Case:
         """This case as imported from a file whose own folder its `input.files` are read from."""

@@ -96,7 +96,12 @@ def skills_loaded(call: ToolCall) -> list[str]:
 
 def skill_triggered(calls: list[ToolCall], skill: str) -> bool:
     """Whether any call loaded the named skill."""
-    return any(skill in skills_loaded(c) for c in calls)
+    return skill in skills_fired(calls)
+
+
+def skills_fired(calls: list[ToolCall]) -> list[str]:
+    """Every skill the session loaded, each once, in the order it was first loaded."""
+    return list(dict.fromkeys(name for call in calls for name in skills_loaded(call)))
 
 
 def neutral_sequence(calls: list[ToolCall]) -> list[NeutralTool]:

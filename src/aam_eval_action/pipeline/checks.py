@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from aam_eval_action.pipeline.finished import HASH_ONLY, FinishedWorkspace, run_command
 from aam_eval_action.session import Session
 from aam_eval_action.spec import Expected, Sandbox
-from aam_eval_action.tools import neutral_sequence, skill_triggered
+from aam_eval_action.tools import neutral_sequence, skills_fired
 
 
 @dataclass(frozen=True)
@@ -152,13 +152,26 @@ def _tool_checks(expected: Expected, session: Session, inputs: CheckInputs) -> l
         seen = " → ".join(sequence) or "no tool calls"
         detail = "" if ok else f"expected {' → '.join(expected.tool_order)} in order; saw {seen}"
         checks.append(Check("tool_order", ok, detail))
-    if expected.skill_triggered is not None and inputs.target_skill:
-        fired = skill_triggered(session.tool_calls, inputs.target_skill)
-        ok = fired == expected.skill_triggered
-        detail = "" if ok else (f"skill {inputs.target_skill} was {'loaded' if fired else 'not loaded'}, "
-                                f"expected skill-triggered: {str(expected.skill_triggered).lower()}")
-        checks.append(Check("skill_triggered", ok, detail))
+    should_fire = trigger_expectation(expected)
+    if should_fire is not None and inputs.target_skill:
+        checks.append(_trigger_check(session, inputs.target_skill, should_fire))
     return checks
+
+
+def trigger_expectation(expected: Expected) -> bool | None:
+    """Whether the target skill should fire: `skill-triggered`, or false for a near miss."""
+    if expected.skill_triggered is not None:
+        return expected.skill_triggered
+    return False if expected.expected_skill is not None else None
+
+
+def _trigger_check(session: Session, skill: str, should_fire: bool) -> Check:
+    fired = skills_fired(session.tool_calls)
+    ok = (skill in fired) == should_fire
+    seen = ", ".join(fired) or "no skill"
+    detail = "" if ok else (f"skill {skill} was {'loaded' if skill in fired else 'not loaded'}, expected "
+                            f"skill-triggered: {str(should_fire).lower()} (fired: {seen})")
+    return Check("skill_triggered", ok, detail)
 
 
 def _in_order(wanted: Sequence[str], sequence: Sequence[str]) -> bool:

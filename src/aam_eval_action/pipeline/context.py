@@ -38,11 +38,13 @@ class CaseContext:
 
     def for_case(self, case: Case) -> CaseContext:
         """This context, with the run's attempts and timeout replaced by the case's own when its
-        file sets them (an imported suite's `trials_per_task`, `timeout_seconds`)."""
-        if case.repeat is None and case.timeout is None:
+        file sets them (an imported suite's `trials_per_task`, `timeout_seconds`); a trigger case
+        runs `triggers.runs` times unless its own `repeat` says otherwise."""
+        trigger = case.is_trigger
+        if case.repeat is None and case.timeout is None and not trigger:
             return self
         s = self.settings
-        repeat = case.repeat or s.repeat
+        repeat = case.repeat or (s.trigger_runs if trigger else s.repeat)
         settings = dataclasses.replace(s, repeat=repeat, timeout=case.timeout or s.timeout,
                                        min_pass=min(s.config.min_pass or repeat, repeat))
         return dataclasses.replace(self, settings=settings)

@@ -4,12 +4,13 @@ then the attempts of a repeated case combined into one case result."""
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from dataclasses import dataclass
 
 from aam_eval_action.labels import digest
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline.budget import OverBudget, answered_cost
-from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks
+from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks, trigger_expectation
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.finished import FinishedWorkspace
 from aam_eval_action.pipeline.judge import (
@@ -25,6 +26,7 @@ from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
 from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
 from aam_eval_action.report import (
+    NO_SKILL,
     Attempt,
     CaseResult,
     JudgedHashes,
@@ -36,7 +38,7 @@ from aam_eval_action.report import (
     snippet,
 )
 from aam_eval_action.session import Session
-from aam_eval_action.tools import skill_triggered
+from aam_eval_action.tools import skill_triggered, skills_fired
 
 
 @dataclass(frozen=True)
@@ -190,15 +192,11 @@ def combine(
 ) -> tuple[CaseResult, Session]:
     """One case result from its attempts: PASS when at least `min_pass` attempts passed."""
     s = ctx.settings
-    passes = sum(g.verdict == "PASS" for g in graded)
-    first_bad = next((g for g in graded if g.verdict != "PASS"), graded[-1])
-    verdict: Verdict
-    if passes >= s.min_pass:
-        verdict, shown = "PASS", next(g for g in graded if g.verdict == "PASS")
-    elif all(g.verdict == "ERROR" for g in graded):
-        verdict, shown = "ERROR", first_bad
+    routed = route(loaded, sessions, graded, s.trigger_threshold) if loaded.case.is_trigger else None
+    if routed is not None:
+        verdict, shown = routed.verdict, graded[routed.shown]
     else:
-        verdict, shown = "FAIL", first_bad
+        verdict, shown = _by_attempts(graded, s.min_pass)
     session = sessions[graded.index(shown)]
     expected = loaded.case.expected
     target = loaded.case.target or ""
@@ -220,13 +218,85 @@ def combine(
     if expected.skill_triggered is not None and target.startswith("skill:"):
         result.trigger_expected = expected.skill_triggered
         result.skill_triggered = skill_triggered(session.tool_calls, target.removeprefix("skill:"))
+    if routed is not None:
+        _add_route(result, loaded, routed, session)
     if len(graded) > 1:
         result.attempts = [
-            Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3))
+            Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3),
+                    skills_fired=skills_fired(x.tool_calls) if routed is not None else None)
             for g, x in zip(graded, sessions, strict=True)
         ]
         result.flaky = len({g.verdict for g in graded}) > 1
     return result, session
+
+
+def _by_attempts(graded: list[Graded], min_pass: int) -> tuple[Verdict, Graded]:
+    """PASS when at least `min_pass` attempts passed; ERROR when every attempt errored."""
+    passes = sum(g.verdict == "PASS" for g in graded)
+    first_bad = next((g for g in graded if g.verdict != "PASS"), graded[-1])
+    if passes >= min_pass:
+        return "PASS", next(g for g in graded if g.verdict == "PASS")
+    if all(g.verdict == "ERROR" for g in graded):
+        return "ERROR", first_bad
+    return "FAIL", first_bad
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A trigger case's runs decided: which skill its prompt went to."""
+
+    verdict: Verdict
+    shown: int
+    """The attempt shown: the first that agrees with the decision."""
+    expected: str
+    """The skill the prompt belongs to, or `none`."""
+    routed_to: str
+    """The skill that fired in at least the threshold share of the runs, or `none`."""
+    fire_rate: float | None
+    """Share of the runs that did not error in which the target fired; None when all errored."""
+
+
+def route(loaded: LoadedCase, sessions: list[Session], graded: list[Graded], threshold: float) -> Routed:
+    """Which skill the prompt fired over its runs. An errored run is left out, never counted as
+    "did not fire"; when every run errored the case is ERROR."""
+    case = loaded.case
+    target = (case.target or "").removeprefix("skill:")
+    should_fire = trigger_expectation(case.expected)
+    expected = target if should_fire else (case.expected.expected_skill or NO_SKILL)
+    runs = [i for i, g in enumerate(graded) if g.verdict != "ERROR" and not sessions[i].timed_out]
+    if not runs:
+        return Routed("ERROR", 0, expected, NO_SKILL, None)
+    fired = [skills_fired(sessions[i].tool_calls) for i in runs]
+    rate = sum(target in f for f in fired) / len(runs)
+    if rate >= threshold:
+        routed_to = target
+    else:
+        firsts = Counter(f[0] if f else NO_SKILL for f in fired)
+        best, count = max(firsts.items(), key=lambda kv: (kv[1], kv[0] == NO_SKILL))
+        routed_to = best if count / len(runs) >= threshold else NO_SKILL
+    fires = rate >= threshold
+    agrees = [i for i, f in zip(runs, fired, strict=True) if (target in f) == fires]
+    shown = agrees[0] if agrees else runs[0]
+    others_ok = all(c.passed for c in graded[shown].checks if c.name != "skill_triggered")
+    verdict: Verdict = "PASS" if fires == should_fire and others_ok else "FAIL"
+    return Routed(verdict, shown, expected, routed_to, round(rate, 4))
+
+
+def _add_route(result: CaseResult, loaded: LoadedCase, routed: Routed, session: Session) -> None:
+    case = loaded.case
+    result.expected_skill, result.routed_to = routed.expected, routed.routed_to
+    result.fire_rate, result.skills_fired = routed.fire_rate, skills_fired(session.tool_calls)
+    result.prompt = snippet(case.input.prompt)
+    result.canary = "canary" in case.tags or None
+    if case.draft is not None:
+        result.draft = "reviewed" if case.draft.reviewed else "unreviewed"
+    if routed.verdict == "FAIL" and routed.fire_rate is not None:
+        target = (case.target or "").removeprefix("skill:")
+        result.error = (f"{result.error or 'routed wrong'}; over its runs {target} fired in "
+                        f"{routed.fire_rate:.0%}, the prompt went to {routed.routed_to} (it belongs to "
+                        f"{routed.expected})")
+    elif routed.verdict == "ERROR":
+        result.error = "every run errored: nothing was measured (" + (result.error or "no session") + ")"
 
 
 def miss_record(miss: Miss) -> ReplayMiss:

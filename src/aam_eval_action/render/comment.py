@@ -36,6 +36,7 @@ from aam_eval_action.diff import (
 )
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.github.comments import MAX_COMMENT_CHARS
+from aam_eval_action.render import routing as routing_md
 from aam_eval_action.render import text as d
 
 MARKER = "<!-- aam-eval-action:comment -->"
@@ -330,6 +331,8 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "triggers": _plain(d.trigger_line),
     "interval": _plain(d.interval_line),
     "thousands": _plain("{:,}".format),
+    "routing_table": lambda v: routing_md.markdown(unwrap(v), md),
+    "moved_table": lambda v: routing_md.moved_markdown([unwrap(m) for m in v], md),
 }
 
 

@@ -93,6 +93,8 @@ class Console:
         )
         for extra in measures(s):
             self.line(extra)
+        for line in routing_lines(report):
+            self.line(line)
         if s.max_usd is not None:
             over = f"; {s.over_budget} case(s) not graded (budget)" if s.over_budget else ""
             self.line(f"spent ${s.spent_usd or 0:.4f} of max-usd ${s.max_usd:.4g}{over}")
@@ -195,6 +197,25 @@ def measures(s: Summary) -> list[str]:
 
         lines.append(f"trigger precision {pct(s.trigger_precision)}, recall {pct(s.trigger_recall)} "
                      f"over {s.trigger_cases} case(s)")
+    return lines
+
+
+def routing_lines(report: Report) -> list[str]:
+    """The routing matrix of the trigger cases: one per engine and model in a matrix run."""
+    from aam_eval_action.render.routing import text_lines
+
+    if report.pairs:
+        parts = [(f"{p.engine} · {p.model}: ", p.summary.routing) for p in report.pairs]
+    else:
+        parts = [("", report.summary.routing)]
+    lines = []
+    for label, routing in parts:
+        if routing is not None:
+            first, *rest = text_lines(routing)
+            lines += [label + first, *rest]
+    if report.summary.drafted_unreviewed:
+        lines.append(f"{report.summary.drafted_unreviewed} drafted case(s) not reviewed yet (aam-eval init "
+                     "drafts; set `reviewed: true` in a case's draft once read)")
     return lines
 
 

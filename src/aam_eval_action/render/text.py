@@ -230,6 +230,10 @@ def format_text(d: ReportDiff) -> str:
         if group and cat != "unchanged":
             lines += ["", f"{_text_heading(cat, group)}:"]
             lines += [_text_case(c) for c in group]
+    if d.moved:
+        from aam_eval_action.render.routing import moved_text
+
+        lines += ["", f"Prompts that moved to another skill ({len(d.moved)}):", *moved_text(d.moved)]
     if d.stale:
         lines += ["", f"Stale cassettes ({len(d.stale)}), re-record with:"]
         pkg = f" --package {d.package_path}" if d.package_path and d.package_path != "." else ""

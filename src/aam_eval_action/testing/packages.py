@@ -43,15 +43,20 @@ def simple_case(name: str, **extra: Any) -> dict[str, Any]:
     return case
 
 
-def record_sessions(package: Path, outputs: dict[str, str], engine: str = DEFAULT_ENGINE) -> None:
+def record_sessions(
+    package: Path, outputs: dict[str, str], engine: str = DEFAULT_ENGINE,
+    fired: dict[str, list[list[str] | None]] | None = None,
+) -> None:
     """Write agent cassettes for cases as if their sessions had been recorded live.
 
     Uses the project's own fingerprint and cassette code, so a replay finds them valid.
+    `fired`: per case, one attempt per entry, the skills that attempt loaded (as `Skill` calls),
+    or None for an attempt whose session errored.
     """
     from aam_eval_action.loader import load_package
     from aam_eval_action.replay import agent_cassette as cassette
     from aam_eval_action.replay.fingerprint import agent_fingerprint
-    from aam_eval_action.session import Session
+    from aam_eval_action.session import Session, ToolCall
     from aam_eval_action.settings import Overrides, resolve
 
     loaded = load_package(package)
@@ -60,17 +65,24 @@ def record_sessions(package: Path, outputs: dict[str, str], engine: str = DEFAUL
         if lc.case.name not in outputs:
             continue
         fp = agent_fingerprint(loaded.layout, lc.case, loaded.config, engine, settings.model)
-        session = Session(
-            engine=engine, model_provider="anthropic", model=settings.model,
-            runtime_version="test", session_id=f"sess-{lc.case.name}",
-            output=outputs[lc.case.name], exit_code=0, duration_seconds=1.0,
-        )
+        runs = (fired or {}).get(lc.case.name) or [[]]
+        attempts = [
+            Session(
+                engine=engine, model_provider="anthropic", model=settings.model,
+                runtime_version="test", session_id=f"sess-{lc.case.name}",
+                output=outputs[lc.case.name], exit_code=0 if skills is not None else 1,
+                duration_seconds=1.0, is_error=skills is None,
+                error=None if skills is not None else "the agent session failed: API error 500",
+                tool_calls=[ToolCall(name="Skill", input={"skill": name}) for name in skills or []],
+            )
+            for skills in runs
+        ]
         cassette.save(
             cassette.session_path(settings.cassettes, lc.case.name, engine),
             cassette.AgentCassette(
                 case=lc.case.name, engine=engine, recorded_at="2026-01-01T00:00:00Z",
                 fingerprint=cassette.FingerprintRecord(digest=fp.digest, inputs=fp.inputs),
-                attempts=[session],
+                attempts=attempts,
             ),
             checkout=None,
         )

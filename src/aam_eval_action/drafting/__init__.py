@@ -1,0 +1,1 @@
+"""Drafting a starter suite for skills that have no cases (`aam-eval init`)."""
