@@ -177,7 +177,7 @@ def test_the_diff_and_comment_say_which_prompts_moved(tmp_path: Path) -> None:
 
 
 def test_hostile_prompts_and_skill_names_are_inert_in_the_comment(tmp_path: Path) -> None:
-    base, _ = _replay(_package(tmp_path / "base", {**FIRED, "c-all-errored": [[C]] * 3}), tmp_path / "b.json")
-    head, _ = _replay(_package(tmp_path / "head", {**FIRED, "c-all-errored": [[A]] * 3}), tmp_path / "h.json")
+    _replay(_package(tmp_path / "base", {**FIRED, "c-all-errored": [[C]] * 3}), tmp_path / "b.json")
+    _replay(_package(tmp_path / "head", {**FIRED, "c-all-errored": [[A]] * 3}), tmp_path / "h.json")
     markdown = aam_eval("diff", str(tmp_path / "b.json"), str(tmp_path / "h.json"), "--format", "markdown").out
     assert "<b>now</b>" not in markdown and "&lt;b&gt;now&lt;/b&gt;" in markdown

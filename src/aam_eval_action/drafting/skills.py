@@ -84,9 +84,15 @@ def read_skills(layout: PackageLayout) -> list[SkillDoc]:
 
 
 def _spellings(name: str) -> tuple[str, ...]:
-    """A skill's name as a body may write it: `pdf-tools`, `pdf tools`, `pdf_tools`."""
-    spaced = re.sub(r"[-_]+", " ", name)
-    return tuple(dict.fromkeys([name, spaced, name.replace("-", "_")]))
+    """The name as written (`pdf-tools`): its words alone (`pdf tools`) are ordinary words a
+    body and a user may well write, so they stay."""
+    return (name,)
+
+
+def _title(body: str, name: str) -> str:
+    """A heading that is the name in words (`# Pdf tools`) masked like the name."""
+    spaced = re.escape(re.sub(r"[-_]+", " ", name))
+    return re.sub(r"(?im)^(#+[ \t]*)" + spaced + r"[ \t]*$", r"\1this skill", body)
 
 
 def mask(text: str, spellings: tuple[str, ...], replacement: str) -> str:
