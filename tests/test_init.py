@@ -17,7 +17,7 @@ import yaml
 from aam_eval_action.fsutil import sha256_bytes
 from aam_eval_action.testing.model_server import ModelServer
 
-from conftest import aam_eval
+from conftest import Result, aam_eval
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SKILLS = ("changelog-writer", "commit-message", "release-notes")
@@ -32,7 +32,7 @@ def _drafts() -> list[dict[str, Any]]:
     return yaml.safe_load((FIXTURES / "routing-skills-drafts.yaml").read_text())
 
 
-def _init(repo: Path, monkeypatch: pytest.MonkeyPatch, server: ModelServer | None, *args: str):  # noqa: ANN202
+def _init(repo: Path, monkeypatch: pytest.MonkeyPatch, server: ModelServer | None, *args: str) -> Result:
     if server is not None:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
