@@ -84,6 +84,8 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-self-check", dest="self_check", action="store_false", default=None,
                    help="do not re-execute a new recording once against itself to learn its "
                         "volatile values")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="a run that selects no case passes (default: it fails, saying why)")
     _add_package_flags(p)
 
 
@@ -96,6 +98,38 @@ def _add_package_flags(p: argparse.ArgumentParser) -> None:
                    help="only these plugins of a marketplace (default: every plugin with a local source)")
     p.add_argument("--strict", action="store_true",
                    help="the package's lint warnings (SKILL.md, manifests, hooks) are errors")
+
+
+def _count(value: str) -> int:
+    n = int(value)
+    if not 0 <= n <= 50:
+        raise argparse.ArgumentTypeError("must be between 0 and 50")
+    return n
+
+
+def _add_init(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    n = sub.add_parser("init", help="draft a starter suite (trigger prompts, near misses, tasks) for each "
+                                    "skill without cases, to review")
+    n.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    n.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
+    n.add_argument("--skill", action="append", metavar="SKILL", help="only this skill (repeatable)")
+    n.add_argument("--engine", help="the engine the suite is for (its eval-config is written when none is)")
+    n.add_argument("--model", help="the drafting model (default: the judge's model)")
+    n.add_argument("--positives", type=_count, default=10,
+                   help="trigger prompts that should fire, the canary included (default: 10)")
+    n.add_argument("--negatives", type=_count, default=10,
+                   help="prompts that should not fire: near misses of its siblings and one or two out of "
+                        "scope (default: 10)")
+    n.add_argument("--tasks", type=_count, default=2,
+                   help="tasks with checks and judge criteria (default: 2)")
+    n.add_argument("--siblings", type=_count, default=2,
+                   help="nearest sibling skills (BM25) its near misses are drafted from (default: 2)")
+    n.add_argument("--replay", action="store_true",
+                   help="redraft from the recorded drafting calls: no key, no network")
+    n.add_argument("--dry-run", action="store_true",
+                   help="print the plan (skills, siblings and why, counts); no model call")
+    n.add_argument("--force", action="store_true",
+                   help="redraft skills that have cases; replace drafted files")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
+    _add_init(sub)
     i = sub.add_parser("import", help="write other tools' eval files out as case YAML (evals/cases/)")
     i.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     i.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
@@ -192,7 +227,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,
             dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit, html=args.html,
             keep_workspaces=args.keep_workspaces, shard=args.shard, plugins=args.plugin, strict=args.strict,
-            tags=args.tags,
+            tags=args.tags, allow_empty=args.allow_empty,
         ))
     if args.command == "diff":
         from aam_eval_action.commands.diff import diff
@@ -222,6 +257,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.commands.view import view
 
         return view(args.report, args.output, args.base, args.history, args.package, args.base_package)
+    if args.command == "init":
+        from aam_eval_action.commands.init import InitArgs, init
+
+        return init(InitArgs(
+            package=args.package, plugins=args.plugin, skills=args.skill, engine=args.engine,
+            model=args.model,
+            positives=args.positives, negatives=args.negatives, tasks=args.tasks, siblings=args.siblings,
+            replay=args.replay, dry_run=args.dry_run, force=args.force,
+        ))
     if args.command == "import":
         from aam_eval_action.commands.import_cases import import_cases
 

@@ -133,6 +133,61 @@ class TriggerStats(Part):
     """Of the cases where it should have fired, the share where it did."""
 
 
+class SkillRouting(Part):
+    """One skill's row of the routing matrix: how often prompts meant for it reached it."""
+
+    cases: int
+    """Graded trigger prompts that belong to this skill."""
+    fired: int
+    """Graded trigger prompts, of any skill, that fired it."""
+    precision: float | None = None
+    """Of the prompts that fired it, the share that belong to it."""
+    precision_ci: tuple[float, float] | None = None
+    """95% Wilson interval of the precision."""
+    recall: float | None = None
+    """Of the prompts that belong to it, the share that fired it."""
+    recall_ci: tuple[float, float] | None = None
+    """95% Wilson interval of the recall."""
+    errored: int = 0
+    """Its trigger prompts whose every run errored: not counted as "did not fire"."""
+    harness: str | None = None
+    """Why these numbers measure the harness rather than the description (its canary did not
+    fire, or every session errored); None when they can be trusted."""
+
+
+class Routing(Part):
+    """Which skill each trigger prompt went to: a confusion matrix of expected × fired (additive)."""
+
+    labels: list[str]
+    """The matrix's rows and columns: the skills, then `none`."""
+    matrix: dict[str, dict[str, int]]
+    """Expected skill → fired skill → graded prompts; `none` when no skill fired (or should)."""
+    skills: dict[str, SkillRouting]
+    """Per skill: precision and recall with their intervals, and harness problems."""
+    runs: int | None = None
+    """Sessions per trigger prompt (most common), a prompt firing a skill in `threshold` of them."""
+    threshold: float | None = None
+    """Share of a prompt's runs in which a skill must fire to count as fired."""
+
+
+class EmptyRun(Part):
+    """Why a run selected no case, and what to do about it (additive)."""
+
+    kind: Literal["no-cases", "filtered", "shard"]
+    """`no-cases`: the package (or the plugins run) has no eval cases; `filtered`: the case
+    names, target, tags or plugins matched none; `shard`: every selected case fell to
+    another shard (not a failure)."""
+    reason: str
+    """Why no case ran, in words."""
+    todo: str
+    """What to do, in words: `aam-eval init` drafts a starter suite, or the filter to fix."""
+
+    @property
+    def fails(self) -> bool:
+        """An empty run fails (unless allowed); an idle shard of a suite that has cases does not."""
+        return self.kind != "shard"
+
+
 class Summary(Part):
     """Counts over all cases (seed: `summary`)."""
 
@@ -177,6 +232,11 @@ class Summary(Part):
     """Cases with `expected.skill-triggered` that were graded (additive)."""
     triggers_by_skill: dict[str, TriggerStats] | None = None
     """Trigger precision and recall per target skill, with several skills (additive)."""
+    routing: Routing | None = None
+    """Which skill each trigger prompt fired: the confusion matrix and per-skill precision and
+    recall with Wilson intervals (additive)."""
+    drafted_unreviewed: int | None = None
+    """Cases drafted by `aam-eval init` that no person has reviewed yet (additive)."""
     rerun: int | None = None
     """Cases whose session was re-executed against the recorded model traffic; absent when
     none was (additive)."""
@@ -194,6 +254,9 @@ class Summary(Part):
     spent_usd: float | None = None
     """Under `max-usd`: what the run's model calls cost, agents' and judge's, as charged against
     the cap (additive)."""
+    empty: EmptyRun | None = None
+    """The run selected no case: why, and what to do; absent when cases ran. An empty run
+    fails unless `--allow-empty` (an idle shard does not) (additive)."""
 
 
 class JudgeVote(Part):
@@ -229,6 +292,8 @@ class Attempt(Part):
     """Why this attempt did not pass."""
     duration_seconds: float | None = None
     """Wall time of this attempt's agent session."""
+    skills_fired: list[str] | None = None
+    """A trigger case's attempt: the skills its session loaded, in order."""
 
 
 class ReplayDivergence(Part):
@@ -423,7 +488,25 @@ class CaseResult(Part):
     trigger_expected: bool | None = None
     """The case's `expected.skill-triggered` (additive)."""
     skill_triggered: bool | None = None
-    """Whether the target skill was loaded in the session (additive; set with `skill-triggered`)."""
+    """Whether the target skill was loaded in the session (additive; set with `skill-triggered`);
+    over repeated runs, whether it fired in at least the threshold share of them."""
+    expected_skill: str | None = None
+    """A trigger case: the skill its prompt belongs to (the target when it should fire, the
+    sibling of a near miss), or `none` (additive)."""
+    routed_to: str | None = None
+    """A trigger case: the skill its prompt fired in at least the threshold share of runs, or
+    `none` (additive)."""
+    skills_fired: list[str] | None = None
+    """A trigger case: the skills the shown session loaded, in order (additive)."""
+    fire_rate: float | None = None
+    """A trigger case: the share of its runs that did not error in which the target fired (additive)."""
+    prompt: str | None = None
+    """A trigger case's prompt (first 500 characters), for the routing table (additive)."""
+    canary: bool | None = None
+    """A trigger case that names its skill outright: if it does not fire, the harness is at
+    fault, not the description (additive)."""
+    draft: str | None = None
+    """`unreviewed` or `reviewed`: a case drafted by `aam-eval init` (additive)."""
     baseline_verdict: Verdict | None = None
     """The verdict of the same case run without the skill (additive; with --baseline)."""
     baseline_error: str | None = None
@@ -477,6 +560,8 @@ class PluginSummary(Part):
     warnings: list[str] = Field(default_factory=list)
     """What its files break of their standards, and what could not be converted for the
     run's engines."""
+    no_cases: bool | None = None
+    """True when the plugin has no eval cases at all: nothing of it is evaluated (additive)."""
 
 
 class Report(Part):
@@ -563,6 +648,8 @@ def summarize(cases: list[CaseResult]) -> Summary:
     )
     _add_lift(summary, cases)
     _add_triggers(summary, cases)
+    summary.routing = routing(cases)
+    summary.drafted_unreviewed = sum(c.draft == "unreviewed" for c in cases) or None
     return summary
 
 
@@ -599,6 +686,61 @@ def _trigger_stats(graded: list[CaseResult]) -> TriggerStats:
     hits = sum(bool(c.trigger_expected) for c in fired)
     return TriggerStats(cases=len(graded), precision=round(hits / len(fired), 4) if fired else None,
                         recall=round(hits / len(should), 4) if should else None)
+
+
+NO_SKILL = "none"
+"""The routing matrix's label for "no skill": no skill fired, or none should."""
+
+
+def routing(cases: list[CaseResult]) -> Routing | None:
+    """The confusion matrix of the trigger cases (expected × fired) and each skill's precision
+    and recall with 95% Wilson intervals; None without trigger cases."""
+    from aam_eval_action.stats import wilson
+
+    trigger = [c for c in cases if c.expected_skill is not None]
+    graded = [c for c in trigger if c.verdict != "ERROR" and c.routed_to is not None]
+    if not trigger:
+        return None
+    named = {c.expected_skill or NO_SKILL for c in trigger} | {c.routed_to or NO_SKILL for c in graded}
+    skills = sorted(named - {NO_SKILL})
+    labels = [*skills, NO_SKILL]
+    matrix = {row: {col: 0 for col in labels} for row in labels}
+    for c in graded:
+        matrix[c.expected_skill or NO_SKILL][c.routed_to or NO_SKILL] += 1
+    rows: dict[str, SkillRouting] = {}
+    for skill in skills:
+        hits = matrix[skill][skill]
+        belong, fired = sum(matrix[skill].values()), sum(matrix[r][skill] for r in labels)
+        row = SkillRouting(cases=belong, fired=fired,
+                           errored=sum(c.expected_skill == skill and c.verdict == "ERROR" for c in trigger))
+        if fired:
+            row.precision, row.precision_ci = round(hits / fired, 4), _ci(wilson(hits, fired))
+        if belong:
+            row.recall, row.recall_ci = round(hits / belong, 4), _ci(wilson(hits, belong))
+        row.harness = harness_problem(skill, trigger, row)
+        if row.harness and not belong:
+            row.recall = None
+        rows[skill] = row
+    runs = [len(c.attempts) if c.attempts else 1 for c in graded]
+    return Routing(labels=labels, matrix=matrix, skills=rows,
+                   runs=max(set(runs), key=runs.count) if runs else None)
+
+
+def harness_problem(skill: str, trigger: list[CaseResult], row: SkillRouting) -> str | None:
+    """Why a skill's routing numbers say nothing about its description: the prompt that names it
+    outright did not fire it, or every session meant to fire it errored."""
+    canaries = [c for c in trigger if c.canary and c.expected_skill == skill and c.verdict != "ERROR"]
+    if any(c.routed_to != skill for c in canaries):
+        return (f"its canary, which names {skill} outright, did not fire it: the skill is probably not "
+                "installed or not visible to the engine (a harness fault, not its description)")
+    if row.errored and not row.cases:
+        return (f"every session of its {row.errored} trigger prompt(s) errored: nothing was measured "
+                "(errored runs are never counted as \"did not fire\")")
+    return None
+
+
+def _ci(interval: tuple[float, float]) -> tuple[float, float]:
+    return round(interval[0], 4), round(interval[1], 4)
 
 
 def snippet(text: str) -> str:
@@ -657,6 +799,8 @@ def build_report(
     if interrupted:
         report.interrupted = True
     report.summary.max_usd = s.max_usd
+    if report.summary.routing is not None:
+        report.summary.routing.threshold = s.trigger_threshold
     report.volatile = learnt_masks(s.cassettes) or None
     return report
 
@@ -783,6 +927,7 @@ def merge_reports(reports: list[Report]) -> Report:
     merged.volatile = list(masks.values()) or None
     # Shards run side by side: the run took as long as its slowest shard.
     merged.duration_seconds = max(r.duration_seconds for r in reports)
+    merged.summary.empty = None if merged.cases else merged_empty(reports)
     if any(r.interrupted for r in reports):
         merged.interrupted = True
     return merged
@@ -819,12 +964,24 @@ def describe_plugins(report: Report, repo: LoadedRepo, engines: list[str]) -> No
             warnings += [f"{engine}: {w}" for w in conversion_warnings(layout, reads)]  # type: ignore[arg-type]
         report.plugins.append(PluginSummary(
             name=package.plugin or layout.name, layout=layout.kind, path=layout.base or ".",
-            summary=summarize([c for c in report.cases if c.plugin == package.plugin]), warnings=warnings))
+            summary=summarize([c for c in report.cases if c.plugin == package.plugin]), warnings=warnings,
+            no_cases=(not package.cases and not package.errors) or None))
     if repo.several:
         report.package = PackageInfo(name=repo.name or repo.root.name, version=None)
 
 
 # --- policy ---
+
+
+def merged_empty(reports: list[Report]) -> EmptyRun | None:
+    """Why reports merged into none ran a case: the first that is not an idle shard's."""
+    found = [r.summary.empty for r in reports if r.summary.empty is not None]
+    return next((e for e in found if e.fails), found[0] if found else None)
+
+
+def plugins_without_cases(report: Report) -> list[str]:
+    """The plugins of a repository of plugins that have no eval cases at all."""
+    return [p.name for p in report.plugins or [] if p.no_cases]
 
 
 def all_passed(report: Report) -> bool:

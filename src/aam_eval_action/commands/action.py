@@ -84,6 +84,7 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
     body = _render(inputs, gh, diff, html_path.name if html_path else None)
     workflow.append(gh.summary_file, body + trend_chart(package))
     _annotate(inputs, diff)
+    _annotate_empty(inputs, diff)
     comment_url = _comment(inputs, gh, body)
     workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url, html_path))
     return exit_code(inputs, diff, bool(head.interrupted))
@@ -119,7 +120,8 @@ def snapshot_only_on_pull_request_target(inputs: ActionInputs, gh: GitHubContext
 
 
 def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
-    """fail-on and min-pass-rate decide the step's status.
+    """fail-on and min-pass-rate decide the step's status; a run that selected no case fails it
+    too, unless allow-empty.
 
     Rates count only the cases that were graded. A case that could not be replayed fails
     `regression` and `failure` all the same: it was not evaluated at all, so it cannot pass.
@@ -132,6 +134,8 @@ def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
         failed = diff.regressions > 0 or head.not_replayable > 0
     elif inputs.fail_on == "failure":
         failed = head.passed + head.skipped < head.total
+    if diff.empty is not None and diff.empty.fails and not inputs.allow_empty:
+        failed = True  # a gate that checks nothing is not green
     if inputs.min_pass_rate is not None and head.pass_rate * 100 < inputs.min_pass_rate:
         workflow.error(f"pass rate {head.pass_rate * 100:.1f}% (of {head.graded} graded cases) is "
                        f"below min-pass-rate {inputs.min_pass_rate:g}%")
@@ -162,6 +166,7 @@ def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | No
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,
         plugins=inputs.plugin or None, strict=inputs.strict, tags=inputs.tags,
+        allow_empty=inputs.allow_empty,
     )
 
 
@@ -395,6 +400,19 @@ def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:
         title = ANNOTATION_TITLES.get(c.category, "eval regression: ") + c.name
         path = (Path(inputs.package_path) / c.file).as_posix().removeprefix("./") if c.file else None
         workflow.error(why, file=path, line=c.line, title=title)
+
+
+def _annotate_empty(inputs: ActionInputs, diff: ReportDiff) -> None:
+    """A run that selected no case: an `::error` annotation (a `::warning` with allow-empty)
+    saying why and what to do. An idle shard of a suite with cases says nothing here."""
+    empty = diff.empty
+    if empty is None or not empty.fails:
+        return
+    said = f"no eval case ran: {empty.reason}; {empty.todo}"
+    if inputs.allow_empty:
+        workflow.warning(f"{said} (passing: allow-empty is true)", None)
+    else:
+        workflow.error(f"{said}. Set allow-empty: true to let an empty run pass", title="no eval case ran")
 
 
 def outputs(

@@ -44,12 +44,24 @@ def check(package: Path, plugins: list[str] | None = None, strict: bool = False)
             print(neutralize_commands(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line}{source})"))
             for check, why in lc.skipped:
                 print(neutralize_commands(f"    not honoured: {check}: {why}"))
-    for line in volatile_lines(repo):
+    for line in volatile_lines(repo) + no_cases_lines(repo):
         print(neutralize_commands(line))
     cases = sum(len(p.cases) for p in repo.packages)
     said = f", {len(warnings)} warning(s)" + (" (errors with --strict)" if warnings and strict else "")
     print(f"{cases} valid case(s), {len(errors)} error(s){said if repo.kind != 'aam' else ''}")
     return EXIT_OK if not errors and not (strict and warnings) else EXIT_USAGE
+
+
+def no_cases_lines(repo: LoadedRepo) -> list[str]:
+    """What has no eval cases (the repository, or some of its plugins), and what to do."""
+    from aam_eval_action.commands.run import INIT_TODO
+
+    bare = [p.plugin or p.layout.name for p in repo.packages if not p.cases and not p.errors]
+    if not bare:
+        return []
+    if len(bare) == len(repo.packages):
+        return [f"no eval cases: {INIT_TODO}"]
+    return [f"plugins without eval cases: {', '.join(bare)} ({INIT_TODO})"]
 
 
 def describe(repo: LoadedRepo, engines: list[str]) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +20,7 @@ from aam_eval_action.settings import Overrides, RunSettings, check_judge, resolv
 if TYPE_CHECKING:
     from aam_eval_action.pipeline.case import Outcome
     from aam_eval_action.pipeline.context import CaseContext
-    from aam_eval_action.report import Report
+    from aam_eval_action.report import EmptyRun, Report
 
 @dataclass(frozen=True)
 class RunArgs:
@@ -41,6 +41,8 @@ class RunArgs:
     """`--tags`: only cases whose tags satisfy this expression (`sql && !slow`)."""
     strict: bool = False
     """`--strict`: the package's lint warnings are errors."""
+    allow_empty: bool = False
+    """`--allow-empty`: a run that selects no case passes (it still says so)."""
 
 
 def run(args: RunArgs, console: Console | None = None) -> int:
@@ -137,13 +139,19 @@ def execute(
     report.labels = labels
     if repo.kind != "aam":
         describe_plugins(report, repo, [s.engine for s in runs])
+    if not errors:
+        report.summary.empty = why_empty(repo, args, matrices, chosen)
     _write(args, report, default_report_path(repo.root / "evals", started), console,
            runner_checkout(environ), [(tasks[i][0], o) for i, o in done])
     console.summary(report)
+    say_empty(console, report, args.allow_empty)
     if interrupted:
         return report, EXIT_INTERRUPTED
     if errors:  # the other cases ran, but a bad case file is a usage error of the run
         return report, EXIT_USAGE
+    empty = report.summary.empty
+    if empty is not None and empty.fails and not args.allow_empty:
+        return report, EXIT_FAILED
     return report, EXIT_OK if all_passed(report) else EXIT_FAILED
 
 
@@ -169,6 +177,72 @@ def selection(
         durations = recorded_durations(runs[0]) if args.shard else None
         chosen[id(package)] = select(package.cases, mine, args.target, args.shard, durations, args.tags)
     return chosen
+
+
+INIT_TODO = "`aam-eval init` drafts a starter suite to review"
+
+
+def why_empty(
+    repo: LoadedRepo, args: RunArgs, matrices: list[tuple[LoadedPackage, list[RunSettings]]],
+    chosen: dict[int, list[LoadedCase]],
+) -> EmptyRun | None:
+    """Why the run selected no case (None when it selected some): the package has none, the
+    filters matched none, or this shard's share of the selection is empty."""
+    from aam_eval_action.report import EmptyRun
+
+    if any(chosen.values()):
+        return None
+    defined = sum(len(p.cases) for p in repo.packages)
+    if not defined:
+        return EmptyRun(kind="no-cases", reason=_no_cases(repo, args.plugins), todo=INIT_TODO)
+    if args.shard:
+        selected = sum(len(v) for v in selection(repo, replace(args, shard=None), matrices).values())
+        if selected:
+            index, total = args.shard
+            return EmptyRun(kind="shard", reason=f"shard {index}/{total} runs no case: the {selected} "
+                            "selected case(s) all fall to the other shards",
+                            todo=f"nothing to do (with at most {selected} shard(s), none is idle)")
+    return EmptyRun(kind="filtered", reason=f"{_filters(args)} matched none of the {defined} case(s)",
+                    todo="fix the filter (`aam-eval check` lists every case)")
+
+
+def _no_cases(repo: LoadedRepo, plugins: list[str] | None) -> str:
+    """Where the cases were looked for, in words."""
+    if plugins:
+        return f"the plugin(s) {', '.join(plugins)} have no eval cases"
+    if repo.several:
+        names = ", ".join(p.plugin or p.layout.name for p in repo.packages)
+        return f"none of the plugins ({names}) has eval cases"
+    where = repo.packages[0].cases_dir.relative_to(repo.root).as_posix()
+    return f"the package has no eval cases (none in {where}/, and no other tool's eval files)"
+
+
+def _filters(args: RunArgs) -> str:
+    """The filters a run was given, in words: `target skill:x and tags 'sql'`."""
+    given = [f"case names {', '.join(args.cases)}" if args.cases else "",
+             f"target {args.target}" if args.target else "",
+             f"tags {args.tags!r}" if args.tags else "",
+             f"plugin(s) {', '.join(args.plugins)}" if args.plugins else ""]
+    return " and ".join(g for g in given if g) or "the selection"
+
+
+def say_empty(console: Console, report: Report, allowed: bool) -> None:
+    """The plugins without eval cases, and, for a run that selected none, why and what to do."""
+    from aam_eval_action.report import plugins_without_cases
+
+    without = plugins_without_cases(report)
+    if without and len(without) < len(report.plugins or []):
+        console.line(f"plugins without eval cases: {', '.join(without)} ({INIT_TODO})", "yellow")
+    empty = report.summary.empty
+    if empty is None:
+        return
+    said = f"{empty.reason}; {empty.todo}"
+    if not empty.fails:
+        console.line(said)
+    elif allowed:
+        console.line(f"no eval case ran: {said} (passing: --allow-empty)", "yellow")
+    else:
+        console.line(f"FAILED: no eval case ran: {said} (--allow-empty lets an empty run pass)", "red")
 
 
 def check_strict(repo: LoadedRepo, strict: bool) -> None:

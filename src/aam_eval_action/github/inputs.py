@@ -22,7 +22,7 @@ INPUTS = (
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
-    "max-usd", "judge-gate",
+    "max-usd", "judge-gate", "allow-empty",
 )
 
 
@@ -91,6 +91,8 @@ class ActionInputs(BaseModel):
     allow_live_on_pr: bool = Field(False, alias="allow-live-on-pr")
     """Let live modes run on pull_request_target and on a fork's pull request (they run the
     PR's hooks and scripts with the API keys); refused unless true."""
+    allow_empty: bool = Field(False, alias="allow-empty")
+    """A run that selects no case passes (a warning) instead of failing the step (an error)."""
     rerun: Rerun | None = None
     """Re-execute replay: auto, always or never (snapshot only); default from eval-config.
     Re-executing needs the recorded agent CLI, i.e. the live image (`.../live@v1`)."""
