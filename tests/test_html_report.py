@@ -205,6 +205,7 @@ def test_screenshot_of_the_shipped_example(browser: Browser, tmp_path: Path, exa
     report_path, _ = example_run
     data = json.loads(report_path.read_text())
     data |= {"id": "eval-run-2026-11-23T10-00-00Z", "timestamp": "2026-11-23T10:00:00Z", "duration_seconds": 0.2}
+    data["config"]["package_path"] = "examples/csv-tools"  # as run from the repository (the label line shows it)
     for case in data["cases"]:
         case["duration_seconds"] = 0.01
     fixed = tmp_path / "report.json"

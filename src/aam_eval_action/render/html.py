@@ -286,6 +286,7 @@ def page_data(
         "warnings": list(warnings), "cases": [],
         "volatile": [m.model_dump(mode="json", exclude_none=True) for m in report.volatile or []],
         "labels": report.labels.model_dump(mode="json", exclude_none=True) if report.labels else None,
+        "routing": _routing(report),
     })
     prompts = {p.qualified(c.case.name): c for p in head.packages for c in p.cases}
     for case in report.cases:
@@ -310,6 +311,29 @@ def _run(report: Report) -> dict[str, Any]:
         "runtime_version": report.agent.runtime_version or report.config.engine_version,
         "interrupted": bool(report.interrupted), "summary": summary,
     }
+
+
+def _routing(report: Report) -> list[dict[str, Any]]:
+    """Each engine · model's routing matrix (one for a run of one engine and model), with the
+    engine and model it is for; none without trigger cases. A report of several pairs is shown
+    pair by pair: its overall summary would mix engines' routing in one matrix."""
+    if report.pairs:
+        found = [(p.engine, p.model or None, p.summary) for p in report.pairs]
+    else:
+        found = [(report.config.engine, report.config.model or report.agent.model, report.summary)]
+    return [{"engine": engine, "model": model, **summary.routing.model_dump(mode="json", exclude_none=True)}
+            for engine, model, summary in found if summary.routing is not None]
+
+
+def _trigger(case: CaseResult, old: CaseResult | None) -> dict[str, Any] | None:
+    """A trigger case's row of the routing table: its prompt, where it belongs, where it went."""
+    if case.expected_skill is None:
+        return None
+    base = old.routed_to if old is not None and old.verdict != "ERROR" else None
+    return {"prompt": case.prompt, "expected": case.expected_skill, "routed": case.routed_to,
+            "fired": case.skills_fired, "rate": case.fire_rate, "canary": bool(case.canary),
+            "draft": case.draft, "runs": len(case.attempts) if case.attempts else 1,
+            "base_routed": base}
 
 
 def _headline(head: Report, base: Report | None) -> dict[str, Any]:
@@ -398,6 +422,7 @@ def _row(case: CaseResult, key: Key, old: CaseResult | None, category: str | Non
         "verdict": case.verdict, "base": old.verdict if old else None, "category": category,
         "miss": case.replay_miss, "flaky": bool(case.flaky), "failed": failed,
         "duration": case.duration_seconds, "cost": case.cost_usd, "kind": case.replay_kind,
+        "trigger": _trigger(case, old),
     }
 
 
@@ -408,6 +433,8 @@ def _detail(
     detail = _grading(case)
     detail["label_line"] = label_line(case, key, head.report)
     detail.update(_inputs(prompts.get(case.name), head))
+    if detail["prompt"] is None and case.prompt is not None:  # a trigger case keeps its prompt in the report
+        detail.update(prompt=case.prompt, prompt_from_report=True)
     detail["head"] = _transcripts(head, case, key, "")
     if case.baseline_verdict is not None:
         detail["baseline_rec"] = _transcripts(head, case, key, "baseline")
@@ -442,7 +469,8 @@ def _grading(case: CaseResult) -> dict[str, Any]:
         "usage", "cost_usd", "run_cost_usd", "duration_seconds", "attempts", "flaky", "baseline_verdict",
         "baseline_error", "baseline_attempts", "skill_not_needed", "trigger_expected", "skill_triggered",
         "cassette_changed", "cassette_provenance", "judge_verdict", "miss", "session_id", "source",
-        "skipped_checks", "self_check", "budget", "label", "judge_advisory",
+        "skipped_checks", "self_check", "budget", "label", "judge_advisory", "expected_skill", "routed_to",
+        "skills_fired", "fire_rate", "canary", "draft",
     })
     out["checks"] = [{"name": n, "result": r, "detail": details.get(n)}
                      for n, r in case.deterministic_checks.items()]

@@ -99,6 +99,10 @@
       ["base run", data.base ? data.base.id + " · " + data.base.timestamp : null],
       ["removed since base", data.removed && data.removed.length ? data.removed.join(", ") : null]]));
     (data.warnings || []).forEach(function (w) { add(box, h("p", {class: "warn"}, w)); });
+    if (s.drafted_unreviewed) {
+      add(box, h("p", {class: "warn", id: "drafted-unreviewed"}, plural(s.drafted_unreviewed, "case") +
+        " drafted by aam-eval init " + (s.drafted_unreviewed === 1 ? "has" : "have") + " not been reviewed by a person yet: read them before trusting their numbers."));
+    }
     if (data.labels) {
       (data.labels.agreement || []).forEach(function (a) {
         add(box, h("p", {class: "agreement", "data-judge": a.judge_model}, "Judge " + a.judge_model + " agrees with people on " + pct(a.agreement) +
@@ -163,6 +167,187 @@
     return h("section", {class: "block"}, h("h2", null, "Plugins"), table);
   }
 
+  // --- routing --------------------------------------------------------------------------------
+
+  function whole(rate) { return rate === null || rate === undefined ? "–" : Math.round(rate * 100) + "%"; }
+  function interval(ci) { return ci ? " (" + Math.round(ci[0] * 100) + "–" + Math.round(ci[1] * 100) + "%)" : ""; }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+  var trig = {filter: "all", query: "", sort: null, desc: false, cell: null};
+  var TRIGGER_FILTERS = [
+    ["all", "All", function () { return true; }],
+    ["misrouted", "Misrouted", function (c) { return c.verdict !== "ERROR" && c.trigger.routed !== c.trigger.expected; }],
+    ["canary", "Canaries", function (c) { return c.trigger.canary; }],
+    ["unreviewed", "Drafted, not reviewed", function (c) { return c.trigger.draft === "unreviewed"; }]
+  ].concat(data.base ? [["moved", "Moved since base", function (c) {
+    return c.trigger.base_routed !== null && c.trigger.base_routed !== undefined && c.trigger.base_routed !== c.trigger.routed;
+  }]] : []);
+  var TRIGGER_COLUMNS, BASE_TRIGGER_COLUMNS = [
+    ["prompt", "Prompt", function (c) { return c.trigger.prompt || c.name; }],
+    ["expected", "Belongs to", function (c) { return c.trigger.expected; }],
+    ["routed", "Fired", function (c) { return c.trigger.routed || ""; }],
+    ["rate", "Fire rate", function (c) { return c.trigger.rate === null || c.trigger.rate === undefined ? -1 : c.trigger.rate; }],
+    ["verdict", "Verdict", function (c) { return c.verdict; }]
+  ];
+  var trigRows, trigBody, trigCount, trigBar, trigCell;
+  var SUSPECT = "a harness problem (above): these numbers measure the harness, not the skill's description";
+
+  // The matrix of one engine and model: rows the skill a prompt belongs to, columns the skill it
+  // fired; each skill's recall on its row and precision under its column; harness problems first.
+  function routingMatrix(r, k, several) {
+    var box = h("div", {class: "routing-pair", "data-pair": k});
+    if (several) add(box, h("h3", null, r.engine + (r.model ? " · " + r.model : "")));
+    var names = Object.keys(r.skills || {});
+    names.forEach(function (name) {
+      var sk = r.skills[name];
+      if (sk.harness) add(box, h("p", {class: "warn harness", "data-skill": name}, h("b", null, "Harness problem, " + name + ": "), sk.harness));
+    });
+    var labels = r.labels || [];
+    var thead = h("thead", null, h("tr", null, h("th", {class: "corner"}, "belongs to ↓ · fired →"),
+      labels.map(function (col) { return h("th", {class: "col", "data-col": col}, col); }), h("th", null, "recall (95% CI)")));
+    var tbody = h("tbody", null, labels.map(function (row) {
+      var sk = r.skills[row];
+      return h("tr", {"data-row": row}, h("th", {class: "row"}, row), labels.map(function (col) {
+        var n = (r.matrix[row] || {})[col] || 0, diag = row === col;
+        var what = plural(n, "prompt") + " that belong" + (n === 1 ? "s" : "") + " to " + row + (col === "none" ? " fired no skill" : " fired " + col);
+        return h("td", {class: "cell" + (diag ? " diag" : n ? " off" : " zero"), "data-row": row, "data-col": col,
+          title: n ? what + " (click to list them)" : what, tabindex: n ? "0" : null,
+          onclick: n ? function () { showCell(k, row, col); } : null,
+          onkeydown: n ? function (e) { if (e.key === "Enter") showCell(k, row, col); } : null}, String(n));
+      }), h("td", {class: "recall" + (sk && sk.harness ? " suspect" : ""), "data-skill": row, title: sk && sk.harness ? SUSPECT : null}, sk ? [
+        h("b", null, whole(sk.recall)), interval(sk.recall_ci), h("span", {class: "muted"}, " of " + sk.cases),
+        sk.errored ? h("span", {class: "muted"}, " · " + sk.errored + " errored, not counted") : null] : "–"));
+    }));
+    var tfoot = h("tfoot", null, h("tr", null, h("th", null, "precision (95% CI)"), labels.map(function (col) {
+      var sk = r.skills[col];
+      return h("td", {class: "precision" + (sk && sk.harness ? " suspect" : ""), "data-skill": col, title: sk && sk.harness ? SUSPECT : null}, sk ? [
+        h("b", null, whole(sk.precision)), interval(sk.precision_ci), h("span", {class: "muted"}, " of " + sk.fired + " fired")] : "–");
+    }), h("td")));
+    var runs = r.runs ? plural(r.runs, "run") + " per prompt; " : "";
+    var rule = r.threshold !== undefined && r.threshold !== null ? "in at least " + Math.round(r.threshold * 100) + "% of its runs" : "in at least the threshold share of its runs";
+    add(box, h("p", {class: "muted"}, runs + "a prompt fired a skill when the skill loaded " + rule +
+      ". Bold: prompts that reached their own skill; red: prompts that went elsewhere (click a cell to list them)."));
+    add(box, h("div", {class: "scroll"}, h("table", {class: "matrix confusion", id: "confusion-" + k}, thead, tbody, tfoot)));
+    return box;
+  }
+
+  function routing() {
+    var list = data.routing || [];
+    trigRows = rows.filter(function (r) { return r.c.trigger; });
+    if (!list.length && !trigRows.length) return null;
+    var s = h("section", {class: "block routing", id: "routing"}, h("h2", null, "Routing"));
+    list.forEach(function (r, k) { add(s, routingMatrix(r, k, list.length > 1)); });
+    if (trigRows.length) add(s, triggerTable());
+    return s;
+  }
+
+  function showCell(k, row, col) {
+    trig.cell = {pair: k, row: row, col: col};
+    trig.filter = "all";
+    redrawTriggers();
+    document.getElementById("trigger-table").scrollIntoView({block: "nearest"});
+  }
+
+  function inCell(c) {
+    var cell = trig.cell;
+    if (!cell) return true;
+    var pair = data.routing[cell.pair];
+    if (data.routing.length > 1 && (c.engine !== pair.engine || (pair.model && c.model !== pair.model))) return false;
+    return c.verdict !== "ERROR" && c.trigger.expected === cell.row && (c.trigger.routed || "none") === cell.col;
+  }
+
+  function firedCell(c) {
+    var t = c.trigger, loaded = t.fired || [];
+    if (c.verdict === "ERROR") return h("td", {class: "fired"}, "–", h("div", {class: "sub-line"}, "every run errored: not counted"));
+    var same = t.routed === "none" ? loaded.length === 0 : loaded.length === 1 && loaded[0] === t.routed;
+    return h("td", {class: "fired" + (c.verdict !== "ERROR" && t.routed !== t.expected ? " wrong" : "")},
+      h("span", {class: "skill"}, t.routed || "–"),
+      !same && t.fired ? h("div", {class: "sub-line loaded"}, loaded.length ? "session loaded " + loaded.join(" → ") : "session loaded no skill") : null,
+      t.base_routed && t.base_routed !== t.routed ? h("div", {class: "sub-line moved"}, "on base: " + t.base_routed) : null);
+  }
+
+  function triggerRowOf(r) {
+    if (r.ttr) return r.ttr;
+    var c = r.c, t = c.trigger, target = (c.target || "").replace(/^skill:/, "");
+    r.ttr = h("tr", {tabindex: "0", "data-case": r.i, onclick: function () { openCase(r.i, true); },
+      onkeydown: function (e) { if (e.key === "Enter") openCase(r.i, true); }},
+      h("td", {class: "prompt"},
+        h("div", {class: "ptext", title: t.prompt || c.name}, t.prompt || c.name),
+        h("div", {class: "sub-line"}, h("span", {class: "case-ref"}, c.name),
+          t.prompt ? null : h("span", {class: "muted"}, " · prompt not recorded"),
+          t.canary ? h("span", {class: "tag canary", title: "names its skill outright: if it does not fire, the harness is at fault"}, "canary") : null,
+          t.draft === "unreviewed" ? h("span", {class: "tag draft", title: "drafted by aam-eval init; no person has reviewed it yet"}, "drafted, not reviewed") : null)),
+      h("td", {class: "expected"}, t.expected),
+      firedCell(c),
+      h("td", {class: "num rate", title: "share of its runs in which " + (target || "its target") + " fired"},
+        pct(t.rate), t.runs > 1 ? h("div", {class: "sub-line"}, "of " + t.runs + " runs") : null,
+        target && target !== t.expected ? h("div", {class: "sub-line"}, "of " + target) : null),
+      h("td", {class: "verdict"}, badge(c.verdict)),
+      matrixRun ? h("td", null, c.engine + (c.model ? " · " + c.model : "")) : null);
+    return r.ttr;
+  }
+
+  function redrawTriggers() {
+    var test = TRIGGER_FILTERS.filter(function (f) { return f[0] === trig.filter; })[0][2];
+    var q = trig.query.toLowerCase();
+    var found = trigRows.filter(function (r) {
+      var t = r.c.trigger;
+      return test(r.c) && inCell(r.c) && (!q || [t.prompt, r.c.name, t.expected, t.routed].concat(t.fired || []).some(function (x) {
+        return x && String(x).toLowerCase().indexOf(q) >= 0;
+      }));
+    });
+    if (trig.sort) {
+      var key = TRIGGER_COLUMNS.filter(function (col) { return col[0] === trig.sort; })[0][2];
+      found.sort(function (a, b) {
+        var x = key(a.c), y = key(b.c);
+        var d = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+        return (trig.desc ? -d : d) || a.i - b.i;
+      });
+    }
+    var frag = document.createDocumentFragment();
+    found.forEach(function (r) { var tr = triggerRowOf(r); tr.classList.toggle("open", r.i === state.open); frag.append(tr); });
+    trigBody.replaceChildren(frag);
+    trigCount.textContent = found.length + " of " + plural(trigRows.length, "trigger prompt");
+    var cell = trig.cell;
+    trigCell.replaceChildren();
+    if (cell) {
+      var pair = data.routing[cell.pair];
+      add(trigCell, [h("span", null, "Only the prompts that belong to " + cell.row + " and fired " + cell.col +
+        (data.routing.length > 1 ? " on " + pair.engine + (pair.model ? " · " + pair.model : "") : "") + " "),
+        h("button", {type: "button", onclick: function () { trig.cell = null; redrawTriggers(); }}, "show all")]);
+    }
+    Array.prototype.forEach.call(trigBar.children, function (b) {
+      b.setAttribute("aria-pressed", String(!trig.cell && b.getAttribute("data-filter") === trig.filter));
+    });
+  }
+
+  function triggerTable() {
+    trigBar = h("div", {class: "filters", role: "group", id: "trigger-filters"}, TRIGGER_FILTERS.map(function (f) {
+      var n = trigRows.filter(function (r) { return f[2](r.c); }).length;
+      return h("button", {type: "button", "data-filter": f[0], onclick: function () { trig.filter = f[0]; trig.cell = null; redrawTriggers(); }},
+        f[1] + " ", h("span", {class: "n"}, String(n)));
+    }));
+    var search = h("input", {type: "search", id: "trigger-search", class: "search", placeholder: "search prompt, case or skill",
+      oninput: function (e) { trig.query = e.target.value; redrawTriggers(); }});
+    trigBody = h("tbody", {id: "trigger-rows"});
+    trigCount = h("p", {class: "muted", id: "trigger-count"});
+    trigCell = h("p", {class: "cell-filter", id: "trigger-cell"});
+    TRIGGER_COLUMNS = BASE_TRIGGER_COLUMNS.concat(matrixRun ? [["engine", "Engine · model", function (c) { return c.engine + " " + (c.model || ""); }]] : []);
+    var thead = h("thead", null, h("tr", null, TRIGGER_COLUMNS.map(function (col) {
+      return h("th", {"data-sort": col[0], title: "sort by " + col[1].toLowerCase(), onclick: function () {
+        trig.desc = trig.sort === col[0] ? !trig.desc : false;
+        trig.sort = col[0];
+        redrawTriggers();
+      }}, col[1]);
+    })));
+    var box = h("div", {class: "triggers"}, h("h3", null, "Trigger prompts"),
+      h("p", {class: "muted"}, "Each trigger case by its prompt: the skill it belongs to, the skill it fired and how often. Choose one to see its session."),
+      h("div", {class: "tools"}, trigBar, search), trigCell, trigCount,
+      h("div", {class: "scroll table"}, h("table", {class: "rows trig", id: "trigger-table"}, thead, trigBody)));
+    redrawTriggers();
+    return box;
+  }
+
   // --- trends ---------------------------------------------------------------------------------
 
   function trends() {
@@ -221,7 +406,7 @@
     .concat([["failed", "Failed", function (c) { return c.failed.join(", "); }],
       ["duration", "Time", function (c) { return c.duration || 0; }],
       ["cost", "Cost", function (c) { return c.cost === undefined || c.cost === null ? -1 : c.cost; }]]);
-  var rows = data.cases.map(function (c, i) { return {i: i, c: c, tr: null}; });
+  var rows = data.cases.map(function (c, i) { return {i: i, c: c, tr: null, ttr: null}; });
   var tbody, countLine, filterBar;
 
   function cellOf(col, c) {
@@ -301,15 +486,18 @@
     return details[i];
   }
 
-  function openCase(i) {
+  function openCase(i, reveal) {
     if (state.open !== null && rows[state.open].tr) rows[state.open].tr.classList.remove("open");
+    if (state.open !== null && rows[state.open].ttr) rows[state.open].ttr.classList.remove("open");
     state.open = i;
     var d = detailOf(i), c = data.cases[i];
     var pane = document.getElementById("case");
     pane.replaceChildren(caseView(d, c));
     rowOf(rows[i]).classList.add("open");
+    if (rows[i].ttr) rows[i].ttr.classList.add("open");
     if (location.hash !== "#case-" + i) history.replaceState(null, "", "#case-" + i);
     pane.scrollTop = 0;
+    if (reveal) pane.scrollIntoView({block: "start"});
   }
 
   function caseView(d, c) {
@@ -373,6 +561,11 @@
     var facts = [];
     if (d.trigger_expected !== undefined) facts.push(["skill should fire", String(d.trigger_expected)]);
     if (d.skill_triggered !== undefined) facts.push(["skill fired", String(d.skill_triggered)]);
+    if (d.expected_skill !== undefined) facts.push(["belongs to", d.expected_skill]);
+    if (d.routed_to !== undefined) facts.push(["went to", d.routed_to + (d.fire_rate !== undefined ? " · target fired in " + pct(d.fire_rate) + " of its runs" : "")]);
+    if (d.skills_fired !== undefined) facts.push(["session loaded", d.skills_fired.length ? d.skills_fired.join(" → ") : "no skill"]);
+    if (d.canary) facts.push(["canary", "names its skill outright: if it does not fire, the harness is at fault"]);
+    if (d.draft) facts.push(["drafted by aam-eval init", d.draft === "unreviewed" ? "not reviewed yet" : "reviewed"]);
     if (d.baseline_verdict) facts.push(["without the skill", d.baseline_verdict + (d.baseline_error ? ": " + d.baseline_error : "")]);
     if (d.skill_not_needed) facts.push(["skill not needed", "passes without it as well"]);
     if (d.replay_kind) facts.push(["session", d.replay_kind + (d.live_from_turn ? ", live from turn " + d.live_from_turn : "")]);
@@ -417,7 +610,8 @@
 
   function attempts(title, list) {
     return h("div", null, h("h4", null, title), h("ol", {class: "attempts"}, list.map(function (a) {
-      return h("li", null, badge(a.verdict), " ", secs(a.duration_seconds), a.error ? " · " + a.error : "");
+      return h("li", null, badge(a.verdict), " ", secs(a.duration_seconds), a.error ? " · " + a.error : "",
+        a.skills_fired ? " · " + (a.skills_fired.length ? "loaded " + a.skills_fired.join(" → ") : "loaded no skill") : "");
     })));
   }
 
@@ -425,6 +619,7 @@
     var s = section("Prompt and inputs", "prompt");
     if (d.prompt === null || d.prompt === undefined) add(s, h("p", {class: "muted"}, "prompt not available: " + d.prompt_note));
     else add(s, pre(d.prompt, "text prompt"));
+    if (d.prompt_from_report) add(s, h("p", {class: "muted", id: "prompt-from-report"}, "from the report (its first 500 characters): " + d.prompt_note));
     if (d.description) add(s, h("p", {class: "muted"}, d.description));
     if (d.criteria) add(s, h("p", null, h("b", null, "judge criteria: "), d.criteria));
     (d.inputs || []).forEach(function (f) {
@@ -557,7 +752,7 @@
   // --- the page -------------------------------------------------------------------------------
 
   var app = document.getElementById("app");
-  add(app, [overview(), plugins(), matrix(), trends(), volatile()]);
+  add(app, [overview(), plugins(), matrix(), routing(), trends(), volatile()]);
   add(app, h("div", {class: "split"}, caseTable(),
     h("aside", {class: "pane", id: "case"}, h("p", {class: "muted"}, "Choose a case to see what the agent did."))));
   redraw();
