@@ -15,7 +15,15 @@ import openai
 import pytest
 import yaml
 
-from aam_eval_action.testing.model_server import DEFAULT_API_KEY, ModelServer
+from aam_eval_action.testing.model_server import (
+    DEFAULT_API_KEY,
+    NO_SKILL_FITS,
+    ModelServer,
+    load_scenarios,
+    route_skill,
+    route_words,
+    skill_listing,
+)
 
 VERDICT_SCHEMA = {
     "type": "object",
@@ -435,3 +443,293 @@ def test_gemini_error_steps_answer_in_the_gemini_error_shape(server: ModelServer
     status, _, raw = gemini_post(server, "streamGenerateContent", gemini_body("break now"), query="?alt=sse")
     assert status == 503 and json.loads(raw) == {
         "error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
+
+
+# --- routing: a `route` step picks a skill from the listed names and descriptions ------------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ROUTING_SCENARIOS = load_scenarios(FIXTURES / "routing-skills-scenarios.yaml")
+
+
+def _fixture_skills() -> list[tuple[str, str]]:
+    """(name, description) of the skills of tests/fixtures/routing-skills, from their frontmatter."""
+    found = []
+    for path in sorted((FIXTURES / "routing-skills/skills").glob("*/SKILL.md")):
+        front = yaml.safe_load(path.read_text().split("---\n")[1])
+        found.append((front["name"], front["description"]))
+    return found
+
+
+PACKAGE_SKILLS = _fixture_skills()
+# Each CLI's own skills, listed beside the package's as the real CLIs list theirs (in their order:
+# Claude Code and Copilot after the package's, Codex and Gemini CLI before).
+BUILTIN_SKILLS = {
+    "claude-code": [
+        ("update-config", "Use this skill to configure the harness via settings.json: permissions, env vars, "
+                          "hooks. Examples: \"allow npm commands\", \"set DEBUG=true\"."),
+        ("claude-api", "Reference for the Claude API and its SDKs: model ids, pricing, streaming, tool use.\n"
+                       "TRIGGER when the prompt names Claude or Anthropic, or asks about an LLM's pricing.\n"
+                       "SKIP when another provider is being worked on."),
+        ("security-review", "Complete a security review of the pending changes on the current branch"),
+    ],
+    "codex": [
+        ("imagegen", "Generate or edit raster images when the task benefits from AI-created bitmap visuals."),
+        ("skill-installer", "Install Codex skills from a curated list or a GitHub repo path. Use when a user asks "
+                            "to list installable skills."),
+    ],
+    "copilot": [
+        ("github-pr-media", "Upload an image or video to GitHub's user attachments API and embed it in a pull "
+                            "request description or comment."),
+    ],
+    "gemini-cli": [
+        ("skill-creator", "Guide for creating effective skills. Use when users want to create a new skill."),
+    ],
+}
+ROUTED = [  # prompt, the skill a route picks from the fixture's three (None: no skill fits)
+    ("Update the changelog with the commits since the last tag.", "changelog-writer"),
+    ("Add an Unreleased section to CHANGELOG.md for what changed since v1.3.0", "changelog-writer"),
+    ("Log the fixes merged since the last release tag in our Keep a Changelog file", "changelog-writer"),
+    ("Draft release notes for the 1.8 version from the merged pull requests.", "release-notes"),
+    ("Prepare the notes for the 3.0 release, with upgrade steps for the breaking changes", "release-notes"),
+    ("What should users read before upgrading to 2.0? Write it up with the highlights first.", "release-notes"),
+    ("Write a Conventional Commits message for my staged diff.", "commit-message"),
+    ("I staged my diff; give me a conventional commit subject and body", "commit-message"),
+    ("Suggest a commit subject line under 72 characters for these staged files", "commit-message"),
+    ("What's the weather in Paris tomorrow?", None),
+    ("Summarise the git history for me", None),  # one word ("git") with two skills each
+    ("Rename the variable foo to bar in utils.py", None),
+]
+CLIS = ("claude-code", "codex", "copilot", "gemini-cli")
+
+
+def listing(cli: str, package: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    package = PACKAGE_SKILLS if package is None else package
+    builtin = BUILTIN_SKILLS[cli]
+    if cli == "gemini-cli":  # Gemini CLI lists its own first, then the workspace's in reverse
+        return builtin + package[::-1]
+    return builtin + package if cli == "codex" else package + builtin
+
+
+def claude_request(prompt: str, skills: list[tuple[str, str]], *history: dict[str, Any]) -> dict[str, Any]:
+    """A Claude Code turn: environment, skills and prompt as text blocks of the first user message."""
+    entries = "\n".join(f"- {name}: {about}" for name, about in skills)
+    blocks = [
+        "<system-reminder>\n# Environment\nPrimary working directory: /work/ws\n</system-reminder>",
+        "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n"
+        f"{entries}\n</system-reminder>",
+        "<system-reminder>\nToday's date is 2026-11-25.\n</system-reminder>",
+        prompt,
+    ]
+    return {
+        "model": "claude-sonnet-4-6", "max_tokens": 32000,
+        "system": [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": t} for t in blocks]}, *history],
+        "tools": [{"name": n, "input_schema": {"type": "object"}} for n in ("Agent", "Bash", "Skill", "Write")],
+    }  # fmt: skip
+
+
+def codex_request(prompt: str, skills: list[tuple[str, str]], *history: dict[str, Any]) -> dict[str, Any]:
+    """A Codex turn: developer messages (permissions, skills instructions), then the user's."""
+    roots = "- `r0` = `/home/u/.codex/skills/.system`\n- `r1` = `/work/ws/.agents/skills`"
+    entries = "\n".join(f"- {name}: {about} (file: r{0 if (name, about) in BUILTIN_SKILLS['codex'] else 1}"
+                        f"/{name}/SKILL.md)" for name, about in skills)
+    instructions = (
+        "<skills_instructions>\n## Skills\nA skill is a set of local instructions to follow that is stored in a "
+        f"`SKILL.md` file.\n### Skill roots\n{roots}\n### Available skills\n{entries}\n### How to use skills\n"
+        "- Discovery: The list above is the skills available in this session (name + description + short path).\n"
+        "- Trigger rules: If the user names a skill, you must use that skill for that turn.\n"
+        "</skills_instructions>"
+    )
+    def message(role: str, text: str) -> dict[str, Any]:
+        return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+    return {
+        "model": "gpt-5.5", "stream": False, "tools": [EXEC_TOOL],
+        "instructions": "You are Codex, a coding agent.",
+        "input": [message("developer", "<permissions instructions>\nworkspace-write\n</permissions instructions>"),
+                  message("developer", instructions),
+                  message("user", "<environment_context>\n  <cwd>/work/ws</cwd>\n</environment_context>"),
+                  message("user", prompt), *history],
+    }  # fmt: skip
+
+
+def _xml_listing(skills: list[tuple[str, str]], indent: str, location: str) -> str:
+    from html import escape
+
+    return "<available_skills>\n" + "".join(
+        f"{indent}<skill>\n{indent}  <name>{name}</name>\n{indent}  <description>{escape(about)}</description>\n"
+        f"{indent}  <location>{location}</location>\n{indent}</skill>\n" for name, about in skills
+    ) + "</available_skills>"
+
+
+def copilot_request(prompt: str, skills: list[tuple[str, str]]) -> dict[str, Any]:
+    """A Copilot CLI turn (Anthropic model): skills in the system prompt, a date before the prompt."""
+    system = f"You are the GitHub Copilot CLI.\n\n{_xml_listing(skills, '', 'project')}"
+    return {
+        "model": "claude-sonnet-4.5", "max_tokens": 16000, "system": [{"type": "text", "text": system}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text":
+            f"<current_datetime>2026-11-25T06:12:44.608+00:00</current_datetime>\n\n{prompt}"}]}],
+        "tools": [{"name": n, "input_schema": {"type": "object"}} for n in ("bash", "view", "create", "skill")],
+    }  # fmt: skip
+
+
+def gemini_request(prompt: str, skills: list[tuple[str, str]]) -> dict[str, Any]:
+    """A Gemini CLI turn: skills in `systemInstruction`."""
+    listed = _xml_listing(skills, "  ", "/work/ws/.agents/skills/SKILL.md")
+    return gemini_body(prompt, system=f"You are Gemini CLI.\n\n# Available Agent Skills\n\n{listed}")
+
+
+def ask(server: ModelServer, cli: str, body: dict[str, Any]) -> tuple[str, Any]:
+    """One turn over HTTP as the CLI sends it: ("text", the text) or (the tool, its input)."""
+    if cli == "gemini-cli":
+        status, _, raw = gemini_post(server, "generateContent", body)
+        assert status == 200, raw
+        [part] = model_parts(json.loads(raw))
+        call = part.get("functionCall")
+        return (call["name"], call["args"]) if call else ("text", part["text"])
+    if cli == "codex":
+        status, answer = post(server, "/v1/responses", body, {"authorization": f"Bearer {server.api_key}"})
+        assert status == 200, answer
+        [item] = answer["output"]
+        if item["type"] == "function_call":
+            return item["name"], json.loads(item["arguments"])
+        return "text", item["content"][0]["text"]
+    status, answer = post(server, "/v1/messages", body,
+                          {"anthropic-version": "2023-06-01", "x-api-key": server.api_key})
+    assert status == 200, answer
+    [block] = answer["content"]
+    return (block["name"], block["input"]) if block["type"] == "tool_use" else ("text", block["text"])
+
+
+REQUESTS = {"claude-code": claude_request, "codex": codex_request, "copilot": copilot_request,
+            "gemini-cli": gemini_request}
+
+
+def loads(cli: str, skill: str) -> tuple[str, Any]:
+    """What `skill: <skill>` answers for the CLI: the call that loads it."""
+    return {"claude-code": ("Skill", {"skill": skill}),
+            "codex": ("exec_command", {"cmd": f"cat .agents/skills/{skill}/SKILL.md"}),
+            "copilot": ("skill", {"skill": skill}),
+            "gemini-cli": ("activate_skill", {"name": skill})}[cli]
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_the_listed_skills_and_descriptions_are_read_as_each_cli_sends_them(cli: str) -> None:
+    # Claude Code's multi-line description is one; Copilot's is unescaped ("GitHub's", not
+    # "GitHub&#x27;s"); Codex's "- Discovery: ..." instruction line is not a skill.
+    body = REQUESTS[cli]("hello", listing(cli))
+    assert skill_listing(body) == [(name, " ".join(about.split("\n"))) for name, about in listing(cli)]
+
+
+def test_route_words_are_lowercase_words_less_stopwords_and_plurals() -> None:
+    assert route_words("Update the CHANGELOG.md with the commits since tags; v2 class") == {
+        "update", "changelog", "commit", "since", "tag", "class"}
+    # the name's hyphen-separated parts are words of the skill: two words shared here
+    assert route_skill("write the release notes", [("release-notes", "Drafts a document.")]) == "release-notes"
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_route_step_loads_the_skill_whose_description_fits_the_prompt(cli: str) -> None:
+    with ModelServer(ROUTING_SCENARIOS) as server:
+        for prompt, expected in ROUTED:
+            answer = ask(server, cli, REQUESTS[cli](prompt, listing(cli)))
+            assert answer == (loads(cli, expected) if expected else ("text", NO_SKILL_FITS)), prompt
+
+
+@pytest.mark.parametrize("cli", ["claude-code", "codex"])
+def test_after_a_routed_skill_the_next_step_answers_and_the_same_request_gets_the_same_bytes(cli: str) -> None:
+    prompt = "Draft release notes for the 1.8 version from the merged pull requests."
+    with ModelServer(ROUTING_SCENARIOS) as server:
+        first = REQUESTS[cli](prompt, listing(cli))
+        headers = ({"authorization": f"Bearer {server.api_key}"} if cli == "codex"
+                   else {"anthropic-version": "2023-06-01", "x-api-key": server.api_key})
+        path = "/v1/responses" if cli == "codex" else "/v1/messages"
+        status, answer = post(server, path, first, headers)
+        assert status == 200 and post(server, path, first, headers)[1] == answer  # stateless, deterministic
+        if cli == "codex":
+            call = answer["output"][0]
+            history = [call, {"type": "function_call_output", "call_id": call["call_id"], "output": "---\n"}]
+        else:
+            call = answer["content"][0]
+            history = [{"role": "assistant", "content": [call]}, {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call["id"], "content": "Launching skill: release-notes"}]}]
+        assert ask(server, cli, REQUESTS[cli](prompt, listing(cli), *history)) == ("text", "Done.")
+
+
+def test_min_overlap_and_ties_go_to_the_skill_listed_first() -> None:
+    twins = [("csv-report", "Summarises a CSV file."), ("csv-chart", "Charts a CSV file.")]
+    scenarios = [{"match": "strict", "agent": [{"route": {"min-overlap": 3}}]}, {"match": "*", "agent": [{"route": {}}]}]
+    with ModelServer(scenarios) as server:
+        prompt = "Look at this csv file"  # "csv" and "file", with both skills
+        assert ask(server, "claude-code", claude_request(prompt, twins)) == ("Skill", {"skill": "csv-report"})
+        assert ask(server, "claude-code", claude_request(prompt, twins[::-1])) == ("Skill", {"skill": "csv-chart"})
+        assert ask(server, "gemini-cli", gemini_request(prompt, twins[::-1])) == (
+            "activate_skill", {"name": "csv-chart"})
+        assert ask(server, "claude-code", claude_request(f"{prompt}, strict", twins)) == ("text", NO_SKILL_FITS)
+        assert ask(server, "claude-code", claude_request("Summarise the csv file", twins)) == (
+            "Skill", {"skill": "csv-report"})  # three words with csv-report: the best score wins
+        assert ask(server, "claude-code", claude_request(prompt, [])) == ("text", NO_SKILL_FITS)
+
+
+def test_the_catch_all_answers_only_what_no_other_scenario_matches() -> None:
+    catch_all = {"match": "*", "agent": [{"text": "caught"}]}
+    with ModelServer([catch_all, *SCENARIOS]) as server:  # first in the list, and still the last resort
+        assert ask(server, "claude-code", claude_request("Please grade the csv task.", [])) == (
+            "Bash", {"command": "wc -l data.csv", "description": "Run a scripted command"})
+        assert ask(server, "claude-code", claude_request("anything else", [])) == ("text", "caught")
+        assert ask(server, "codex", codex_request("anything else", [])) == ("text", "caught")
+        assert ask(server, "gemini-cli", gemini_request("a prompt with a * in it", [])) == ("text", "caught")
+        # A judge request no scenario matches still fails loudly: this catch-all has no judge.
+        with claude(server) as client:
+            with pytest.raises(anthropic.BadRequestError):
+                judge_claude(client, "something else entirely")
+            assert judge_claude(client, "grade the csv task").content[0].input["result"] == "FAIL"
+        server.add({"match": "*", "judge": {"result": "PASS", "reason": "caught"}})
+        assert ask(server, "claude-code", claude_request("anything else", [])) == ("text", "caught")  # the first
+        with claude(server) as client:
+            assert judge_claude(client, "something else entirely").content[0].input == {
+                "result": "PASS", "reason": "caught"}
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("name", ["claude-code", "codex"])
+def test_the_real_cli_loads_the_routed_skill_of_the_fixture(name: str, tmp_path: Path) -> None:
+    """tests/fixtures/routing-skills installed whole; its scenarios route each prompt, one per
+    skill and one that fits none, and script its changelog task."""
+    from aam_eval_action.engines.base import AgentRun, get_engine
+    from aam_eval_action.layouts.detect import read_package
+    from aam_eval_action.settings import runner_environment
+    from aam_eval_action.spec import Sandbox
+
+    engine = get_engine(name)
+    reason = engine.available()
+    if reason:
+        pytest.skip(reason)
+    package = read_package(FIXTURES / "routing-skills")
+    task = ("Add the changes since the last tag to CHANGELOG.md", "changelog-writer")
+    with ModelServer(ROUTING_SCENARIOS) as server:
+        env = {"ANTHROPIC_API_KEY": server.api_key, "ANTHROPIC_BASE_URL": server.url,
+               "OPENAI_API_KEY": server.api_key, "OPENAI_BASE_URL": server.url + "/v1"}
+        for i, (prompt, expected) in enumerate([ROUTED[0], ROUTED[3], ROUTED[6], ROUTED[9], task]):
+            run = AgentRun(prompt=prompt, model=engine.default_model, workspace=tmp_path / f"{i}/ws",
+                           home=tmp_path / f"{i}/home", env=env, runner_env=runner_environment(), timeout=60,
+                           sandbox=Sandbox.model_validate({}))
+            run.workspace.mkdir(parents=True)
+            run.home.mkdir()
+            engine.install(package, run.workspace, None)
+            session = engine.run(run)
+            assert not session.is_error and session.error is None, (prompt, session.error)
+            listed = {skill for skill, _ in skill_listing(server.requests[-1].body)}
+            assert {"changelog-writer", "release-notes", "commit-message"} < listed  # beside the CLI's own
+            if expected is None:
+                assert session.tool_calls == [] and session.output == NO_SKILL_FITS, prompt
+                continue
+            first = session.tool_calls[0]
+            if name == "claude-code":
+                assert (first.name, first.input) == ("Skill", {"skill": expected}), prompt
+            else:
+                assert f".agents/skills/{expected}/SKILL.md" in first.input["command"], prompt
+                assert f"name: {expected}\n" in (first.result or ""), prompt
+            assert not first.is_error
+        changelog = (run.workspace / "CHANGELOG.md").read_text()
+        assert "## [Unreleased]" in changelog and "([#142](https://github.com/acme/reports/pull/142))" in changelog
+        assert session.output.startswith("I added an Unreleased entry to CHANGELOG.md")

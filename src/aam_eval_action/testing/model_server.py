@@ -6,10 +6,12 @@ as Gemini CLI calls it (`POST /v1beta/models/{model}:streamGenerateContent?alt=s
 `data:` event; `:generateContent`, one JSON object). What it answers comes from scenarios,
 each chosen by a substring of the request:
 
-    match: "substring of the user's prompt"
+    match: "substring of the user's prompt"    # or "*": see the catch-all below
     agent:                      # one step per model turn
       - skill: "pdf-tools"      # Claude: the Skill tool; Codex: a command reading SKILL.md;
-                                # Gemini: activate_skill
+                                # Copilot: its `skill` tool; Gemini: activate_skill
+      - route: {}               # pick a skill as a model routes (see below); or
+                                # `route: {min-overlap: 3}` (default 2); not inside `parallel`
       - bash: "cat notes.txt"   # Claude: Bash; Codex: its shell tool; Gemini: run_shell_command
                                 # (which refuses `$(...)`, backticks, `<(...)`)
       - write: {path: "output/hello.txt", content: "Hello"}   # Gemini: write_file
@@ -36,13 +38,39 @@ each chosen by a substring of the request:
     without-skill:              # ... these steps answer instead of `agent` (a no-skill baseline)
       - text: "I can't read PDFs."
 
-Whether a skill is listed is read from the request as each CLI sends it: Claude Code lists
-skills in a `<system-reminder>` user block ("The following skills are available for use with
-the Skill tool:" then `- name: description` lines); Codex lists them in its
-`<skills_instructions>` user block as `- name: description (file: .../name/SKILL.md)` lines;
-Copilot and Gemini CLI in their system prompt as `<available_skills><skill><name>name</name>`.
+Which skills are listed, with their descriptions, is read from the request as each CLI sends
+it: Claude Code lists skills in a `<system-reminder>` user block ("The following skills are
+available for use with the Skill tool:" then `- name: description` lines, a description going
+on over the lines up to the next entry); Codex lists them in its `<skills_instructions>` block
+(a developer message) as `- name: description (file: .../name/SKILL.md)` lines (the path may
+start with a root alias such as `r1/`); Copilot and Gemini CLI in their system prompt as
+`<available_skills><skill><name>name</name><description>...</description>` (XML-escaped).
+Each CLI lists its own built-in skills beside the package's, and they compete in a route too.
 Gemini CLI's prompt is the first user text part that is not its `<session_context>` (which
 states the workspace: `- **Workspace Directories:**` then `  - DIR`).
+
+A `route` step chooses the skill the way a model routes, from those names and descriptions: it
+scores each listed skill by the distinct words it shares with the user's prompt (lowercase
+words of 3+ letters, less a short list of English stopwords, a trailing plural `s` dropped; the
+skill's name counts as words too, split at its hyphens; Copilot's `<current_datetime>` before
+the prompt is not), takes the highest score if it is at least `min-overlap` (ties: the skill
+listed first) and then answers as `skill: <that one>` does, so the session really loads it
+(for Codex that reads `.agents/skills/<name>/SKILL.md`, where the package's skills are, not
+Codex's own system skills); the next step answers the next turn as usual. When no skill
+reaches `min-overlap` it answers `No skill fits; answering directly.` as a text step, so the
+session ends there. It reads nothing but the request: the same request, the same choice.
+
+One scenario with `match: "*"` is the catch-all: it answers every agent prompt that no other
+scenario matches (a sub-agent's too), wherever it stands in the list (with several, the
+first). A suite of trigger prompts then needs one scenario, `{match: "*", agent: [{route: {}},
+{text: "Done."}]}`. It answers a judge request only when it has a `judge` of its own, so a
+judge prompt that lost its text still fails loudly.
+
+`aam-eval init`'s drafting requests (the `draft_cases` tool, or the `drafted_cases` JSON format)
+are answered by the scenario whose `draft-for` occurs in the skill under test (the request's
+`<skill id="A">` section): `draft: {positives: [...], near_misses: [...], ...}` as the drafted
+cases, or any other value as a plain text (a garbage answer). Such a scenario never answers an
+agent or judge request; a drafting request no scenario drafts for gets a 400.
 
 The turn index is stateless: it is the number of model turns already in the request
 (assistant messages for Anthropic, `model` contents for Gemini, function calls for
@@ -84,6 +112,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import html
 import http.server
 import json
 import re
@@ -101,6 +130,9 @@ DEFAULT_API_KEY = "sk-scripted-model-server"
 """The key the server accepts unless it is given another one."""
 JUDGE_TOOL = "record_verdict"
 JUDGE_FORMAT = "verdict"
+DRAFT_TOOL = "draft_cases"
+DRAFT_FORMAT = "drafted_cases"
+"""`aam-eval init`'s drafting request: the tool (Anthropic) or JSON format (OpenAI) it asks for."""
 CREATED_AT = 1_700_000_000
 # Text blocks the CLIs add to the user's turn; the prompt is what is left.
 INJECTED_PREFIXES = (
@@ -223,6 +255,21 @@ def is_judge(body: dict[str, Any]) -> bool:
     return isinstance(fmt, dict) and fmt.get("name") == JUDGE_FORMAT
 
 
+def is_draft(body: dict[str, Any]) -> bool:
+    """A drafting request of `aam-eval init`: it asks for the drafted-cases tool or format."""
+    tools = body.get("tools") or []
+    if any(isinstance(t, dict) and t.get("name") == DRAFT_TOOL for t in tools):
+        return True
+    fmt = (body.get("text") or {}).get("format") or {}
+    return isinstance(fmt, dict) and fmt.get("name") == DRAFT_FORMAT
+
+
+def drafted_skill(body: dict[str, Any]) -> str:
+    """The body of the skill under test in a drafting request (`<skill id="A" ...>`)."""
+    found = re.search(r'<skill id="A"[^>]*>(.*?)</skill>', all_text(body), re.S)
+    return found.group(1) if found else ""
+
+
 def is_agent_turn(body: dict[str, Any]) -> bool:
     """A real agent turn offers tools; side requests (titles, quota probes) do not."""
     if is_gemini(body):
@@ -340,24 +387,28 @@ class Script:
         with self._lock:
             self._scenarios.append(scenario)
 
-    def find(self, text: str) -> tuple[int, dict[str, Any]] | None:
-        """The first scenario whose `match` occurs in the text."""
+    def find(self, text: str, judge: bool = False) -> tuple[int, dict[str, Any]] | None:
+        """The first scenario whose `match` occurs in the text; else the first catch-all
+        (`match: "*"`), for a judge request only one with a `judge` of its own."""
         with self._lock:
-            for i, s in enumerate(self._scenarios):
-                if str(s.get("match", "")) in text:
-                    return i, s
-        return None
+            scenarios = [(i, s) for i, s in enumerate(self._scenarios) if "draft-for" not in s]
+        for i, s in scenarios:
+            if not is_catch_all(s) and str(s.get("match", "")) in text:
+                return i, s
+        return next(((i, s) for i, s in scenarios if is_catch_all(s) and (not judge or "judge" in s)), None)
 
     def agent_reply(self, body: dict[str, Any]) -> Reply:
         found = self.find(prompt_text(body))
         if found is None:
             return Reply(text="OK.")
         step = agent_step(found[1], turn_index(body), listed_skills(body), waits=is_gemini(body))
+        if "route" in step:
+            step = routed_step(step, route_prompt(body), skill_listing(body))
         reply = step_reply(step, body)
         return reply if "messages" in body or is_gemini(body) else codex_wait(reply, body)
 
     def judge_reply(self, body: dict[str, Any]) -> Reply:
-        found = self.find(all_text(body))
+        found = self.find(all_text(body), judge=True)
         if found is None:
             excerpt = " ".join(prompt_text(body).split())[:200]
             return Reply(text=f"scripted model server: no scenario matches this judge request: {excerpt}",
@@ -370,6 +421,22 @@ class Script:
         if "status" in judge and self._take_failure(index, int(judge.get("times", 1))):
             return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
         return verdict_reply(judge.get("then", judge))
+
+    def draft_reply(self, body: dict[str, Any]) -> Reply:
+        """The scenario whose `draft-for` is in the skill under test answers with its `draft`: an
+        object as the drafted cases, anything else as a plain text (a garbage answer)."""
+        skill = drafted_skill(body)
+        with self._lock:
+            scenarios = list(self._scenarios)
+        for scenario in scenarios:
+            wanted = scenario.get("draft-for")
+            if isinstance(wanted, str) and wanted and wanted in skill:
+                draft = scenario.get("draft")
+                if isinstance(draft, dict):
+                    return Reply(calls=((DRAFT_TOOL, draft),))
+                return Reply(text=str(draft))
+        return Reply(text=f"scripted model server: no scenario drafts for: {' '.join(skill.split())[:200]}",
+                     status=400)
 
     def _next_call(self, index: int) -> int:
         with self._lock:
@@ -386,20 +453,144 @@ class Script:
             return True
 
 
+CATCH_ALL = "*"
+"""The `match` of the scenario that answers every agent prompt no other scenario matches."""
+
+
+def is_catch_all(scenario: dict[str, Any]) -> bool:
+    return scenario.get("match") == CATCH_ALL
+
+
+CLAUDE_SKILLS = re.compile(r"skills are available[^\n]*\n")
+"""The line before Claude Code's `- name: description` skill entries (in a `<system-reminder>`):
+"The following skills are available for use with the Skill tool:"."""
+SKILL_ENTRY = re.compile(r"^- ([A-Za-z0-9._:-]+): (.*)$")
+CODEX_SKILL_ENTRY = re.compile(r"^- ([A-Za-z0-9._:-]+): (.*?) ?\(file: [^)]*SKILL\.md\)\s*$")
+XML_SKILL = re.compile(r"<skill>(.*?)</skill>", re.S)
+
+
 def listed_skills(body: dict[str, Any]) -> set[str]:
-    """Names of the skills the CLI lists to the model in this request (`- name: ...` lines of
-    Claude Code's skills reminder or Codex's skills instructions, Copilot's and Gemini CLI's
-    `<available_skills>`)."""
-    names: set[str] = set()
+    """Names of the skills the CLI lists to the model in this request (see `skill_listing`)."""
+    return {name for name, _ in skill_listing(body)}
+
+
+def skill_listing(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, description) of each skill the CLI lists to the model in this request, in its
+    order (a name listed twice counts once, where it came first): the `- name: description`
+    entries of Claude Code's skills reminder, the `- name: description (file: ...)` lines of
+    Codex's `<skills_instructions>`, the `<skill>` elements of Copilot's and Gemini CLI's
+    `<available_skills>` in their system prompt."""
+    found: list[tuple[str, str]] = []
     for text in _texts_of_messages(body):
-        if "skills are available" in text or "<skills_instructions>" in text:
-            names |= set(re.findall(r"^- ([A-Za-z0-9._:-]+): ", text, re.MULTILINE))
+        claude = CLAUDE_SKILLS.search(text)
+        if "<skills_instructions>" in text:
+            listing = text.split("<skills_instructions>", 1)[1].split("</skills_instructions>", 1)[0]
+            found += [(m.group(1), m.group(2).strip()) for line in listing.splitlines()
+                      if (m := CODEX_SKILL_ENTRY.match(line))]
+        elif claude:
+            found += _claude_skills(text[claude.end():].split("</system-reminder>", 1)[0])
     system = _texts(body.get("system")) + _texts(body.get("instructions"))
     system += _texts(_gemini_system(body)) if is_gemini(body) else []
     for text in system:  # Copilot (`instructions` with a GPT model), Gemini (`systemInstruction`)
         for listing in re.findall(r"<available_skills>(.*?)</available_skills>", text, re.S):
-            names |= set(re.findall(r"<name>([A-Za-z0-9._:-]+)</name>", listing))
-    return names
+            for skill in XML_SKILL.findall(listing):
+                name = re.search(r"<name>\s*([^<]*?)\s*</name>", skill)
+                about = re.search(r"<description>(.*?)</description>", skill, re.S)
+                if name and re.fullmatch(r"[A-Za-z0-9._:-]+", html.unescape(name.group(1))):
+                    found.append((html.unescape(name.group(1)),
+                                  html.unescape(about.group(1)).strip() if about else ""))
+    first: dict[str, str] = {}
+    for skill_name, description in found:
+        first.setdefault(skill_name, description)
+    return list(first.items())
+
+
+def _claude_skills(listing: str) -> list[tuple[str, str]]:
+    """Claude Code's entries: a `- name: description` line, and the lines after it up to the
+    next entry (a long description goes on over several)."""
+    entries: list[tuple[str, str]] = []
+    lines: list[str] = []
+    for line in listing.splitlines():
+        entry = SKILL_ENTRY.match(line)
+        if entry:
+            if entries:
+                entries[-1] = (entries[-1][0], " ".join(lines))
+            entries.append((entry.group(1), ""))
+            lines = [entry.group(2).strip()]
+        elif entries and line.strip():
+            lines.append(line.strip())
+    if entries:
+        entries[-1] = (entries[-1][0], " ".join(lines))
+    return entries
+
+
+ROUTE_MIN_OVERLAP = 2
+NO_SKILL_FITS = "No skill fits; answering directly."
+ROUTE_STOPWORDS = frozenset({
+    "the", "and", "for", "with", "from", "into", "onto", "that", "this", "these", "those", "then",
+    "than", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why",
+    "how", "are", "was", "were", "been", "being", "has", "have", "had", "does", "did", "doing",
+    "done", "will", "would", "shall", "should", "can", "could", "may", "might", "must", "not",
+    "but", "nor", "any", "all", "each", "every", "some", "such", "own", "our", "ours", "your",
+    "yours", "you", "they", "them", "their", "its", "his", "her", "hers", "she", "him", "also",
+    "just", "only", "very", "too", "more", "most", "other", "about", "above", "after", "again",
+    "against", "before", "below", "between", "during", "over", "under", "out", "off", "once",
+    "same", "both", "few", "via", "per", "use", "used", "uses", "using", "please", "want", "need",
+    "like", "get", "got", "let", "make", "made", "new", "one", "two", "way", "ask", "asked",
+    "without", "within", "while",
+})
+"""Words that say nothing about which skill fits (they are in every description and prompt)."""
+
+
+def route_words(text: str) -> set[str]:
+    """The words a route compares: lowercase runs of 3+ letters, less the stopwords, with a
+    trailing plural `s` dropped (`commits` and `commit` are one word; `class` stays `class`)."""
+    words: set[str] = set()
+    for word in re.findall(r"[a-z]+", text.lower()):
+        if len(word) < 3 or word in ROUTE_STOPWORDS:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        if word not in ROUTE_STOPWORDS:
+            words.add(word)
+    return words
+
+
+def route_prompt(body: dict[str, Any]) -> str:
+    """The prompt a route reads: the user's prompt less what a CLI wraps into the same text
+    (Copilot CLI's `<current_datetime>` element)."""
+    return re.sub(r"<current_datetime>.*?</current_datetime>", "", prompt_text(body), flags=re.S).strip()
+
+
+def route_scores(prompt: str, skills: list[tuple[str, str]]) -> list[tuple[str, int]]:
+    """Each listed skill with the number of distinct words its name and description share with
+    the prompt (the name split at its hyphens), in the listing's order."""
+    asked = route_words(prompt)
+    return [(name, len(asked & route_words(f"{name.replace('-', ' ')} {about}"))) for name, about in skills]
+
+
+def route_skill(
+    prompt: str, skills: list[tuple[str, str]], min_overlap: int = ROUTE_MIN_OVERLAP
+) -> str | None:
+    """The skill a route picks: the best score of at least `min_overlap`, the first listed on a
+    tie; None when none reaches it."""
+    best: tuple[str, int] | None = None
+    for name, score in route_scores(prompt, skills):
+        if score >= min_overlap and (best is None or score > best[1]):
+            best = (name, score)
+    return best[0] if best else None
+
+
+def routed_step(step: dict[str, Any], prompt: str, skills: list[tuple[str, str]]) -> dict[str, Any]:
+    """A `route` step as the step it stands for: `skill: <picked>`, or the no-skill text (other
+    keys of the step, such as `sleep`, stay)."""
+    options = step.get("route")
+    minimum = ROUTE_MIN_OVERLAP
+    if isinstance(options, dict):
+        minimum = int(options.get("min-overlap", ROUTE_MIN_OVERLAP))
+    picked = route_skill(prompt, skills, minimum)
+    rest = {k: v for k, v in step.items() if k != "route"}
+    return {**rest, "skill": picked} if picked else {**rest, "text": NO_SKILL_FITS}
 
 
 def _texts_of_messages(body: dict[str, Any]) -> list[str]:
@@ -685,7 +876,7 @@ def response_items(reply: Reply, rid: str, custom: set[str] | None = None) -> li
     """The output items of a Responses answer: one message, or one function call per call
     (after a message when the reply has a text too); a call to one of the `custom` tools is a
     custom tool call."""
-    if reply.calls and reply.tool != JUDGE_TOOL:
+    if reply.calls and reply.tool not in (JUDGE_TOOL, DRAFT_TOOL):
         custom = custom or set()
         calls = [(custom_tool_call if name in custom else function_call)(name, given, _call_id(rid, i))
                  for i, (name, given) in enumerate(reply.calls)]
@@ -1020,7 +1211,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if GEMINI_ROUTE.match(route):
             reply = owner.script.judge_reply(body) if is_gemini_judge(body) else owner.gemini_reply(body)
         else:
-            reply = owner.script.judge_reply(body) if is_judge(body) else owner.agent_reply(body)
+            reply = (owner.script.judge_reply(body) if is_judge(body)
+                     else owner.script.draft_reply(body) if is_draft(body) else owner.agent_reply(body))
         owner.sub_agent_asked(headers)
         if reply.hold:
             owner.hold(reply.hold)
