@@ -47,7 +47,7 @@ def repository(root: Path, n: int) -> Path:
     for topic in TOPICS[:n]:
         skill = root / "skills" / f"{topic}-helper"
         skill.mkdir(parents=True)
-        description = f"Keeps the {topic} work of a project in order: {rng.choice(VERBS)}s {topic} files."
+        description = f"Keeps the {topic} work of a project in order and {rng.choice(VERBS)}s {topic} files."
         (skill / "SKILL.md").write_text(f"---\nname: {topic}-helper\ndescription: {description}\n---\n"
                                         + _body(topic, rng))
     return root

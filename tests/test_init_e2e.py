@@ -188,3 +188,20 @@ def test_a_harness_whose_sessions_all_error_says_nothing_was_measured(drafted: P
     row = report["summary"]["routing"]["skills"]["commit-message"]
     assert "every session of its 4 trigger prompt(s) errored: nothing was measured" in row["harness"]
     assert "recall" not in row
+
+
+def test_a_skill_the_engine_does_not_show_is_a_harness_fault_not_a_bad_description(drafted: Path) -> None:
+    """The canary names its skill outright: when even it does not fire (here Claude Code keeps a
+    skill with `disable-model-invocation` from the model), the report blames the harness."""
+    _need("claude-code")
+    repo = Path(shutil.copytree(drafted, drafted.parent / "repo-hidden"))
+    skill = repo / "skills/commit-message/SKILL.md"
+    skill.write_text(skill.read_text().replace("license: Apache-2.0\n", "license: Apache-2.0\n"
+                                               "disable-model-invocation: true\n", 1))
+    report = _record(repo, repo.parent / "hidden.json", "--engine", "claude-code", "--tags", "canary")
+    cases = {c["name"]: c for c in report["cases"]}
+    assert cases["commit-message-canary"]["routed_to"] != "commit-message"
+    assert cases["changelog-writer-canary"]["routed_to"] == "changelog-writer"
+    skills = report["summary"]["routing"]["skills"]
+    assert "its canary, which names commit-message outright, did not fire it" in skills["commit-message"]["harness"]
+    assert "harness" not in skills["changelog-writer"]
