@@ -20,9 +20,10 @@ from aam_eval_action.testing.github_server import GitHubServer
 from aam_eval_action.testing.model_server import ModelServer
 from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
+from support.action_env import OWNER, REPO, pull_request_env
 from support.gitrepo import commit_all, git, init
 
-OWNER, REPO, PR = "acme", "evals", 7
+PR = 7
 
 
 def _judge_all(pkg: Path, monkeypatch: pytest.MonkeyPatch, names: list[str]) -> None:
@@ -64,24 +65,7 @@ def pr_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]
 
 
 def _env(repo: Path, tmp: Path, api: str, token: str, base_sha: str, **inputs: str) -> dict[str, str]:
-    event = tmp / "event.json"
-    event.write_text(json.dumps({
-        "action": "synchronize", "number": PR,
-        "pull_request": {"number": PR, "base": {"ref": "main", "sha": base_sha},
-                         "head": {"ref": "pr", "sha": git(repo, "rev-parse", "HEAD")}},
-        "repository": {"full_name": f"{OWNER}/{REPO}"},
-    }))
-    env = {
-        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_REPOSITORY": f"{OWNER}/{REPO}", "GITHUB_API_URL": api,
-        "GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "42",
-        "GITHUB_WORKSPACE": str(repo), "GITHUB_OUTPUT": str(tmp / "output.txt"),
-        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
-        "INPUT_PACKAGE-PATH": "pkg", "INPUT_GITHUB-TOKEN": token, "INPUT_MODE": "replay",
-        "INPUT_REPORT-PATH": "head-report.json",
-    }
-    env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
-    return env
+    return pull_request_env(repo, tmp, api, token, base_sha, PR, **inputs)
 
 
 def _outputs(tmp: Path) -> dict[str, str]:

@@ -17,9 +17,10 @@ from aam_eval_action.testing.model_server import ModelServer
 from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
 from conftest import ROOT, aam_eval
+from support.action_env import OWNER, REPO, pull_request_env
 from support.gitrepo import commit_all, git, init
 
-OWNER, REPO, PR = "acme", "evals", 9
+PR = 9
 MARKETPLACE = ROOT / "tests/fixtures/layouts/marketplace-two"
 
 
@@ -163,25 +164,16 @@ def empty_pr(tmp_path: Path) -> tuple[Path, str]:
     return repo, base
 
 
+def _one_case_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A repository whose package has one recorded case, committed; and its commit."""
+    repo = tmp_path / "repo"
+    init(repo)
+    _recorded_suite(repo / "pkg", ["c1"], monkeypatch)
+    return repo, commit_all(repo, "suite")
+
+
 def _env(repo: Path, tmp: Path, api: str, base_sha: str, **inputs: str) -> dict[str, str]:
-    event = tmp / "event.json"
-    event.write_text(json.dumps({
-        "action": "synchronize", "number": PR,
-        "pull_request": {"number": PR, "base": {"ref": "main", "sha": base_sha},
-                         "head": {"ref": "pr", "sha": git(repo, "rev-parse", "HEAD")}},
-        "repository": {"full_name": f"{OWNER}/{REPO}"},
-    }))
-    env = {
-        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_REPOSITORY": f"{OWNER}/{REPO}", "GITHUB_API_URL": api,
-        "GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "42",
-        "GITHUB_WORKSPACE": str(repo), "GITHUB_OUTPUT": str(tmp / "output.txt"),
-        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
-        "INPUT_PACKAGE-PATH": "pkg", "INPUT_GITHUB-TOKEN": "rw-token", "INPUT_MODE": "replay",
-        "INPUT_REPORT-PATH": "head-report.json",
-    }
-    env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
-    return env
+    return pull_request_env(repo, tmp, api, "rw-token", base_sha, PR, **inputs)
 
 
 def _outputs(tmp: Path) -> dict[str, str]:
@@ -224,10 +216,7 @@ def test_the_action_fails_an_empty_run_and_says_why_unless_allow_empty(
 def test_the_action_fails_a_filter_that_matches_nothing_without_forming_commands(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    init(repo)
-    _recorded_suite(repo / "pkg", ["c1"], monkeypatch)
-    head = commit_all(repo, "suite")
+    repo, head = _one_case_repo(tmp_path, monkeypatch)
     env = _env(repo, tmp_path, "http://127.0.0.1:9", head, comment="false",
                target="skill:nope\n::error::forged\r::warning::forged")
     env["GITHUB_EVENT_NAME"] = "workflow_dispatch"
@@ -244,10 +233,7 @@ def test_the_action_fails_a_filter_that_matches_nothing_without_forming_commands
 def test_an_idle_shard_does_not_fail_the_action(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    init(repo)
-    _recorded_suite(repo / "pkg", ["c1"], monkeypatch)
-    head = commit_all(repo, "suite")
+    repo, head = _one_case_repo(tmp_path, monkeypatch)
     env = _env(repo, tmp_path, "http://127.0.0.1:9", head, comment="false", shard="2/2")
     env["GITHUB_EVENT_NAME"] = "workflow_dispatch"
     assert action_main(env) == 0

@@ -27,7 +27,7 @@ from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
 from conftest import EXAMPLE, ROOT, aam_eval
-from support.browser import Browser, BrowserSetupError, Page, chromium, launched
+from support.browser import Browser, Page, running_browser, show, texts
 
 SCREENSHOT = ROOT / "docs" / "html-report.png"
 HOSTILE = [
@@ -43,23 +43,7 @@ PAYLOAD = " ".join(HOSTILE)
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    try:
-        found = chromium()
-    except BrowserSetupError as exc:
-        pytest.skip(str(exc))
-    with launched(found) as running:
-        yield running
-
-
-def show(browser: Browser, path: Path, width: int = 1400, height: int = 1000) -> Page:
-    page = browser.page(width, height)
-    page.open(path.as_uri())
-    page.wait_for("document.body.dataset.ready")
-    return page
-
-
-def texts(page: Page, selector: str) -> list[str]:
-    return list(page.js(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.innerText)"))
+    yield from running_browser()
 
 
 def visible_rows(page: Page) -> list[str]:

@@ -30,7 +30,7 @@ from aam_eval_action.report import (
 )
 
 from conftest import aam_eval
-from support.browser import Browser, BrowserSetupError, Page, chromium, launched
+from support.browser import Browser, Page, running_browser, show, texts
 
 C, M, R = "changelog-writer", "commit-message", "release-notes"
 XSS = "<img src=x onerror=alert(1)>"
@@ -39,23 +39,7 @@ HOSTILE = '<img src=x onerror="window.__pwned=1"></script><script>window.__pwned
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    try:
-        found = chromium()
-    except BrowserSetupError as exc:
-        pytest.skip(str(exc))
-    with launched(found) as running:
-        yield running
-
-
-def show(browser: Browser, path: Path) -> Page:
-    page = browser.page(1400, 1000)
-    page.open(path.as_uri())
-    page.wait_for("document.body.dataset.ready")
-    return page
-
-
-def texts(page: Page, selector: str) -> list[str]:
-    return list(page.js(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.innerText)"))
+    yield from running_browser()
 
 
 def prompts_listed(page: Page) -> list[str]:

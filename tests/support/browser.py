@@ -379,3 +379,29 @@ def open_case(page: Page, name: str) -> str:
     page.click(f'tr[data-case="{index}"] td')
     page.wait_for(f"document.getElementById('case-view')?.dataset.name === {json.dumps(name)}")
     return str(page.js("document.getElementById('case-view').innerText"))
+
+
+def running_browser() -> Iterator[Browser]:
+    """A launched headless Chromium for a module's tests (its fixture yields from this); a
+    machine without one skips them, which fails the run unless skips are allowed."""
+    import pytest
+
+    try:
+        found = chromium()
+    except BrowserSetupError as exc:
+        pytest.skip(str(exc))
+    with launched(found) as running:
+        yield running
+
+
+def show(browser: Browser, path: Path, width: int = 1400, height: int = 1000) -> Page:
+    """An HTML report opened in a new page, once its script has rendered it."""
+    page = browser.page(width, height)
+    page.open(path.as_uri())
+    page.wait_for("document.body.dataset.ready")
+    return page
+
+
+def texts(page: Page, selector: str) -> list[str]:
+    """The text a person sees in each element the selector finds."""
+    return list(page.js(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.innerText)"))

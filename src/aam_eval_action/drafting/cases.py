@@ -59,7 +59,7 @@ def build(answer: dict[str, Any], draw: Draw) -> Drafted:
     seen: set[str] = set()
     positives = _prompts(answer["positives"], "positive", draw, draw.skill, out, seen)[: draw.want_positives]
     near = _near_misses(answer["near_misses"], draw, out, seen)
-    outside = _out_of_scope(answer["out_of_scope"], draw, out, seen)[: draw.want_out]
+    outside = _prompts(answer["out_of_scope"], "out-of-scope", draw, None, out, seen)[: draw.want_out]
     canary = _canary(draw, positives)
     triggers = positives + ([canary] if canary else []) + near + outside
     out.triggers = _split(triggers)
@@ -68,8 +68,10 @@ def build(answer: dict[str, Any], draw: Draw) -> Drafted:
 
 
 def _prompts(
-    items: list[Any], kind: str, draw: Draw, cited: SkillDoc, out: Drafted, seen: set[str]
+    items: list[Any], kind: str, draw: Draw, cited: SkillDoc | None, out: Drafted, seen: set[str]
 ) -> list[dict[str, Any]]:
+    """The prompts of one kind that pass the checks; `cited`: the skill their citations quote
+    (None: out of scope, no citation)."""
     kept = []
     for i, item in enumerate(items, 1):
         why = _prompt_problem(item, draw, cited, seen)
@@ -77,7 +79,7 @@ def _prompts(
             out.dropped.append(f"{kind} {i}: {why}")
             continue
         seen.add(item["prompt"].strip().lower())
-        kept.append(_trigger(draw, kind, item["prompt"].strip(), cited, item["cites"]))
+        kept.append(_trigger(draw, kind, item["prompt"].strip(), cited, item["cites"] if cited else None))
     return kept
 
 
@@ -148,18 +150,6 @@ def _near_misses(items: list[Any], draw: Draw, out: Drafted, seen: set[str]) -> 
         seen.add(item["prompt"].strip().lower())
         per[sibling.name] = per.get(sibling.name, 0) + 1
         kept.append(_trigger(draw, "near-miss", item["prompt"].strip(), sibling, item["cites"]))
-    return kept
-
-
-def _out_of_scope(items: list[Any], draw: Draw, out: Drafted, seen: set[str]) -> list[dict[str, Any]]:
-    kept = []
-    for i, item in enumerate(items, 1):
-        why = _prompt_problem(item, draw, None, seen)
-        if why:
-            out.dropped.append(f"out of scope {i}: {why}")
-            continue
-        seen.add(item["prompt"].strip().lower())
-        kept.append(_trigger(draw, "out-of-scope", item["prompt"].strip(), None, None))
     return kept
 
 
