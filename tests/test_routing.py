@@ -15,10 +15,14 @@ from typing import Any
 
 import pytest
 
+from aam_eval_action.commands.action import action as action_main
 from aam_eval_action.stats import wilson
+from aam_eval_action.testing.github_server import GitHubServer
 from aam_eval_action.testing.packages import record_sessions, write_package
 
 from conftest import aam_eval
+from support.action_env import OWNER, REPO, pull_request_env
+from support.gitrepo import commit_all, git, init
 
 SKILLS = ("changelog", "notes", "commit")
 A, B, C = SKILLS
@@ -181,3 +185,28 @@ def test_hostile_prompts_and_skill_names_are_inert_in_the_comment(tmp_path: Path
     _replay(_package(tmp_path / "head", {**FIRED, "c-all-errored": [[A]] * 3}), tmp_path / "h.json")
     markdown = aam_eval("diff", str(tmp_path / "b.json"), str(tmp_path / "h.json"), "--format", "markdown").out
     assert "<b>now</b>" not in markdown and "&lt;b&gt;now&lt;/b&gt;" in markdown
+
+
+def test_the_action_posts_the_moved_prompts_and_the_matrix_in_the_comment_and_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pull request whose recordings route a sibling's prompt to another skill: the sticky
+    comment and the job summary say which prompt moved, and show the matrix."""
+    repo = tmp_path / "repo"
+    init(repo)
+    _package(repo / "pkg", FIRED)
+    base = commit_all(repo, "base")
+    git(repo, "checkout", "-q", "-b", "pr")
+    _package(repo / "pkg", {**FIRED, "b-fires": [[A], [A], [A]]})
+    commit_all(repo, "pr")
+    with GitHubServer(tokens={"rw-token": "write"}) as gh:
+        gh.add_pr(OWNER, REPO, 11)
+        env = pull_request_env(repo, tmp_path, gh.url, "rw-token", base, 11)
+        action_main(env)
+        comments = gh.comments(OWNER, REPO, 11)
+    assert len(comments) == 1
+    summary = (tmp_path / "summary.md").read_text()
+    for body in (comments[0]["body"], summary):
+        assert "### 🔀 1 prompt moved to another skill" in body
+        assert "Release notes for 3.1 please, highlights first" in body and "notes → **changelog**" in body
+        assert "Routing: which skill each trigger prompt fired" in body
