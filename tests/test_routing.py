@@ -210,3 +210,17 @@ def test_the_action_posts_the_moved_prompts_and_the_matrix_in_the_comment_and_th
         assert "### 🔀 1 prompt moved to another skill" in body
         assert "Release notes for 3.1 please, highlights first" in body and "notes → **changelog**" in body
         assert "Routing: which skill each trigger prompt fired" in body
+
+
+def test_a_trigger_suite_recorded_with_one_run_replays_as_it_is(tmp_path: Path) -> None:
+    """How many runs a trigger case has is the recording's choice: a suite recorded with one run
+    (before `triggers.runs`, or with --repeat 1) replays, and is decided over the run it has;
+    asking for more runs explicitly is a miss that says how to re-record."""
+    pkg = _package(tmp_path / "pkg", {name: runs[:1] for name, runs in FIRED.items()})
+    report, _ = _replay(pkg, tmp_path / "one.json")
+    assert report["summary"]["not_replayable"] == 0
+    assert _case(report, "a-near-stolen")["routed_to"] == A and "attempts" not in _case(report, "a-near-stolen")
+    asked = aam_eval("run", "--replay", "--package", str(pkg), "--repeat", "3", "-o", str(tmp_path / "three.json"))
+    three = json.loads((tmp_path / "three.json").read_text())
+    assert asked.code == 1 and three["summary"]["not_replayable"] == len(CASES)
+    assert "1 attempt(s) recorded, 3 wanted" in _case(three, "a-fires-1")["error"]

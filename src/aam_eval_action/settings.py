@@ -102,6 +102,12 @@ class RunSettings:
     """Sessions per trigger case: `--repeat`, else eval-config `triggers.runs`."""
     trigger_threshold: float = 0.5
     """Share of a trigger case's runs in which a skill must fire to count as fired."""
+    repeat_given: bool = False
+    """`--repeat` was given: every case needs that many recorded attempts to replay."""
+    attempts_required: bool = True
+    """Whether a recording needs `repeat` attempts to replay: not for a trigger case run as many
+    times as `triggers.runs` says (how many runs were recorded is the recording's choice, and a
+    suite recorded before is replayed as it is)."""
     judge_gate: str = "always"
     """Whether a judge FAIL fails its case: always, calibrated or never (`labels.py`)."""
     cassette_stem: str = ""
@@ -185,6 +191,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         judge_gate=o.judge_gate or cfg.judge_gate,
         cassette_stem=cassette_stem(cfg, engine, model),
         trigger_runs=o.repeat or cfg.triggers.runs,
+        repeat_given=o.repeat is not None,
         trigger_threshold=cfg.triggers.threshold,
     )
 

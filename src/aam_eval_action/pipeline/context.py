@@ -45,8 +45,10 @@ class CaseContext:
             return self
         s = self.settings
         repeat = case.repeat or (s.trigger_runs if trigger else s.repeat)
-        settings = dataclasses.replace(s, repeat=repeat, timeout=case.timeout or s.timeout,
-                                       min_pass=min(s.config.min_pass or repeat, repeat))
+        settings = dataclasses.replace(
+            s, repeat=repeat, timeout=case.timeout or s.timeout,
+            min_pass=min(s.config.min_pass or repeat, repeat),
+            attempts_required=not trigger or case.repeat is not None or s.repeat_given)
         return dataclasses.replace(self, settings=settings)
 
     @property

@@ -133,7 +133,7 @@ def decide(settings: RunSettings, name: str, fp: Fingerprint, variant: str = "")
         return Decision(False, why)
     if blocker and s.mode == "replay":  # --rerun with nothing to re-execute
         raise Miss("no-cassette", "agent", blocker, rerecord())
-    if len(recorded.attempts) < s.repeat:
+    if len(recorded.attempts) < s.repeat and s.attempts_required:
         why = f"{len(recorded.attempts)} attempt(s) recorded, {s.repeat} wanted"
         if s.mode == "replay":
             raise Miss("stale", "agent", f"{why} ({display_path(path)})",
@@ -176,7 +176,7 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
     elif installed != first.cli_version:
         found = f"{first.cli} {installed} is" if installed else "none is"
         return f"re-execute needs {first.cli} {first.cli_version} on PATH, {found}"
-    if len(traffic) < s.repeat and s.mode == "auto":
+    if len(traffic) < s.repeat and s.mode == "auto" and s.attempts_required:
         return f"{len(traffic)} attempt(s) recorded, {s.repeat} wanted"
     changes = tuple(explain(recorded.fingerprint.inputs, fp.inputs))
     why = "re-execute: " + ("; ".join(changes) + " since recording" if changes else "forced")
