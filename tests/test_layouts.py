@@ -43,7 +43,7 @@ def test_every_layout_is_recognised_as_the_public_repositories_lay_it_out() -> N
         "claude-marketplace": "claude-marketplace", "claude-plugin": "claude-plugin",
         "claude-plugin-bare": "claude-plugin", "codex-marketplace": "codex-marketplace",
         "copilot-plugins": "copilot-marketplace", "gemini-extension": "gemini-extension",
-        "marketplace-two": "claude-marketplace",
+        "marketplace-two": "claude-marketplace", "marketplace-unlisted": "claude-marketplace",
         "multi-host": "claude-plugin+codex-plugin+copilot-plugin+gemini-extension", "skills-folder": "skills",
     }
 

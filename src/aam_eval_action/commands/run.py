@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from aam_eval_action.engines.registry import check_engine_name
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from aam_eval_action.fsutil import atomic_write, runner_checkout
+from aam_eval_action.layouts.marketplace import console_lines
 from aam_eval_action.loader import LoadedCase, LoadedPackage, LoadedRepo, load_repo
 from aam_eval_action.pipeline.select import recorded_durations, select
 from aam_eval_action.render.console import Console
@@ -102,8 +103,8 @@ def execute(
     budget = Budget(first.max_usd)  # one cap for every engine and model of the run
     contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix, budget=budget)
                 for _, settings_list in matrices for s in settings_list]
-    for finding in repo.findings if repo.kind != "aam" else []:
-        console.line(f"{finding.level} {finding}", "yellow")
+    for line in console_lines(repo.findings) if repo.kind != "aam" else []:  # remote sources: one line
+        console.line(line, "yellow")
     for _, err in errors:
         console.line(f"ERROR {err}", "yellow")
     started, t0 = datetime.now(UTC), time.monotonic()

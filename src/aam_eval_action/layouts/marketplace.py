@@ -9,13 +9,17 @@
 - Copilot: `.github/plugin/marketplace.json`, `source` a path as Claude's.
 
 Every plugin with a local source is read, by every host whose manifest its folder has; remote
-sources are listed as skipped and never fetched. The same plugin listed by several
-marketplaces is one plugin.
+sources are listed as skipped and never fetched (`check` names each, `run` says how many). The
+same plugin listed by several marketplaces is one plugin. A plugin folder of the repository
+that no entry points at (a forgotten entry) is a warning that says what to add.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,16 @@ MARKETPLACES: tuple[tuple[str, str, Host], ...] = (
     (".github/plugin/marketplace.json", "copilot-marketplace", copilot_plugin.HOST),
 )
 REMOTE = ("github", "url", "git", "git-subdir", "npm", "pip")
+NOT_SEARCHED = frozenset({"node_modules", "evals", "fixtures", "__fixtures__", "test", "tests", "testdata",
+                          "__tests__"})
+"""Folders never searched for unlisted plugins (nor dot folders such as `.git`): dependencies,
+our evals, test fixtures."""
+COMPONENTS = ("skills", "agents", "commands", "hooks", "mcpServers")
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteSource(Finding):
+    """A plugin skipped because its source is remote: `check` lists each, `run` counts them."""
 
 
 def found(root: Path) -> list[str]:
@@ -42,6 +56,8 @@ def found(root: Path) -> list[str]:
 def read(root: Path, hosts: tuple[Host, ...]) -> tuple[str, str | None, list[PackageLayout], list[Finding]]:
     """(kind, marketplace name, plugins, findings) of every marketplace file at the root."""
     entries: dict[str, list[tuple[str, Json, int, Host]]] = {}
+    named: dict[str, tuple[Json, int]] = {}
+    markets: list[tuple[Json, Host, str]] = []
     findings: list[Finding] = []
     kinds, name = [], None
     for rel, kind, host in MARKETPLACES:
@@ -53,8 +69,10 @@ def read(root: Path, hosts: tuple[Host, ...]) -> tuple[str, str | None, list[Pac
         findings += lint(doc, kind)
         name = name or (doc.data.get("name") if isinstance(doc.data.get("name"), str) else None)
         prefix = _plugin_root(root, doc)
+        markets.append((doc, host, prefix))
         for i, entry in enumerate(plugins):
             plugin, base = _entry(root, doc, i, entry, prefix, findings)
+            named.setdefault(plugin, (doc, i))
             if base is None:
                 continue
             listed = entries.setdefault(plugin, [])
@@ -63,6 +81,7 @@ def read(root: Path, hosts: tuple[Host, ...]) -> tuple[str, str | None, list[Pac
                                   f"source {listed[0][0] or './'} in {listed[0][1].rel}; list one folder")
             listed.append((base, doc, i, host))
     packages = [_plugin(root, plugin, listed, hosts) for plugin, listed in entries.items()]
+    findings += unlisted(root, {listed[0][0] for listed in entries.values()}, named, markets, hosts)
     return "+".join(kinds), name, [_without_nested(p, packages) for p in packages], findings
 
 
@@ -121,7 +140,7 @@ def _entry(root: Path, doc: Json, i: int, entry: Any, prefix: str,
             where = doc.at("plugins", i, "source", "url")
         if kind in REMOTE or kind not in ("local", None):
             why = f"plugin {plugin!r}: source is {kind!r} ({_remote(source)}); remote sources are not fetched"
-            findings.append(Finding(doc.rel, doc.line("plugins", i, "source"), why, "skipped"))
+            findings.append(RemoteSource(doc.rel, doc.line("plugins", i, "source"), why, "skipped"))
             return plugin, None
         where = where if "url" in where else doc.at("plugins", i, "source", "path")
         source = source.get("path")
@@ -156,3 +175,108 @@ def _plugin(root: Path, plugin: str, listed: list[tuple[str, Json, int, Host]],
         if host.name not in seen and manifest_of(root, base, host):
             parts.append(read_host(root, base, host))
     return read_plugin(root, base, parts, plugin, name=plugin)
+
+
+# --- what the marketplaces leave out ---
+
+
+def console_lines(findings: Sequence[Finding]) -> list[str]:
+    """The findings as `run` prints them before its cases: each one, but the plugins skipped for
+    their remote sources in one line when there are several (`check` lists each)."""
+    remote = [f for f in findings if isinstance(f, RemoteSource)]
+    lines = []
+    for finding in findings:
+        if not isinstance(finding, RemoteSource) or len(remote) == 1:
+            lines.append(f"{finding.level} {finding}")
+        elif finding is remote[0]:
+            lines.append(f"skipped {len(remote)} plugins with remote sources (not fetched); "
+                         "`aam-eval check` lists them")
+    return lines
+
+
+def unlisted(root: Path, listed: set[str], named: dict[str, tuple[Json, int]],
+             markets: list[tuple[Json, Host, str]], hosts: tuple[Host, ...]) -> list[Finding]:
+    """A warning for each plugin folder of the repository (a folder with a plugin manifest of any
+    host) that no marketplace entry points at, saying which entry to add. Not searched: the root,
+    folders inside a listed plugin, inside an unlisted one already named, dot folders,
+    `node_modules`, `evals` and test fixtures."""
+    found: list[Finding] = []
+    for rel, manifests in _plugin_folders(root, listed, hosts):
+        takers = {h.name for _, h in manifests}
+        doc, host, prefix = next((m for m in markets if m[1].name in takers), markets[0])
+        plugin = _name_of(root, rel, manifests)
+        source = "./" + rel
+        if prefix:
+            source = os.path.relpath(rel, prefix).replace(os.sep, "/")
+            source = source if source.startswith("..") else "./" + source
+        what = f"{rel}/ has a plugin manifest ({manifests[0][0]}) but no marketplace entry points at it"
+        if plugin in named:
+            other, i = named[plugin]
+            found.append(Finding(other.rel, other.line("plugins", i, "source") or 1,
+                                 f"{what}; plugins[{i}] ({plugin!r}) has another source: set it to "
+                                 f"{source!r}, or rename one of them"))
+            continue
+        entry = {"name": plugin, "source": {"source": "local", "path": source}
+                 if host.name == "codex" else source}
+        found.append(Finding(doc.rel, doc.line("plugins") or 1,
+                             f"{what}; add {json.dumps(entry)} to {doc.rel} plugins"))
+    return found
+
+
+Manifests = list[tuple[str, Host]]
+"""A plugin folder's manifests: (path, host)."""
+
+
+def _plugin_folders(root: Path, listed: set[str], hosts: tuple[Host, ...]) -> list[tuple[str, Manifests]]:
+    """(folder, its manifests) of every plugin folder under the root, the listed ones left out
+    with everything inside them; symlinked folders are not followed."""
+    found = []
+    for path, folders, _ in os.walk(root):
+        rel = Path(path).relative_to(root).as_posix()
+        rel = "" if rel == "." else rel
+        if rel and rel in listed:
+            folders[:] = []
+            continue
+        manifests = _manifests(root, rel, hosts) if rel else []
+        if manifests:
+            found.append((rel, manifests))
+            folders[:] = []
+            continue
+        folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in NOT_SEARCHED)
+    return found
+
+
+def _manifests(root: Path, rel: str, hosts: tuple[Host, ...]) -> Manifests:
+    """The plugin manifests in a folder; a bare `plugin.json` (Copilot's) counts when it names a
+    plugin with agent components (not another tool's `plugin.json`)."""
+    found = []
+    for host in hosts:
+        for manifest in host.manifests:
+            path = f"{rel}/{manifest}"
+            if (root / path).is_file() and (manifest != "plugin.json" or _agent_plugin(root, rel, path)):
+                found.append((path, host))
+                break
+    return found
+
+
+def _agent_plugin(root: Path, rel: str, path: str) -> bool:
+    try:
+        data = load_json(root, path).data
+    except (ConfigError, OSError):
+        return False
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return False
+    return any(k in data for k in COMPONENTS) or any(
+        (root / rel / part).exists() for part in ("skills", "agents", "commands", "hooks.json", ".mcp.json"))
+
+
+def _name_of(root: Path, rel: str, manifests: Manifests) -> str:
+    """The plugin's name in its manifests, else its folder's."""
+    for path, _ in manifests:
+        try:
+            name = load_json(root, path).data.get("name")
+        except (ConfigError, OSError, AttributeError):
+            continue
+        if isinstance(name, str) and PLUGIN_NAME.match(name):
+            return name
+    return rel.rsplit("/", 1)[-1]
