@@ -145,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
+    dr = sub.add_parser("doctor", help="report what can run here (CLIs, Node, keys, sandbox layers, the "
+                                       "recordings' CLI versions); changes nothing, calls no model")
+    dr.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_init(sub)
     i = sub.add_parser("import", help="write other tools' eval files out as case YAML (evals/cases/)")
     i.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
@@ -280,6 +283,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return export(args.package, args.cases, atif=args.atif, otlp=args.otlp, report=args.report,
                       engine=args.engine, model=args.model, cassettes=args.cassettes, plugins=args.plugin)
+    if args.command == "doctor":
+        from aam_eval_action.commands.doctor import doctor
+
+        return doctor(args.package)
     if args.command == "check":
         from aam_eval_action.commands.check import check
 
