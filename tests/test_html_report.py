@@ -51,12 +51,17 @@ def visible_rows(page: Page) -> list[str]:
 
 
 def open_case(page: Page, name: str, engine: str | None = None) -> None:
-    index = page.js(f"""[...document.querySelectorAll('#case-rows tr')].find(tr =>
-        tr.querySelector('td.name').innerText === {json.dumps(name)} &&
-        ({json.dumps(engine)} === null || tr.innerText.includes({json.dumps(engine)})))?.dataset.case""")
-    assert index is not None, f"no row for {name}"
-    page.click(f'tr[data-case="{index}"] td')
-    page.wait_for(f"document.getElementById('case-view')?.dataset.name === {json.dumps(name)}")
+    """Open a case from the case list: its row, or (a run of several engines is a case × engine
+    grid) its verdict cell for `engine`."""
+    found = page.js(f"""(() => {{
+        const tr = [...document.querySelectorAll('#case-rows tr')].find(tr =>
+          tr.querySelector('td.name').innerText === {json.dumps(name)});
+        const cell = tr && [...tr.querySelectorAll('td.pair')].find(td => td.dataset.engine === {json.dumps(engine)});
+        return cell ? ['td.pair', cell.dataset.case] : tr ? ['tr', tr.dataset.case] : null; }})()""")
+    assert found is not None, f"no row for {name}"
+    page.click(f'#case-rows td.pair[data-case="{found[1]}"]' if found[0] == "td.pair" else f'tr[data-case="{found[1]}"] td')
+    page.wait_for(f"document.getElementById('case-view')?.dataset.name === {json.dumps(name)} && "
+                  f"({json.dumps(engine)} === null || document.getElementById('case-view').dataset.engine === {json.dumps(engine)})")
 
 
 def copy_example(root: Path) -> Path:
@@ -293,7 +298,8 @@ def test_a_matrix_report_shows_each_engine_and_model(browser: Browser, tmp_path:
     page = show(browser, tmp_path / "m.html")
     assert texts(page, "#matrix tbody th") == ["claude-code", "copilot"]
     assert texts(page, "#matrix tbody td") == ["57.1% 4/7", "57.1% 4/7"]
-    assert len(visible_rows(page)) == 14
+    assert len(visible_rows(page)) == 7  # a case × engine grid: one row per case, a verdict per engine
+    assert texts(page, "#case-table thead th.pair .engine") == ["claude-code", "copilot"]
     open_case(page, "hook-blocks-env-write", "copilot")
     assert texts(page, "#case-view .turn .tool-name") == ["create"]  # Copilot's own tool name
     assert "Denied by preToolUse hook" in texts(page, "#case-view .call .hook")[0]

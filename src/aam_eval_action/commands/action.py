@@ -344,9 +344,10 @@ TREND_RUNS = 30
 
 def trend_chart(package: Path) -> str:
     """A Mermaid chart of the pass rate over the reports kept under `evals/reports/` (GitHub
-    renders it in the job summary); '' with fewer than two. Labels are the reports' dates,
-    digits and dashes only: a report is a file of the repository."""
-    import re
+    renders it in the job summary); '' with fewer than two. Each run is labelled by its start,
+    date and time in UTC (`11-25 14:03`), so two runs on one day are told apart; the labels are
+    built from the parsed time (`html.run_labels`): a report is a file of the repository."""
+    from aam_eval_action.render.html import run_labels
 
     folder = package / "evals" / "reports"
     found = []
@@ -361,11 +362,11 @@ def trend_chart(package: Path) -> str:
     found = sorted(found)[-TREND_RUNS:]
     if len(found) < 2:
         return ""
-    labels = ", ".join(f'"{re.sub(r"[^0-9-]", "", stamp[:10]) or "?"}"' for stamp, _ in found)
+    labels = ", ".join(f'"{label}"' for label in run_labels([stamp for stamp, _ in found]))
     points = ", ".join(f"{rate:.1f}" for _, rate in found)
     return ("\n### Pass rate over the last runs\n\n```mermaid\nxychart-beta\n"
             f'    x-axis [{labels}]\n    y-axis "graded pass rate (%)" 0 --> 100\n'
-            f"    line [{points}]\n```\n")
+            f"    line [{points}]\n```\n\nEach run by the time it started (UTC).\n")
 
 
 def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:

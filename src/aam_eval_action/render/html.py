@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -398,14 +399,56 @@ def _history(head: Report, reports: Sequence[Report]) -> dict[str, Any]:
         verdicts.append(by_label)
     labels = sorted(names)
     return {
-        "runs": [{"id": r.id, "timestamp": r.timestamp,
+        "runs": [{"id": r.id, "timestamp": r.timestamp, "label": label,
                   "rate": r.summary.graded_pass_rate if r.summary.graded_pass_rate is not None
                   else r.summary.pass_rate,
                   "passed": r.summary.passed, "graded": r.summary.graded, "total": r.summary.total}
-                 for r in ordered],
+                 for r, label in zip(ordered, run_labels([r.timestamp for r in ordered]), strict=True)],
         "cases": labels,
         "cells": [[v.get(label) for v in verdicts] for label in labels],
     }
+
+
+def run_labels(stamps: Sequence[str]) -> list[str]:
+    """Labels for runs on a time axis, told apart even on one day: `MM-DD HH:MM` in UTC (the year
+    first when the runs span more than one, seconds when two share a minute, `run N` after the
+    ones that still agree). Built from the parsed time, so only digits, dashes, colons, spaces and
+    `run` reach a chart: a report is a file of the repository (an unreadable timestamp gives its
+    leading date, else `run N`)."""
+    whens = [_when(stamp) for stamp in stamps]
+    years = {when.year for when in whens if when is not None}
+    day = "%Y-%m-%d" if len(years) > 1 else "%m-%d"
+
+    def labelled(clock: str) -> list[str]:
+        out = []
+        for n, (stamp, when) in enumerate(zip(stamps, whens, strict=True), 1):
+            if when is not None:
+                out.append(when.strftime(f"{day} {clock}"))
+                continue
+            date = _LEADING_DATE.match(stamp)
+            out.append((date.group(0) if len(years) > 1 else date.group(0)[5:]) if date else f"run {n}")
+        return out
+
+    labels = labelled("%H:%M")
+    if len(set(labels)) < len(labels):
+        labels = labelled("%H:%M:%S")
+    seen: dict[str, int] = {}
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    return [f"{label} run {n}" if seen[label] > 1 and not label.startswith("run ") else label
+            for n, label in enumerate(labels, 1)]
+
+
+_LEADING_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _when(stamp: str) -> datetime | None:
+    """A report's timestamp in UTC (one without a zone is taken as UTC), or None."""
+    try:
+        when = datetime.fromisoformat(stamp.strip())
+    except (ValueError, AttributeError):
+        return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def _label(case: CaseResult, report: Report) -> str:

@@ -350,6 +350,12 @@
 
   // --- trends ---------------------------------------------------------------------------------
 
+  // A run's label as (date, time): `11-25` over `14:03`, so two runs on one day differ.
+  function runLabel(r, i) {
+    var label = r.label || "run " + (i + 1), cut = label.indexOf(" ");
+    return cut < 0 || label.slice(0, 4) === "run " ? [label, ""] : [label.slice(0, cut), label.slice(cut + 1)];
+  }
+
   function trends() {
     var hist = data.history;
     if (!hist || !hist.runs.length) return null;
@@ -363,13 +369,21 @@
         svg("text", {x: 4, y: y(t) + 4, class: "axis"}, (t * 100) + "%")]);
     });
     add(chart, svg("polyline", {class: "line", points: runs.map(function (r, i) { return x(i) + "," + y(r.rate); }).join(" ")}));
+    // Each run by its start (date over time, UTC): every k-th back from the newest when they would overlap.
+    var every = Math.max(1, Math.ceil(runs.length / Math.floor((w - 2 * pad) / 44 + 1)));
     runs.forEach(function (r, i) {
       add(chart, svg("circle", {cx: x(i), cy: y(r.rate), r: 5, class: "point", "data-rate": r.rate},
         svg("title", null, r.timestamp + " · " + pct(r.rate) + " · " + (r.passed || 0) + "/" + (r.graded === undefined ? r.total : r.graded))));
-      add(chart, svg("text", {x: x(i), y: ht - 12, class: "axis", "text-anchor": "middle"}, "#" + (i + 1)));
+      if ((runs.length - 1 - i) % every) return;
+      var when = runLabel(r, i);
+      add(chart, svg("text", {x: x(i), y: ht - 22, class: "axis run", "text-anchor": "middle", "data-run": i},
+        svg("tspan", {x: x(i)}, when[0]), when[1] ? svg("tspan", {x: x(i), dy: 13}, when[1]) : null));
     });
     var grid = h("table", {class: "vgrid", id: "trend-grid"},
-      h("thead", null, h("tr", null, h("th", null, "case"), runs.map(function (r, i) { return h("th", {title: r.id + " · " + r.timestamp}, "#" + (i + 1)); }))),
+      h("thead", null, h("tr", null, h("th", null, "case"), runs.map(function (r, i) {
+        var when = runLabel(r, i);
+        return h("th", {class: "run", title: r.id + " · " + r.timestamp}, h("span", null, when[0]), when[1] ? h("span", null, when[1]) : null);
+      }))),
       h("tbody", null, hist.cases.map(function (name, ci) {
         var row = hist.cells[ci];
         return h("tr", null, h("th", {class: "name", title: name}, name), row.map(function (v, i) {
@@ -396,27 +410,84 @@
   ];
   var state = {filter: "all", query: "", sort: null, desc: false, open: null};
   var matrixRun = data.cases.some(function (c) { return c.engine !== data.cases[0].engine || c.model !== data.cases[0].model; });
+  var several = data.plugins && data.plugins.length > 1;
   var COLUMNS = [
     ["verdict", "Verdict", function (c) { return c.verdict; }],
     ["name", "Case", function (c) { return c.name; }],
     ["target", "Target", function (c) { return c.target || ""; }]
-  ].concat(data.plugins && data.plugins.length > 1 ? [["plugin", "Plugin", function (c) { return c.plugin || ""; }]] : [])
+  ].concat(several ? [["plugin", "Plugin", function (c) { return c.plugin || ""; }]] : [])
     .concat(matrixRun ? [["engine", "Engine", function (c) { return c.engine; }], ["model", "Model", function (c) { return c.model || ""; }]] : [])
     .concat(data.base ? [["base", "Base", function (c) { return c.base || ""; }], ["category", "Change", function (c) { return c.category || ""; }]] : [])
     .concat([["failed", "Failed", function (c) { return c.failed.join(", "); }],
       ["duration", "Time", function (c) { return c.duration || 0; }],
       ["cost", "Cost", function (c) { return c.cost === undefined || c.cost === null ? -1 : c.cost; }]]);
-  var rows = data.cases.map(function (c, i) { return {i: i, c: c, tr: null, ttr: null}; });
-  var tbody, countLine, filterBar;
+  var rows = data.cases.map(function (c, i) { return {i: i, c: c, tr: null, ttr: null, td: null, g: null}; });
+  var tbody, countLine, filterBar, split;
+
+  // A report of several engines and models is a grid: one row per case, one verdict cell per
+  // engine · model; a cell opens that pair's session.
+  var PAIRS = pairsOf();
+  var grid = PAIRS ? gridRows() : null;
+  var NUMERIC = {duration: true, cost: true, passed: true};
+  var CHANGES = {regressed: true, fixed: true, "new": true, "no-baseline": true};
+  var GRID_COLUMNS = PAIRS ? [
+    ["name", "Case", function (g) { return g.name; }],
+    ["target", "Target", function (g) { return g.target || ""; }]
+  ].concat(several ? [["plugin", "Plugin", function (g) { return g.plugin || ""; }]] : [])
+    .concat(PAIRS.map(function (p, k) { return ["pair-" + k, p, function (g) { return g.cells[k] ? g.cells[k].c.verdict : ""; }]; }))
+    .concat([["passed", "Passed", function (g) { var n = passed(g); return n[1] ? n[0] / n[1] : -1; }]]) : null;
+
+  function pairKey(engine, model) { return engine + "\u0000" + (model || ""); }
+  function pairName(p) { return p.engine + (p.model ? " · " + p.model : ""); }
+
+  function pairsOf() {
+    if (!data.pairs || data.pairs.length < 2) return null;
+    var list = [], seen = new Map();
+    var note = function (engine, model) {
+      var key = pairKey(engine, model);
+      if (!seen.has(key)) { seen.set(key, list.length); list.push({engine: engine, model: model || null, key: key}); }
+    };
+    data.pairs.forEach(function (p) { note(p.engine, p.model); });
+    data.cases.forEach(function (c) { note(c.engine, c.model); });
+    list.index = seen;
+    return list;
+  }
+
+  function gridRows() {
+    var byName = new Map(), out = [];
+    rows.forEach(function (r) {
+      var k = PAIRS.index.get(pairKey(r.c.engine, r.c.model)), mine = byName.get(r.c.name) || [];
+      var g = mine.filter(function (x) { return !x.cells[k]; })[0];
+      if (!g) {
+        g = {n: out.length, name: r.c.name, target: r.c.target, plugin: r.c.plugin, tr: null,
+          cells: PAIRS.map(function () { return null; })};
+        mine.push(g);
+        byName.set(r.c.name, mine);
+        out.push(g);
+      }
+      g.cells[k] = r;
+      r.g = g;
+    });
+    return out;
+  }
+
+  function passed(g) {
+    var ran = g.cells.filter(Boolean);
+    return [ran.filter(function (r) { return r.c.verdict === "PASS"; }).length, ran.length];
+  }
+
+  function nameCell(name, props) {
+    return h("td", Object.assign({class: "name", title: name}, props || {}), h("div", {class: "clamp"}, name));
+  }
 
   function cellOf(col, c) {
-    if (col[0] === "verdict") return h("td", null, badge(c.verdict), c.flaky ? h("span", {class: "tag"}, "flaky") : null,
+    if (col[0] === "verdict") return h("td", {class: "verdict"}, badge(c.verdict), c.flaky ? h("span", {class: "tag"}, "flaky") : null,
       c.miss ? h("span", {class: "tag"}, c.miss) : null);
-    if (col[0] === "base") return h("td", null, c.base ? badge(c.base) : "–");
-    if (col[0] === "name") return h("td", {class: "name", title: c.name}, c.name);
+    if (col[0] === "base") return h("td", {class: "verdict"}, c.base ? badge(c.base) : "–");
+    if (col[0] === "name") return nameCell(c.name);
     if (col[0] === "duration") return h("td", {class: "num"}, secs(c.duration));
     if (col[0] === "cost") return h("td", {class: "num"}, money(c.cost));
-    return h("td", null, col[2](c));
+    return h("td", {class: col[0]}, col[2](c));
   }
 
   function rowOf(r) {
@@ -427,56 +498,132 @@
     return r.tr;
   }
 
-  function visible() {
-    var test = FILTERS.filter(function (f) { return f[0] === state.filter; })[0][2];
-    var q = state.query.toLowerCase();
-    var found = rows.filter(function (r) {
-      return test(r.c) && (!q || r.c.name.toLowerCase().indexOf(q) >= 0 || (r.c.target || "").toLowerCase().indexOf(q) >= 0);
+  // One verdict of the grid: its engine · model's result for the case; a click opens its session.
+  function pairCell(g, k) {
+    var r = g.cells[k], p = PAIRS[k];
+    if (!r) return h("td", {class: "pair none", "data-engine": p.engine, "data-model": p.model, title: "not run on " + pairName(p)}, "–");
+    var c = r.c, about = [pairName(p) + ": " + c.verdict];
+    if (c.failed.length) about.push("failed " + c.failed.join(", "));
+    if (c.base) about.push("base " + c.base + (c.category ? " (" + c.category + ")" : ""));
+    if (c.duration !== null && c.duration !== undefined) about.push(secs(c.duration));
+    if (c.cost !== null && c.cost !== undefined) about.push(money(c.cost));
+    var open = function (e) { e.stopPropagation(); openCase(r.i); };
+    r.td = h("td", {class: "pair", tabindex: "0", role: "button", "data-case": r.i, "data-engine": p.engine, "data-model": p.model,
+      title: about.join(" · ") + " (click for its session)", onclick: open,
+      onkeydown: function (e) { if (e.key === "Enter") open(e); }},
+      badge(c.verdict), c.flaky ? h("span", {class: "tag"}, "flaky") : null, c.miss ? h("span", {class: "tag"}, c.miss) : null,
+      CHANGES[c.category] === true ? h("span", {class: "tag change"}, c.category) : null);
+    return r.td;
+  }
+
+  function gridRowOf(g) {
+    if (g.tr) return g.tr;
+    var first = g.cells.filter(Boolean)[0];
+    var open = function () { openCase(first.i); };
+    g.tr = h("tr", {"data-case": first.i, "data-row": g.n}, GRID_COLUMNS.map(function (col) {
+      if (col[0] === "name") return nameCell(g.name, {tabindex: "0", onclick: open, onkeydown: function (e) { if (e.key === "Enter") open(); }});
+      if (col[0].indexOf("pair-") === 0) return pairCell(g, +col[0].slice(5));
+      if (col[0] === "passed") { var n = passed(g); return h("td", {class: "num passed"}, n[0] + "/" + n[1]); }
+      return h("td", {class: col[0]}, col[2](g));
+    }));
+    return g.tr;
+  }
+
+  function filterTest() { return FILTERS.filter(function (f) { return f[0] === state.filter; })[0][2]; }
+
+  function sorted(found, columns, item, order) {
+    if (!state.sort) return found;
+    var key = columns.filter(function (col) { return col[0] === state.sort; })[0][2];
+    return found.sort(function (a, b) {
+      var x = key(item(a)), y = key(item(b));
+      var d = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+      return (state.desc ? -d : d) || order(a) - order(b);
     });
-    if (state.sort) {
-      var key = COLUMNS.filter(function (col) { return col[0] === state.sort; })[0][2];
-      found.sort(function (a, b) {
-        var x = key(a.c), y = key(b.c);
-        var d = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-        return (state.desc ? -d : d) || a.i - b.i;
-      });
-    }
-    return found;
+  }
+
+  function found(name, target) {
+    var q = state.query.toLowerCase();
+    return !q || name.toLowerCase().indexOf(q) >= 0 || (target || "").toLowerCase().indexOf(q) >= 0;
+  }
+
+  function visible() {
+    var test = filterTest();
+    return sorted(rows.filter(function (r) { return test(r.c) && found(r.c.name, r.c.target); }), COLUMNS,
+      function (r) { return r.c; }, function (r) { return r.i; });
+  }
+
+  // The grid's rows: a case is listed when one of its results passes the filter (the others are
+  // dimmed) and its name or target matches the search.
+  function visibleGrid() {
+    var test = filterTest();
+    return sorted(grid.filter(function (g) {
+      return g.cells.some(function (r) { return r && test(r.c); }) && found(g.name, g.target);
+    }), GRID_COLUMNS, function (g) { return g; }, function (g) { return g.n; });
   }
 
   function redraw() {
-    var found = visible(), frag = document.createDocumentFragment();
-    found.forEach(function (r) {
-      var tr = rowOf(r);
-      tr.classList.toggle("open", r.i === state.open);
-      frag.append(tr);
-    });
+    var frag = document.createDocumentFragment(), test = filterTest(), shown;
+    if (PAIRS) {
+      shown = visibleGrid();
+      var results = 0;
+      shown.forEach(function (g) {
+        var tr = gridRowOf(g);
+        g.cells.forEach(function (r) {
+          if (!r) return;
+          var hit = test(r.c);
+          results += hit ? 1 : 0;
+          r.td.classList.toggle("dim", state.filter !== "all" && !hit);
+          r.td.classList.toggle("open", r.i === state.open);
+        });
+        tr.classList.toggle("open", g.cells.some(function (r) { return r && r.i === state.open; }));
+        frag.append(tr);
+      });
+      countLine.textContent = shown.length + " of " + grid.length + " cases × " + PAIRS.length + " engine · model pairs" +
+        (state.filter !== "all" ? " · " + results + " of " + rows.length + " results" : "");
+    } else {
+      shown = visible();
+      shown.forEach(function (r) {
+        var tr = rowOf(r);
+        tr.classList.toggle("open", r.i === state.open);
+        frag.append(tr);
+      });
+      countLine.textContent = shown.length + " of " + rows.length + " cases";
+    }
     tbody.replaceChildren(frag);
-    countLine.textContent = found.length + " of " + rows.length + " cases";
     Array.prototype.forEach.call(filterBar.children, function (b) {
       b.setAttribute("aria-pressed", String(b.getAttribute("data-filter") === state.filter));
     });
   }
 
+  function heading(col) {
+    var pair = typeof col[1] === "object" ? col[1] : null;
+    return h("th", {"data-sort": col[0], class: pair ? "pair" : NUMERIC[col[0]] ? "num" : null, "data-engine": pair ? pair.engine : null,
+      "data-model": pair ? pair.model : null, title: "sort by " + (pair ? pairName(pair) : col[1].toLowerCase()),
+      onclick: function () {
+        state.desc = state.sort === col[0] ? !state.desc : false;
+        state.sort = col[0];
+        redraw();
+      }}, pair ? [h("span", {class: "engine"}, pair.engine), h("span", {class: "model"}, pair.model || "–")] : col[1]);
+  }
+
   function caseTable() {
     filterBar = h("div", {class: "filters", role: "group", id: "filters"}, FILTERS.map(function (f) {
       var n = rows.filter(function (r) { return f[2](r.c); }).length;
-      return h("button", {type: "button", "data-filter": f[0], onclick: function () { state.filter = f[0]; redraw(); }},
-        f[1] + " ", h("span", {class: "n"}, String(n)));
+      var cases = PAIRS ? grid.filter(function (g) { return g.cells.some(function (r) { return r && f[2](r.c); }); }).length : n;
+      return h("button", {type: "button", "data-filter": f[0], title: PAIRS ? plural(n, "result") + " on some engine · model" : null,
+        onclick: function () { state.filter = f[0]; redraw(); }}, f[1] + " ", h("span", {class: "n"}, String(cases)));
     }));
     var search = h("input", {type: "search", id: "search", placeholder: "search name or target",
       oninput: function (e) { state.query = e.target.value; redraw(); }});
     tbody = h("tbody", {id: "case-rows"});
-    countLine = h("p", {class: "muted", id: "case-count"});
-    var thead = h("thead", null, h("tr", null, COLUMNS.map(function (col) {
-      return h("th", {"data-sort": col[0], title: "sort by " + col[1].toLowerCase(), onclick: function () {
-        state.desc = state.sort === col[0] ? !state.desc : false;
-        state.sort = col[0];
-        redraw();
-      }}, col[1]);
-    })));
-    return h("section", {class: "cases"}, h("h2", null, "Cases"), h("div", {class: "tools"}, filterBar, search), countLine,
-      h("div", {class: "scroll table"}, h("table", {class: "rows", id: "case-table"}, thead, tbody)));
+    countLine = h("span", {id: "case-count"});
+    var thead = h("thead", null, h("tr", null, (PAIRS ? GRID_COLUMNS : COLUMNS).map(heading)));
+    var hint = PAIRS ? "One row per case, one column per engine · model: choose a verdict to see that session."
+      : "Choose a case to see what the agent did.";
+    return h("section", {class: "cases"}, h("h2", null, "Cases"), h("div", {class: "tools"}, filterBar, search),
+      h("p", {class: "muted status"}, countLine, h("span", {class: "hint"}, " · " + hint)),
+      h("div", {class: "scroll table", id: "case-list"},
+        h("table", {class: "rows cases" + (PAIRS ? " grid" : ""), id: "case-table"}, thead, tbody)));
   }
 
   // --- one case -------------------------------------------------------------------------------
@@ -486,31 +633,63 @@
     return details[i];
   }
 
+  // Marks a result open (or not) wherever it is listed.
+  function mark(i, on) {
+    var r = rows[i];
+    if (PAIRS) {
+      if (r.td) r.td.classList.toggle("open", on);
+      if (r.g.tr) r.g.tr.classList.toggle("open", on);
+    } else if (on || r.tr) {
+      rowOf(r).classList.toggle("open", on);
+    }
+    if (r.ttr) r.ttr.classList.toggle("open", on);
+  }
+
   function openCase(i, reveal) {
-    if (state.open !== null && rows[state.open].tr) rows[state.open].tr.classList.remove("open");
-    if (state.open !== null && rows[state.open].ttr) rows[state.open].ttr.classList.remove("open");
+    if (state.open !== null) mark(state.open, false);
     state.open = i;
     var d = detailOf(i), c = data.cases[i];
     var pane = document.getElementById("case");
-    pane.replaceChildren(caseView(d, c));
-    rowOf(rows[i]).classList.add("open");
-    if (rows[i].ttr) rows[i].ttr.classList.add("open");
+    split.classList.add("has-case");
+    pane.replaceChildren(caseView(d, c, rows[i]));
+    mark(i, true);
     if (location.hash !== "#case-" + i) history.replaceState(null, "", "#case-" + i);
     pane.scrollTop = 0;
     if (reveal) pane.scrollIntoView({block: "start"});
   }
 
-  function caseView(d, c) {
-    var box = h("article", {class: "case", id: "case-view", "data-name": d.name},
-      h("h2", null, badge(d.verdict), " ", h("span", {class: "case-name"}, d.name)),
+  function closeCase() {
+    if (state.open !== null) mark(state.open, false);
+    state.open = null;
+    split.classList.remove("has-case");
+    document.getElementById("case").replaceChildren();
+    history.replaceState(null, "", "#");
+  }
+
+  function caseView(d, c, r) {
+    var box = h("article", {class: "case", id: "case-view", "data-name": d.name, "data-engine": c.engine, "data-model": c.model},
+      h("h2", null, badge(d.verdict), " ", h("span", {class: "case-name"}, d.name),
+        h("button", {type: "button", class: "close", id: "close-case", title: "close this case", "aria-label": "close this case", onclick: closeCase}, "×")),
       h("p", {class: "meta"}, [d.target, c.engine + (c.model ? " · " + c.model : ""),
         d.file ? d.file + (d.line ? ":" + d.line : "") : null, c.category].filter(Boolean).join(" · ")));
+    if (PAIRS) add(box, pairSwitch(r));
     add(box, why(d));
     add(box, prompt(d));
     add(box, transcriptBlock(d));
     add(box, numbers(d));
     return box;
   }
+
+  // In a grid: which engine · model this is, and the same case on the others, one click away.
+  function pairSwitch(r) {
+    return h("div", {class: "tabs pairs", role: "group", id: "case-pairs"}, h("span", {class: "muted"}, "on "),
+      r.g.cells.map(function (x, k) {
+        if (!x) return null;
+        return h("button", {type: "button", "aria-pressed": String(x.i === r.i), "data-case": x.i, "data-engine": PAIRS[k].engine,
+          onclick: x.i === r.i ? null : function () { openCase(x.i); }}, badge(x.c.verdict), " " + pairName(PAIRS[k]));
+      }));
+  }
+
 
   function why(d) {
     var s = section("Verdict", "verdict");
@@ -753,8 +932,9 @@
 
   var app = document.getElementById("app");
   add(app, [overview(), plugins(), matrix(), routing(), trends(), volatile()]);
-  add(app, h("div", {class: "split"}, caseTable(),
-    h("aside", {class: "pane", id: "case"}, h("p", {class: "muted"}, "Choose a case to see what the agent did."))));
+  // The case list takes the page's width; the case pane opens beside it when a case is chosen.
+  split = h("div", {class: "split", id: "cases"}, caseTable(), h("aside", {class: "pane", id: "case"}));
+  add(app, split);
   redraw();
   var m = /^#case-(\d+)$/.exec(location.hash);
   if (m && +m[1] < rows.length) openCase(+m[1]);
