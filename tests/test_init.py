@@ -186,7 +186,7 @@ def test_skills_with_cases_are_kept_unless_forced(
 ) -> None:
     again = Path(shutil.copytree(drafted[0], tmp_path / "again"))
     result = _init(again, monkeypatch, None, "--replay", *SMALL)
-    assert "changelog-writer: has cases; not drafted (--force redrafts)" in result.out
+    assert "  changelog-writer: has cases; not drafted (--force redrafts)" in result.out
     case_file = again / "evals/cases/changelog-writer-triggers.yaml"
     case_file.write_text(case_file.read_text() + "# reviewed by a person\n")
     kept = _init(again, monkeypatch, None, "--replay", "--force", "--skill", "changelog-writer", *SMALL)

@@ -64,8 +64,8 @@ def init(args: InitArgs) -> int:
     writes: dict[Path, str] = {}
     refused = 0
     for loaded in repo.packages:
-        plans = _plan(loaded, args)
-        _print_plan(loaded, plans, args)
+        plans, covered = _plan(loaded, args)
+        _print_plan(loaded, plans, covered)
         if args.dry_run or not plans:
             continue
         s = resolve(loaded, Overrides(engine=args.engine, model=args.model))
@@ -91,8 +91,9 @@ def init(args: InitArgs) -> int:
     return EXIT_FAILED if refused else EXIT_OK
 
 
-def _plan(loaded: LoadedPackage, args: InitArgs) -> list[SkillPlan]:
-    """The skills to draft for, each with its siblings and how many cases of each kind."""
+def _plan(loaded: LoadedPackage, args: InitArgs) -> tuple[list[SkillPlan], list[str]]:
+    """The skills to draft for, each with its siblings and how many cases of each kind; and the
+    skills left as they are because they have cases."""
     docs = read_skills(loaded.layout)
     names = [d.name for d in docs]
     unknown = [s for s in args.skills or [] if s not in names]
@@ -104,15 +105,15 @@ def _plan(loaded: LoadedPackage, args: InitArgs) -> list[SkillPlan]:
     targets = [c.case.target or "" for c in loaded.cases]
     covered = {t.removeprefix("skill:") for t in targets if t.startswith("skill:")}
     near = siblings(docs, args.siblings)
-    plans = []
+    plans, kept = [], []
     for doc in docs:
         if args.skills and doc.name not in args.skills:
             continue
         if doc.name in covered and not args.force:
-            print(f"{doc.name}: has cases; not drafted (--force redrafts)")
+            kept.append(doc.name)
             continue
         plans.append(SkillPlan(doc, near[doc.name], _counts(args, len(near[doc.name]))))
-    return plans
+    return plans, kept
 
 
 def _counts(args: InitArgs, siblings: int) -> Counts:
@@ -122,9 +123,11 @@ def _counts(args: InitArgs, siblings: int) -> Counts:
     return Counts(positives=max(args.positives - 1, 1), near_misses=near, out_of_scope=out, tasks=args.tasks)
 
 
-def _print_plan(loaded: LoadedPackage, plans: list[SkillPlan], args: InitArgs) -> None:
+def _print_plan(loaded: LoadedPackage, plans: list[SkillPlan], kept: list[str]) -> None:
     where = loaded.plugin or loaded.layout.root.name
     print(f"{where}: {len(plans)} skill(s) to draft")
+    for name in kept:
+        print(f"  {name}: has cases; not drafted (--force redrafts)")
     for plan in plans:
         c = plan.counts
         print(f"  {plan.doc.name} ({plan.doc.path})")
