@@ -211,6 +211,29 @@ def test_md_truncates_before_escaping() -> None:
     assert md("<" * 10, 4) == "&lt;" * 3 + "…"
 
 
+def test_md_skips_only_substitutions_that_would_change_nothing() -> None:
+    """md runs each substitution only where it can match: the text is that of running them all."""
+    import random
+
+    from aam_eval_action.render import comment as c
+
+    def every_substitution(text: str, limit: int | None) -> str:
+        text = c._WHITESPACE.sub(" ", c._INVISIBLE.sub(" ", text))
+        if limit is not None and len(text) > limit:
+            text = text[: max(limit - 1, 0)].rstrip() + "…"
+        text = c._REFERENCE.sub("#\u200b", c._WWW.sub("\\g<0>\u200b", text))
+        text = c._SCHEME.sub("\\g<1>\u200b://", text)
+        return text.translate(c._MARKDOWN_ESCAPES).replace("://", ":&#47;&#47;")
+
+    pieces = [*"aw.#:/ |`@_", "\t", "\n", "\x0b", "\x1c", "\x85", "\xa0", "\u2000", "\u2028", "\u202e",
+              "\u3000", "\x00", "\x7f", "  ", "www.", "WwW.", "x://", "#1"]
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        limit = rng.choice([None, 1, 4, 8])
+        assert md(text, limit) == every_substitution(text, limit), repr(text)
+
+
 def test_long_reasons_are_truncated() -> None:
     d = diff_reports(report([case("a")]), report([case("a", "FAIL", reason="why " * 200)]))
     row = next(r for r in table_rows(render_comment(d)) if r.startswith("| a<br>"))

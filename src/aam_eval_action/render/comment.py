@@ -52,6 +52,9 @@ HARD_CUT_NOTE = "\n\n> [!WARNING]\n> This comment was cut to fit GitHub's size l
 _MARKER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 _WHITESPACE = re.compile(r"\s+")
+_UNSPACED = re.compile(rf"{_INVISIBLE.pattern}|[^\S ]| {{2}}")
+"""Text `_INVISIBLE` and `_WHITESPACE` would change: an invisible character, whitespace other
+than a space, or two spaces in a row."""
 _REFERENCE = re.compile(r"#(?=\w)")
 _WWW = re.compile(r"\bwww(?=\.)", re.I)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -140,11 +143,18 @@ def md(value: object, limit: int | None = None) -> Markup:
     if value is None:
         return Markup("")
     raw = value._raw if isinstance(value, Escaped) else value
-    text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", str(raw)))
+    text = str(raw)
+    # Each substitution runs only where it can change something: a comment escapes thousands of cells.
+    if _UNSPACED.search(text):
+        text = _WHITESPACE.sub(" ", _INVISIBLE.sub(" ", text))
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)].rstrip() + "…"
-    text = _REFERENCE.sub("#\u200b", _WWW.sub("\\g<0>\u200b", text))
-    text = _SCHEME.sub("\\g<1>\u200b://", text)
+    if _WWW.search(text):
+        text = _WWW.sub("\\g<0>\u200b", text)
+    if "#" in text:
+        text = _REFERENCE.sub("#\u200b", text)
+    if "://" in text:
+        text = _SCHEME.sub("\\g<1>\u200b://", text)
     escaped = text.translate(_MARKDOWN_ESCAPES).replace("://", ":&#47;&#47;")
     return Markup(escaped)
 
@@ -555,8 +565,9 @@ def _fit(render: Callable[[_View], str], view: _View, max_chars: int, mark: str)
     for trim in _TRIMS:
         if len(text) <= max_chars:
             return text
-        view = trim(view)
-        text = render(view)
+        trimmed = trim(view)
+        if trimmed is not view:  # a trim that found nothing to trim would render the same text again
+            view, text = trimmed, render(trimmed)
     if len(text) <= max_chars:
         return text
     return _fit_regressions(render, view, max_chars, mark)
@@ -568,13 +579,15 @@ def _fit_regressions(render: Callable[[_View], str], view: _View, max_chars: int
     if not full:
         return _hard_cut(render(view), mark, max_chars)
     low, high = 0, len(full) - 1  # all of them are known not to fit
+    fitting: str | None = None  # the text with `low` rows, once rendered
     while low < high:
         middle = (low + high + 1) // 2
-        if len(render(view.keep_regressions(middle, full))) <= max_chars:
-            low = middle
+        text = render(view.keep_regressions(middle, full))
+        if len(text) <= max_chars:
+            low, fitting = middle, text
         else:
             high = middle - 1
-    text = render(view.keep_regressions(low, full))
+    text = fitting if fitting is not None else render(view.keep_regressions(low, full))
     return text if len(text) <= max_chars else _hard_cut(text, mark, max_chars)
 
 
