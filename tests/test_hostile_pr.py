@@ -635,6 +635,7 @@ def test_network_off_is_enforced_or_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tripwire: tuple[str, list[bytes]], engine: str
 ) -> None:
     from aam_eval_action.engines.base import get_engine
+    from aam_eval_action.sandbox.plan import probe as landlock_probe
 
     reason = get_engine(engine).available()
     if reason:
@@ -662,7 +663,9 @@ def test_network_off_is_enforced_or_reported(
     else:
         assert sandbox["network_enforced"] is True
         assert "network_enforced false" not in result.err
-    assert engine != "claude-code" or hits, "Claude Code's Bash is expected to keep the network here"
+    # Claude Code's Bash keeps the network unless our sandbox cuts it off (Landlock ABI 4, Linux 6.7).
+    landlock_net = landlock_probe()[0] >= 4
+    assert engine != "claude-code" or bool(hits) != landlock_net, "the sandbox's network rule did not hold"
     assert engine != "codex" or not hits, "Codex's sandbox is expected to block it"
 
 

@@ -132,12 +132,14 @@ def marketplace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
 
 def _steady(report_path: Path) -> Path:
     """The report with its wall times and costs fixed (the token counts follow the length of
-    the temporary paths in the prompts), for a golden comment."""
+    the temporary paths in the prompts), and its sandbox as on a kernel with Landlock, for a
+    golden comment."""
     data = json.loads(report_path.read_text())
     data["duration_seconds"] = 12.0
     data["summary"]["cost_usd"] = 0.12
     for case in data["cases"]:
         case["duration_seconds"], case["cost_usd"] = 4.0, 0.04
+        case["confinement"] = "writes: landlock; network: port-only"
     report_path.write_text(json.dumps(data))
     return report_path
 

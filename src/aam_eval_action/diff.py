@@ -406,6 +406,9 @@ class ReportDiff(BaseModel):
     """Head cases whose cassettes the pull request changed ("re-recorded in this PR")."""
     moved: list[MovedPrompt] = Field(default_factory=list)
     """Trigger prompts that fire another skill on the head than on the base."""
+    confinement: list[str] = Field(default_factory=list)
+    """How the head's agent sessions were confined (`writes: landlock; network: port-only`), each
+    way once."""
     pairs: list[PairDiff] | None = None
     """With several engines or models on the head: each one's headline, in run order; the
     cases, counts and lists above then cover every case of every pair (absent otherwise)."""
@@ -478,6 +481,7 @@ def _diff_matrix(base: Report | None, head: Report) -> ReportDiff:
     matrix = _matrix(order, diffs)
     return gathered.model_copy(update={
         "moved": [m for d in diffs for m in d.moved],
+        "confinement": sorted({c for d in diffs for c in d.confinement}),
         "pairs": [_pair_diff(pair, d) for pair, d in zip(order, diffs, strict=True)],
         "matrix": matrix,
         "pairs_agree": all(row.agree for row in matrix),
@@ -550,6 +554,7 @@ def _diff_pair(base: Report | None, head: Report) -> ReportDiff:
         _rerecorded(head),
     )
     diff.moved = moved_prompts(base, head)
+    diff.confinement = sorted({c.confinement for c in head.cases if c.confinement})
     return diff
 
 

@@ -81,6 +81,9 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--judge-gate", choices=("always", "calibrated", "never"),
                    help="whether a judge FAIL fails its case: always, calibrated (only when the judge "
                         "agrees with human labels: eval-config judge-calibration) or never (advisory)")
+    p.add_argument("--sandbox-enforce", choices=("best-effort", "required"),
+                   help="required: refuse to run a session the OS cannot confine as eval-config's sandbox "
+                        "asks (default: best-effort, reporting what was enforced)")
     p.add_argument("--no-self-check", dest="self_check", action="store_false", default=None,
                    help="do not re-execute a new recording once against itself to learn its "
                         "volatile values")
@@ -224,7 +227,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
             jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
             baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
-            judge_gate=args.judge_gate,
+            judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

@@ -49,8 +49,15 @@ class SandboxInfo(Part):
     network: bool
     """eval-config `sandbox.network`: whether the agent may use the network."""
     network_enforced: bool | None = None
-    """With `network: false`: true when the engine cuts the agent's commands off the
-    network, false when only its web tools are denied (Bash keeps the network)."""
+    """With `network: false`: true when the agent's commands are cut off the network (the OS
+    sandbox, or the engine's own), false when only its web tools are denied."""
+    enforced: str | None = None
+    """What the OS sandbox enforces around every session here, e.g. `writes: landlock; network:
+    port-only` (additive)."""
+    layers: str | None = None
+    """The sandbox layers this machine offers: `landlock ABI 7`, or why there is none (additive)."""
+    enforce: str | None = None
+    """`required` (a session less confined than asked is refused) or `best-effort` (additive)."""
 
 
 class RunConfig(Part):
@@ -480,6 +487,9 @@ class CaseResult(Part):
     """A person's label for this case's output: it decides the verdict unless stale (additive)."""
     judge_advisory: str | None = None
     """Why the judge's FAIL did not fail the case (`judge-gate`) (additive)."""
+    confinement: str | None = None
+    """How the OS confined the agent session shown: `writes: landlock; network: port-only`, or
+    `writes: check; network: none (why)` where the kernel has no Landlock (additive)."""
     budget: BudgetSkip | None = None
     """Not graded (budget): its estimated cost did not fit what was left of `max-usd`, so nothing
     was sent for it (additive)."""
@@ -816,11 +826,17 @@ def learnt_masks(cassettes: Path) -> list[VolatileMask]:
 def sandbox_info(s: RunSettings) -> SandboxInfo:
     """`network_enforced` is reported whenever the network is to be off: never silently."""
     from aam_eval_action.engines.registry import ENGINES
+    from aam_eval_action.sandbox.plan import confine, probe, simulated_none
 
     network = s.config.sandbox.network
     info = ENGINES.get(s.engine)
-    enforced = None if network else bool(info and info.enforces_no_network)
-    return SandboxInfo(network=network, network_enforced=enforced)
+    simulate = simulated_none(s.runner_env)
+    here = confine([], 1, network, simulate)
+    enforced = None if network else here.network == "port-only" or bool(info and info.enforces_no_network)
+    version, why = probe(simulate)
+    return SandboxInfo(network=network, network_enforced=enforced, enforced=here.describe(),
+                       layers=f"landlock ABI {version}" if version else f"none: {why}",
+                       enforce=s.sandbox_enforce)
 
 
 def environment() -> Environment:

@@ -99,6 +99,8 @@ class Session(Model):
     """Whether the session was killed at the case timeout."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     """Every tool call, in order."""
+    confinement: str | None = None
+    """How the OS confined the session: `writes: landlock; network: port-only` (additive)."""
     hook_blocked: bool = False
     """Whether a hook blocked one of the agent's tool calls."""
     hook_evidence: list[str] = Field(default_factory=list)

@@ -65,6 +65,7 @@ class Overrides:
     self_check: bool | None = None
     max_usd: float | None = None
     judge_gate: str | None = None
+    sandbox_enforce: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ class RunSettings:
     times as `triggers.runs` says (how many runs were recorded is the recording's choice, and a
     suite recorded before is replayed as it is)."""
     judge_gate: str = "always"
+    sandbox_enforce: str = "best-effort"
+    """`required`: a session the OS cannot confine as the sandbox asks is refused."""
     """Whether a judge FAIL fails its case: always, calibrated or never (`labels.py`)."""
     cassette_stem: str = ""
     """The file stem of this engine + model's cassettes: the engine's name for the model it
@@ -189,6 +192,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         self_check=cfg.self_check if o.self_check is None else o.self_check,
         max_usd=cfg.max_usd if o.max_usd is None else o.max_usd,
         judge_gate=o.judge_gate or cfg.judge_gate,
+        sandbox_enforce=o.sandbox_enforce or cfg.sandbox.enforce,
         cassette_stem=cassette_stem(cfg, engine, model),
         trigger_runs=o.repeat or cfg.triggers.runs,
         repeat_given=o.repeat is not None,

@@ -102,6 +102,10 @@ class Sandbox(Strict):
     """Allow network access in the sandbox."""
     writable_paths: list[RelPath] | None = Field(default=None, alias="writable-paths")
     """Workspace directories the agent may write to; None means the whole workspace."""
+    enforce: Literal["best-effort", "required"] = "best-effort"
+    """`required`: refuse to run a session the OS cannot confine as asked (writes, and the
+    network when `network` is false); `best-effort`: run it, and report what was enforced
+    (additive)."""
 
 
 def _engine_name(value: str) -> str:

@@ -485,6 +485,51 @@ def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
                  f"{report['summary']['passed']} passed, {len(agent_calls)} agent model calls")
 
 
+def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
+    """The live image recording a skill whose script tries to leave its sandbox (the package of
+    tests/test_sandbox_e2e.py): inside the container, under Docker's default seccomp profile
+    and no extra privilege, with `sandbox-enforce: required`, every attempt fails as on the host."""
+    import socket
+    import threading
+
+    from aam_eval_action.testing.model_server import ModelServer, load_scenarios
+
+    workspace = work / "escape" / "runner" / "work" / REPO / REPO
+    workspace.mkdir(parents=True)
+    init(workspace)
+    shutil.copytree(ROOT / "tests" / "fixtures" / "escape-pkg", workspace / "pkg")
+    key = "sk-ant-escape-CANARY-5d17"
+    listener = socket.create_server(("127.0.0.1", 0))
+    offered: list[object] = []
+    threading.Thread(target=lambda: offered.append(listener.accept()), daemon=True).start()
+    scenarios = load_scenarios(ROOT / "tests" / "fixtures" / "escape-scenarios.yaml")
+    with ModelServer(scenarios, api_key=key) as models, GitHubServer(tokens={TOKEN: "write"}) as server:
+        (workspace / "pkg" / "evals" / "fixtures" / "targets.json").write_text(json.dumps({
+            "listener": listener.getsockname()[1], "model_server": int(models.url.rsplit(":", 1)[1]),
+            "marker": "aam-eval-escaped.txt", "canaries": {"ANTHROPIC_API_KEY": key}}))
+        sha = commit_all(workspace, "A skill that tries to escape")
+        pr = PullRequest(workspace, "pkg", sha, sha, sha, False)
+        runner = Runner(work / "escape" / "runner" / "work" / "_temp", pr, server.url)
+        env = runner.step_env(uuid.uuid4().hex)
+        env.update({
+            "GITHUB_EVENT_NAME": "schedule", "INPUT_MODE": "record", "INPUT_FAIL-ON": "never",
+            "INPUT_ANTHROPIC-API-KEY": key, "ANTHROPIC_BASE_URL": models.url,
+            "INPUT_REPORT-PATH": "sandbox-report.json", "INPUT_SANDBOX-ENFORCE": "required",
+        })
+        live = image_of(LIVE_ACTION)
+        with timings.step(f"container run: escape probe ({live})"):
+            proc = runner.run(engine, live, env)
+        _show("escape probe", proc, lines=12)
+    listener.close()
+    _require(proc.returncode == 0, f"the escape probe run exited {proc.returncode}")
+    case = json.loads((workspace / "sandbox-report.json").read_text())["cases"][0]
+    _require(case.get("confinement") == "writes: landlock; network: port-only",
+             f"the session was not confined by Landlock in the container: {case.get('confinement')}")
+    _require(case["verdict"] == "PASS", f"an escape attempt got through: {case.get('check_details')}")
+    _require(not offered, "the listener was offered a connection from the container")
+    timings.note("escape probe", f"{case['confinement']}; every attempt denied")
+
+
 def _edit_the_skill(package: Path) -> None:
     """A one-line edit of the skill's body, which only the cases that load the skill see."""
     skill = package / "skills" / "csv-summary" / "SKILL.md"
@@ -562,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.live:
             nightly_record(engine, work, timings)
             pr_rerun(engine, work, timings)
+            escape_in_container(engine, work, timings)
     except (EngineError, AssertionError, subprocess.CalledProcessError) as exc:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1

@@ -161,7 +161,8 @@ def _merged(inputs: ActionInputs, gh: GitHubContext, report_path: Path, checkout
 def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | None) -> RunArgs:
     overrides = Overrides(engine=inputs.engine, model=inputs.model, judge=inputs.judge,
                           mode=mode, jobs=inputs.jobs, baseline=inputs.baseline, rerun=inputs.rerun,
-                          max_usd=inputs.max_usd, judge_gate=inputs.judge_gate)
+                          max_usd=inputs.max_usd, judge_gate=inputs.judge_gate,
+                          sandbox_enforce=inputs.sandbox_enforce)
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,

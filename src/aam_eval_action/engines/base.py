@@ -10,6 +10,7 @@ from typing import Protocol
 
 from aam_eval_action.engines.registry import engine_info
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.sandbox.plan import Confinement
 from aam_eval_action.session import Session
 from aam_eval_action.spec import Sandbox
 
@@ -35,6 +36,8 @@ class AgentRun:
     """Seconds before the whole process group is killed."""
     sandbox: Sandbox = field(default_factory=Sandbox)
     """Network and writable-path settings to enforce with the engine's own mechanisms."""
+    confine: Confinement | None = None
+    """The OS sandbox the CLI process runs in (everything it starts inherits it); None: none."""
 
 
 class Engine(Protocol):

@@ -77,7 +77,8 @@ class ClaudeCode(RegisteredEngine):
 
     def run(self, run: AgentRun) -> Session:
         """Run `claude -p` in the workspace and parse its stream-json output."""
-        done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
+        done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout,
+                           confine=run.confine)
         session = new_session(self.name, self.provider, run, done)
         parse_stream(done.stdout, session)
         finish(session, done, run.timeout)

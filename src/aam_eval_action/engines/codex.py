@@ -71,7 +71,8 @@ class Codex(RegisteredEngine):
         (run.home / ".codex").mkdir(parents=True, exist_ok=True)  # Codex refuses a missing one
         for path in profile_dirs(run.sandbox, run.workspace) or []:
             path.mkdir(parents=True, exist_ok=True)  # a profile can only grant existing directories
-        done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout)
+        done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout,
+                           confine=run.confine)
         session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
         parse_events(done.stdout, session)
         for found in HOOK_BLOCK.finditer(done.stderr):

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from aam_eval_action.engines.base import AgentRun
@@ -37,9 +38,18 @@ def base_env(run: AgentRun) -> dict[str, str]:
     source = runner_env(run)
     env = {key: source[key] for key in BASE_ENV_KEYS + NETWORK_ENV_KEYS if key in source}
     env["HOME"] = str(run.home)
+    if run.confine is not None:  # the sandbox lets it write its own temp folder, not the runner's
+        env["TMPDIR"] = str(session_tmp(run))
     # The workspace is a git repository only if it is one itself, for the git the agent runs.
     env["GIT_CEILING_DIRECTORIES"] = str(run.workspace.parent)
     return env
+
+
+def session_tmp(run: AgentRun) -> Path:
+    """The session's own temp folder, beside its workspace and HOME."""
+    tmp = run.workspace.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
+    return tmp
 
 
 def direct_loopback(env: dict[str, str]) -> dict[str, str]:

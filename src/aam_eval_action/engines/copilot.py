@@ -85,7 +85,9 @@ class Copilot(RegisteredEngine):
         """Run `copilot -p` in the workspace and parse its JSONL events."""
         usage_file = run.home / "copilot-usage.json"
         argv, env = self.argv(run, usage_file), self.env(run)
-        done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
+        # Its unpacked runtime is a cache shared between sessions, written on first use.
+        confine = run.confine.also_writable(shared_cache(runner_env(run))) if run.confine else None
+        done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout, confine=confine)
         session = new_session(self.name, self.provider_for(run.model), run, done, cli_version(CLI, run))
         parse_events(done.stdout, session)
         session.usage = read_usage(usage_file)

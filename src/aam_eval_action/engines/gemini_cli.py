@@ -85,7 +85,7 @@ class GeminiCli(RegisteredEngine):
         """Run `gemini -p` in the workspace and parse its stream-json events."""
         write_user_settings(run)
         argv, env = self.argv(run), self.env(run)
-        done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout)
+        done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout, confine=run.confine)
         session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
         calls = parse_stream(done.stdout, session)
         add_sub_agents(run.home, session, calls)

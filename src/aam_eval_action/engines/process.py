@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aam_eval_action.errors import AamEvalError
+from aam_eval_action.sandbox.plan import Confinement
 
 _running: set[int] = set()
 _running_lock = threading.Lock()
@@ -41,9 +42,12 @@ def run_process(
     cwd: Path,
     env: dict[str, str],
     timeout: float,
+    confine: Confinement | None = None,
 ) -> Completed:
-    """Run `argv` in a new session; on timeout kill every process in its group."""
+    """Run `argv` in a new session (inside `confine`'s sandbox); on timeout kill every process
+    in its group."""
     start = time.monotonic()
+    argv = confine.wrap(argv) if confine is not None else argv
     # Spawned under the lock kill_all takes: a session either is registered before the
     # kill (and killed with the others) or sees the stop and never starts.
     with _running_lock:

@@ -22,7 +22,7 @@ INPUTS = (
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
-    "max-usd", "judge-gate", "allow-empty",
+    "max-usd", "judge-gate", "allow-empty", "sandbox-enforce",
 )
 
 
@@ -44,6 +44,9 @@ class ActionInputs(BaseModel):
     """Only cases whose tags satisfy this expression, e.g. `sql && !slow`."""
     judge_gate: Literal["always", "calibrated", "never"] | None = Field(None, alias="judge-gate")
     """Whether a judge FAIL fails its case; default from eval-config (always)."""
+    sandbox_enforce: Literal["best-effort", "required"] | None = Field(None, alias="sandbox-enforce")
+    """`required`: refuse to run an agent session the OS cannot confine as eval-config's sandbox
+    asks; default from eval-config (best-effort, reporting what was enforced)."""
     max_usd: float | None = Field(None, alias="max-usd", gt=0)
     """Spend at most this many USD on model calls; default from eval-config (no cap)."""
     cases: list[str] = Field(default_factory=list)

@@ -211,6 +211,7 @@ def combine(
         replay_miss=shown.miss.kind if shown.miss else None,
         miss=miss_record(shown.miss) if shown.miss else None,
         check_details={c.name: c.detail for c in shown.checks if not c.passed and c.detail} or None,
+        confinement=session.confinement,
     )
     if loaded.case.judge is not None and shown.judge is not None and shown.judge.result in ("PASS", "FAIL"):
         result.judged = JudgedHashes(output=digest(evidence(loaded.case.input.prompt, session)),

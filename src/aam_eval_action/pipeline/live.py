@@ -11,6 +11,7 @@ and `$TMP`, and every known secret value is replaced before the session is grade
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -25,15 +26,19 @@ from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline import workspace
 from aam_eval_action.pipeline.context import CaseContext
-from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.providers import KEY_VARS, PROVIDERS
 from aam_eval_action.replay import agent_cassette, traffic_store
 from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintRecord
 from aam_eval_action.replay.fingerprint import Fingerprint
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
+from aam_eval_action.sandbox.plan import Confinement, confine, short_of, simulated_none
 from aam_eval_action.session import SelfCheck, Session
 
 DUMMY_KEY = "aam-eval-replay-no-key"
+SESSION_KEY = "aam-eval-session-key-kept-by-the-proxy"
+"""What a live session's CLI holds instead of the key: the recording proxy, outside the sandbox,
+puts the real key on the upstream request."""
 """The key a re-executed CLI gets: its model calls never leave the replay proxy with it."""
 Proxy = RecordingProxy | ReplayProxy
 
@@ -45,7 +50,7 @@ class ModelRoute:
     proxy: Callable[[Normaliser], Proxy]
     """Makes the (not yet started) proxy, given the normaliser of this session's paths."""
     key: str | None = None
-    """The API key given to the CLI instead of the run's own (None: the run's own)."""
+    """The stand-in key given to the CLI (None: SESSION_KEY); the real one never enters the session."""
 
 
 def live_session(
@@ -56,7 +61,6 @@ def live_session(
     `layout` is the package as installed; the baseline passes one without the skill.
     """
     from aam_eval_action.engines.base import get_engine
-    from aam_eval_action.engines.registry import ENGINES
 
     s = ctx.settings
     engine = get_engine(s.engine)
@@ -69,13 +73,9 @@ def live_session(
             f"{key} is not set: a live {s.engine} session needs it (set it in the environment, "
             "or run with --replay to use the recorded cassettes)"
         )
-    if not s.config.sandbox.network and not ENGINES[s.engine].enforces_no_network:
-        ctx.warn_once(
-            f"sandbox.network is false, but {s.engine} only denies its web tools: the agent's "
-            "shell commands keep network access (report: config.sandbox.network_enforced false)"
-        )
-    upstream = upstream_for(s.engine, s.agent_env, network=s.network_env, model=s.model)
-    route = ModelRoute(lambda n: RecordingProxy(upstream, n))
+    # The real key stays with the recording proxy, outside the sandbox; the CLI gets a stand-in.
+    upstream = upstream_for(s.engine, s.agent_env, key=s.agent_env[key], network=s.network_env, model=s.model)
+    route = ModelRoute(lambda n: RecordingProxy(upstream, n), key=SESSION_KEY)
     session, proxy = run_session(ctx, loaded, route, layout)
     return session, proxy.traffic()
 
@@ -100,14 +100,16 @@ def run_session(
         if isinstance(proxy, RecordingProxy):  # not every CLI names itself in its User-Agent
             proxy.identify(ENGINES[s.engine].cli, installed_version(ENGINES[s.engine].cli, s.runner_env))
         with proxy:
-            env = {**s.agent_env, **proxy_env(s.engine, proxy.url, s.model)}
-            if route.key is not None:
-                env[PROVIDERS[engine.provider_for(s.model)].key_var] = route.key
+            env = {k: v for k, v in s.agent_env.items() if k not in KEY_VARS}  # no provider's key
+            env |= proxy_env(s.engine, proxy.url, s.model)
+            env[PROVIDERS[engine.provider_for(s.model)].key_var] = route.key or SESSION_KEY
             run = AgentRun(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
+                confine=sandbox_for(ctx, ws, _port(proxy.url)),
             )
             session = engine.run(run)
+            session.confinement = run.confine.describe() if run.confine else None
         session.files = workspace.changes(ws.root, before)
     finally:
         if ctx.keep_workspaces:
@@ -115,6 +117,34 @@ def run_session(
         else:
             ws.cleanup()
     return scrub(ctx, portable(session, ws)), proxy
+
+
+def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | None) -> Confinement:
+    """The session's OS sandbox: it writes its workspace, its fresh HOME and temp folder, and
+    reaches nothing but its model proxy when `sandbox.network` is false. Under
+    `sandbox.enforce: required`, a sandbox that falls short is refused (the case errors)."""
+    from aam_eval_action.engines.registry import ENGINES
+
+    s = ctx.settings
+    network = s.config.sandbox.network
+    made = confine([ws.root, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env))
+    if ENGINES[s.engine].enforces_no_network:  # Codex: its bubblewrap sandbox, not ours
+        return dataclasses.replace(made, by=f"{s.engine} sandbox")
+    missing = short_of(made, network)
+    if missing and s.sandbox_enforce == "required":
+        raise AamEvalError(f"sandbox.enforce is required, but {missing}; run where Landlock is available "
+                           "(Linux 5.13, or 6.7 for the network), or set sandbox.enforce: best-effort")
+    if missing:
+        ctx.warn_once(f"the agent runs less confined than eval-config's sandbox asks: {missing} "
+                      f"(reported per case as {made.describe()!r}; sandbox.enforce: required refuses)")
+    return made
+
+
+def _port(url: str) -> int | None:
+    """The port of the session's model proxy, the one TCP port its sandbox may connect to."""
+    import urllib.parse
+
+    return urllib.parse.urlsplit(url).port
 
 
 def restore_for_debugging(ctx: CaseContext, loaded: LoadedCase, session: Session) -> None:

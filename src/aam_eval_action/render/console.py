@@ -95,6 +95,9 @@ class Console:
             self.line(extra)
         for line in routing_lines(report):
             self.line(line)
+        confined = sorted({c.confinement for c in report.cases if c.confinement})
+        if confined:
+            self.line("sandbox: " + " / ".join(confined))
         if s.max_usd is not None:
             over = f"; {s.over_budget} case(s) not graded (budget)" if s.over_budget else ""
             self.line(f"spent ${s.spent_usd or 0:.4f} of max-usd ${s.max_usd:.4g}{over}")

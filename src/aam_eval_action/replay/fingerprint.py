@@ -69,7 +69,8 @@ def agent_fingerprint(
         "engine": engine,
         "model": model,
         "target": case.target or "",
-        "sandbox": _h(config.sandbox.model_dump_json(by_alias=True).encode()),
+        # What the agent may reach and write; whether a weaker sandbox is refused is not an input.
+        "sandbox": _h(config.sandbox.model_dump_json(by_alias=True, exclude={"enforce"}).encode()),
     }
     for rel in case.input.files:
         inputs[f"fixture:{rel}"] = _h((layout.fixtures(case.files_root) / rel).read_bytes())

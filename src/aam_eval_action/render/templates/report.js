@@ -748,6 +748,7 @@
     if (d.baseline_verdict) facts.push(["without the skill", d.baseline_verdict + (d.baseline_error ? ": " + d.baseline_error : "")]);
     if (d.skill_not_needed) facts.push(["skill not needed", "passes without it as well"]);
     if (d.replay_kind) facts.push(["session", d.replay_kind + (d.live_from_turn ? ", live from turn " + d.live_from_turn : "")]);
+    if (d.confinement) facts.push(["sandbox", d.confinement]);
     add(s, kv(facts));
     if (d.attempts && d.attempts.length) add(s, attempts("Attempts", d.attempts));
     if (d.baseline_attempts && d.baseline_attempts.length) add(s, attempts("Attempts without the skill", d.baseline_attempts));

@@ -1,0 +1,1 @@
+"""The OS sandbox around every agent session: its writes, its network, its view of other processes."""

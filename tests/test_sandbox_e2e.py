@@ -1,0 +1,185 @@
+"""The OS sandbox around every agent session, with the four real CLIs: a skill's script tries to
+write to the runner's HOME, to /tmp and beside its workspace, to connect to a listener of ours and
+straight to the model server, to listen, and to find the API key in its environment and in its
+ancestors' /proc entries. `aam-eval` runs as a process, the canary keys in its own environment as
+a runner's are. Every attempt fails, the model traffic still flows, and re-execution gives the
+same verdicts. A kernel without Landlock (simulated) is reported, and `enforce: required` refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aam_eval_action.engines.base import get_engine
+from aam_eval_action.testing.model_server import ModelServer, load_scenarios
+
+from conftest import ROOT
+from support.browser import open_case, report_page
+
+pytestmark = pytest.mark.cli
+FIXTURE = ROOT / "tests/fixtures/escape-pkg"
+SCENARIOS = load_scenarios(ROOT / "tests/fixtures/escape-scenarios.yaml")
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-sandbox-4f1e", "OPENAI_API_KEY": "sk-CANARY-sandbox-9a0b",
+        "GEMINI_API_KEY": "gemini-CANARY-sandbox-77c2"}
+ENGINES = {"claude-code": (), "copilot": (), "gemini-cli": ("--judge", "claude-sonnet-4-6")}
+"""The engines our Landlock sandbox wraps. Codex runs in its own bubblewrap sandbox instead: it
+cannot map a user namespace inside Landlock (that is a write to /proc)."""
+MARKER = "aam-eval-escaped.txt"
+
+
+class Listener:
+    """A TCP listener of the test's on 127.0.0.1: it counts the connections it is offered."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModelServer, Listener, Path]]:
+    listener = Listener()
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        yield server, listener, tmp_path_factory.mktemp("sandbox")
+    listener.sock.close()
+
+
+def _aam_eval(server: ModelServer, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`aam-eval` as a runner starts it: a process whose environment holds the keys."""
+    base = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    base |= {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
+             "GOOGLE_GEMINI_BASE_URL": server.url, **KEYS, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "aam_eval_action", *argv], env=base, capture_output=True,
+                          text=True, timeout=600)
+
+
+def _package(world: tuple[ModelServer, Listener, Path], name: str) -> Path:
+    """The escape package, told where this test's listener and model server are."""
+    server, listener, tmp = world
+    pkg = Path(shutil.copytree(FIXTURE, tmp / name))
+    (pkg / "evals/fixtures/targets.json").write_text(json.dumps({
+        "listener": listener.port, "model_server": int(server.url.rsplit(":", 1)[1]), "marker": MARKER,
+        "canaries": KEYS}))
+    return pkg
+
+
+def _escaped() -> list[Path]:
+    import pwd
+
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    return [p for p in (home / MARKER, Path("/tmp") / MARKER) if p.exists()]
+
+
+@pytest.fixture(scope="module", params=list(ENGINES))
+def recorded(request: pytest.FixtureRequest, world: tuple[ModelServer, Listener, Path]) -> tuple[str, Path, dict[str, Any]]:
+    engine = request.param
+    reason = get_engine(engine).available()
+    if reason:
+        pytest.skip(reason)
+    server, _, tmp = world
+    pkg = _package(world, engine)
+    out = tmp / f"{engine}.json"
+    done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--engine", engine, *ENGINES[engine],
+                     "-o", str(out))
+    assert out.is_file(), done.stdout + done.stderr
+    return engine, pkg, json.loads(out.read_text())
+
+
+def test_every_escape_fails_at_the_syscall_and_the_session_still_works(
+    recorded: tuple[str, Path, dict[str, Any]], world: tuple[ModelServer, Listener, Path]
+) -> None:
+    engine, pkg, report = recorded
+    case = report["cases"][0]
+    assert case["verdict"] == "PASS", (engine, case.get("error"), case.get("check_details"))
+    assert case["confinement"] == "writes: landlock; network: port-only"
+    assert report["config"]["sandbox"]["network_enforced"] is True
+    assert report["config"]["sandbox"]["layers"].startswith("landlock ABI ")
+    assert world[1].accepted == 0
+    assert _escaped() == []
+    assert not (pkg.parent / MARKER).exists()
+    cassette = (pkg / f"evals/cassettes/escape/{engine}.session.yaml").read_text()
+    for value in KEYS.values():
+        assert value not in cassette
+    page = pkg.parent / f"{engine}.html"
+    assert _aam_eval(world[0], "view", str(pkg.parent / f"{engine}.json"), "-o", str(page)).returncode == 0
+    with report_page(page) as shown:
+        assert "sandbox\nwrites: landlock; network: port-only" in open_case(shown, "escape").replace("\t", "\n")
+
+
+def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[ModelServer, Listener, Path]) -> None:
+    import yaml
+
+    server, listener, tmp = world
+    if get_engine("claude-code").available():
+        pytest.skip("claude-code is not installed")
+    pkg = _package(world, "network-open")
+    (pkg / "evals/eval-config.json").write_text(json.dumps(
+        {"version": 1, "engine": "claude-code", "sandbox": {"network": True}}))
+    before = listener.accepted
+    done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "-o", str(tmp / "open.json"))
+    case = json.loads((tmp / "open.json").read_text())["cases"][0]
+    assert case["confinement"] == "writes: landlock; network: open", done.stdout + done.stderr
+    assert "sandbox: writes: landlock; network: open" in done.stdout
+    recorded = yaml.safe_load((pkg / "evals/cassettes/escape/claude-code.session.yaml").read_text())
+    probe = json.loads(next(f["text"] for f in recorded["attempts"][0]["files"] if f["path"] == "escape-report.json"))
+    assert probe["connect-listener"] == "done" and listener.accepted == before + 1
+    assert probe["write-runner-home"].startswith("denied") and probe["write-tmp"].startswith("denied")
+    assert probe["keys-found"] == "none"
+    assert _escaped() == []
+
+
+def test_re_execution_runs_the_script_confined_again_with_the_same_verdict(
+    recorded: tuple[str, Path, dict[str, Any]], world: tuple[ModelServer, Listener, Path]
+) -> None:
+    engine, pkg, _ = recorded
+    out = pkg.parent / f"{engine}-rerun.json"
+    done = _aam_eval(world[0], "run", "--package", str(pkg), "--replay", "--rerun", "--engine", engine,
+                     *ENGINES[engine], "-o", str(out))
+    rerun = json.loads(out.read_text())["cases"][0]
+    assert (rerun["verdict"], rerun["replay_kind"]) == ("PASS", "rerun"), done.stdout + done.stderr
+    assert world[1].accepted == 0 and _escaped() == []
+
+
+def test_a_kernel_without_landlock_is_reported_and_required_refuses(
+    world: tuple[ModelServer, Listener, Path]
+) -> None:
+    server, _, tmp = world
+    if get_engine("claude-code").available():
+        pytest.skip("claude-code is not installed")
+    pkg = _package(world, "no-landlock")
+    simulated = {"AAM_EVAL_SANDBOX_SIMULATE_NO_LANDLOCK": "1"}
+    out = tmp / "no-landlock.json"
+    done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "-o", str(out),
+                     env=simulated)
+    report = json.loads(out.read_text())
+    assert report["cases"][0]["confinement"].startswith("writes: check; network: none (simulated")
+    assert report["config"]["sandbox"]["layers"].startswith("none: simulated")
+    assert "the agent runs less confined than eval-config's sandbox asks" in done.stderr
+    refused = _aam_eval(server, "run", "--package", str(pkg), "--record", "--sandbox-enforce", "required",
+                        "-o", str(tmp / "required.json"), env=simulated)
+    case = json.loads((tmp / "required.json").read_text())["cases"][0]
+    assert refused.returncode == 1 and case["verdict"] == "ERROR"
+    assert "sandbox.enforce is required, but this machine cannot confine the agent's writes" in case["error"]
+    for escaped in _escaped():  # unconfined, the probe did get out: what a missing layer means
+        escaped.unlink()
