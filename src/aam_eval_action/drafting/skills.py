@@ -134,7 +134,13 @@ class Sibling:
 def siblings(docs: list[SkillDoc], count: int) -> dict[str, list[Sibling]]:
     """For each skill, the `count` other skills most similar to it by BM25 (description and
     body), best first; a skill sharing no word with it is never a sibling."""
-    import bm25s  # type: ignore[import-untyped]  # only `init` ranks skills: kept out of the CLI's start-up
+    try:
+        import bm25s  # type: ignore[import-untyped]  # only `init` ranks skills: kept out of start-up
+    except ImportError:  # the action's image leaves it out: the action never drafts
+        from aam_eval_action.errors import UsageError
+
+        raise UsageError("aam-eval init needs the bm25s package to rank sibling skills: pip install "
+                         "bm25s (it is a dependency of `pip install aam-eval-action`)") from None
 
     if len(docs) < 2 or count < 1:
         return {d.name: [] for d in docs}
