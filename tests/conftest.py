@@ -67,6 +67,15 @@ def example_copy(dest: Path) -> Path:
     return dest
 
 
+def example_repository(root: Path) -> Path:
+    """A git repository at `root` holding a copy of the shipped example and its cassettes, laid
+    out as in this repository; the example's folder in it."""
+    shutil.copytree(EXAMPLE, root / "examples" / "csv-tools")
+    shutil.copytree(ROOT / "cassettes", root / "cassettes")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root / "examples" / "csv-tools"
+
+
 @pytest.fixture
 def example(tmp_path: Path) -> Path:
     """A private copy of the shipped example package (its cassettes beside it, as shipped)."""

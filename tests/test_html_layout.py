@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from aam_eval_action.report import (
     to_json,
 )
 
-from conftest import EXAMPLE, ROOT, aam_eval
+from conftest import EXAMPLE, aam_eval, example_repository
 from support.browser import Browser, Page, running_browser, show, texts
 
 SCREENS = [(1400, 900), (1920, 1080)]
@@ -49,11 +48,7 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository holding a copy of the shipped example and its cassettes."""
-    root = tmp_path_factory.mktemp("repo")
-    shutil.copytree(EXAMPLE, root / "examples" / "csv-tools")
-    shutil.copytree(ROOT / "cassettes", root / "cassettes")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root / "examples" / "csv-tools"
+    return example_repository(tmp_path_factory.mktemp("repo"))
 
 
 def replay(package: Path, out: Path, *extra: str) -> Path:

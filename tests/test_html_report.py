@@ -26,7 +26,7 @@ from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
-from conftest import EXAMPLE, ROOT, aam_eval
+from conftest import EXAMPLE, ROOT, aam_eval, example_repository
 from support.browser import Browser, Page, running_browser, show, texts
 
 SCREENSHOT = ROOT / "docs" / "html-report.png"
@@ -64,14 +64,6 @@ def open_case(page: Page, name: str, engine: str | None = None) -> None:
                   f"({json.dumps(engine)} === null || document.getElementById('case-view').dataset.engine === {json.dumps(engine)})")
 
 
-def copy_example(root: Path) -> Path:
-    """A repository holding a copy of the shipped example and its cassettes."""
-    shutil.copytree(EXAMPLE, root / "examples" / "csv-tools")
-    shutil.copytree(ROOT / "cassettes", root / "cassettes")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root / "examples" / "csv-tools"
-
-
 def replay(package: Path, out: Path, *extra: str) -> Report:
     result = aam_eval("run", "--replay", "--package", str(package), "-o", str(out), *extra)
     assert result.code in (0, 1), result.out + result.err
@@ -82,7 +74,7 @@ def replay(package: Path, out: Path, *extra: str) -> Report:
 def example_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The shipped example replayed with `--html`: (report, page)."""
     tmp = tmp_path_factory.mktemp("example")
-    package = copy_example(tmp / "repo")
+    package = example_repository(tmp / "repo")
     replay(package, tmp / "report.json", "--html", str(tmp / "report.html"))
     return tmp / "report.json", tmp / "report.html"
 
@@ -93,7 +85,7 @@ def base_and_head(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     reports another total (its last turn), so the case regresses there; `view` of head with
     base: (base report, page)."""
     tmp = tmp_path_factory.mktemp("diff")
-    base_pkg, head_pkg = copy_example(tmp / "base"), copy_example(tmp / "head")
+    base_pkg, head_pkg = example_repository(tmp / "base"), example_repository(tmp / "head")
     cassette = tmp / "head" / "cassettes" / "csv-summary-e2e" / "claude-code.session.yaml"
     data = yaml.safe_load(cassette.read_text())
     data["attempts"][0]["output"] = data["attempts"][0]["output"].replace("952.75", "999.00")
@@ -283,7 +275,7 @@ def test_the_trend_chart_has_one_point_per_report(browser: Browser, tmp_path: Pa
         [...tr.querySelectorAll('td.flip')].map(td => tr.querySelector('th').innerText + '@' + td.cellIndex))""")
     assert sorted(flips) == ["changelog-entry@3", "json-row-count@2"]
     # Without --history, the reports kept under the package's evals/reports/ make the trend.
-    package = copy_example(tmp_path / "repo")
+    package = example_repository(tmp_path / "repo")
     (package / "evals" / "reports").mkdir()
     for path, _ in reports:
         shutil.copy(path, package / "evals" / "reports" / path.name)
@@ -293,7 +285,7 @@ def test_the_trend_chart_has_one_point_per_report(browser: Browser, tmp_path: Pa
 
 
 def test_a_matrix_report_shows_each_engine_and_model(browser: Browser, tmp_path: Path) -> None:
-    package = copy_example(tmp_path / "repo")
+    package = example_repository(tmp_path / "repo")
     replay(package, tmp_path / "m.json", "--engine", "claude-code,copilot", "--html", str(tmp_path / "m.html"))
     page = show(browser, tmp_path / "m.html")
     assert texts(page, "#matrix tbody th") == ["claude-code", "copilot"]
@@ -311,7 +303,7 @@ def test_a_damaged_cassette_costs_only_its_transcript(
     browser: Browser, tmp_path: Path, example_run: tuple[Path, Path]
 ) -> None:
     report_path, _ = example_run
-    package = copy_example(tmp_path / "repo")
+    package = example_repository(tmp_path / "repo")
     bad = tmp_path / "repo" / "cassettes" / "json-row-count" / "claude-code.session.yaml"
     bad.write_text("attempts: !!python/object/apply:os.system ['touch /tmp/pwned-by-cassette']\n")
     result = aam_eval("view", str(report_path), "--package", str(package), "-o", str(tmp_path / "page.html"))
@@ -494,7 +486,7 @@ def test_a_live_run_without_cassettes_gets_its_transcript(
     browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`--mode live` writes no cassette: the page's transcript is the session the run had."""
-    package = copy_example(tmp_path / "repo")
+    package = example_repository(tmp_path / "repo")
     config = package / "evals" / "eval-config.json"
     config.write_text(json.dumps(json.loads(config.read_text()) | {"cassettes": "cassettes", "baseline": False}))
     scenarios = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")

@@ -246,22 +246,23 @@ def all_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def is_judge(body: dict[str, Any]) -> bool:
-    """Judge requests carry the verdict tool (Anthropic) or the verdict format (OpenAI)."""
+def asks_for(body: dict[str, Any], tool: str, fmt_name: str) -> bool:
+    """Whether a request offers this tool (Anthropic) or asks for this JSON format (OpenAI)."""
     tools = body.get("tools") or []
-    if any(isinstance(t, dict) and t.get("name") == JUDGE_TOOL for t in tools):
+    if any(isinstance(t, dict) and t.get("name") == tool for t in tools):
         return True
     fmt = (body.get("text") or {}).get("format") or {}
-    return isinstance(fmt, dict) and fmt.get("name") == JUDGE_FORMAT
+    return isinstance(fmt, dict) and fmt.get("name") == fmt_name
+
+
+def is_judge(body: dict[str, Any]) -> bool:
+    """Judge requests carry the verdict tool (Anthropic) or the verdict format (OpenAI)."""
+    return asks_for(body, JUDGE_TOOL, JUDGE_FORMAT)
 
 
 def is_draft(body: dict[str, Any]) -> bool:
     """A drafting request of `aam-eval init`: it asks for the drafted-cases tool or format."""
-    tools = body.get("tools") or []
-    if any(isinstance(t, dict) and t.get("name") == DRAFT_TOOL for t in tools):
-        return True
-    fmt = (body.get("text") or {}).get("format") or {}
-    return isinstance(fmt, dict) and fmt.get("name") == DRAFT_FORMAT
+    return asks_for(body, DRAFT_TOOL, DRAFT_FORMAT)
 
 
 def drafted_skill(body: dict[str, Any]) -> str:
