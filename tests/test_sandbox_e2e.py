@@ -1,5 +1,5 @@
-"""The OS sandbox around every agent session, with the four real CLIs: a skill's script tries to
-write to the runner's HOME, to /tmp and beside its workspace, to connect to a listener of ours and
+"""The OS sandbox around every agent session, with the four real CLIs (Codex in its own): a
+skill's script tries to write to the runner's HOME, to /tmp and beside its workspace, to connect to a listener of ours and
 straight to the model server, to listen, and to find the API key in its environment and in its
 ancestors' /proc entries. `aam-eval` runs as a process, the canary keys in its own environment as
 a runner's are. Every attempt fails, the model traffic still flows, and re-execution gives the
@@ -32,9 +32,11 @@ FIXTURE = ROOT / "tests/fixtures/escape-pkg"
 SCENARIOS = load_scenarios(ROOT / "tests/fixtures/escape-scenarios.yaml")
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-sandbox-4f1e", "OPENAI_API_KEY": "sk-CANARY-sandbox-9a0b",
         "GEMINI_API_KEY": "gemini-CANARY-sandbox-77c2"}
-ENGINES = {"claude-code": (), "copilot": (), "gemini-cli": ("--judge", "claude-sonnet-4-6")}
-"""The engines our Landlock sandbox wraps. Codex runs in its own bubblewrap sandbox instead: it
-cannot map a user namespace inside Landlock (that is a write to /proc)."""
+ENGINES = {"claude-code": (), "codex": ("--model", "gpt-5.5", "--judge", "claude-sonnet-4-6"), "copilot": (),
+           "gemini-cli": ("--judge", "claude-sonnet-4-6")}
+CONFINED = {"codex": "writes: codex sandbox; network: codex sandbox"}
+"""How each engine's session is confined: Landlock, but Codex, whose own bubblewrap sandbox cannot
+map its user namespace inside Landlock (a write to /proc) and confines its commands instead."""
 MARKER = "aam-eval-escaped.txt"
 
 
@@ -112,7 +114,7 @@ def test_every_escape_fails_at_the_syscall_and_the_session_still_works(
     engine, pkg, report = recorded
     case = report["cases"][0]
     assert case["verdict"] == "PASS", (engine, case.get("error"), case.get("check_details"))
-    assert case["confinement"] == "writes: landlock; network: port-only"
+    assert case["confinement"] == CONFINED.get(engine, "writes: landlock; network: port-only")
     assert report["config"]["sandbox"]["network_enforced"] is True
     assert report["config"]["sandbox"]["layers"].startswith("landlock ABI ")
     assert world[1].accepted == 0
@@ -124,7 +126,7 @@ def test_every_escape_fails_at_the_syscall_and_the_session_still_works(
     page = pkg.parent / f"{engine}.html"
     assert _aam_eval(world[0], "view", str(pkg.parent / f"{engine}.json"), "-o", str(page)).returncode == 0
     with report_page(page) as shown:
-        assert "sandbox\nwrites: landlock; network: port-only" in open_case(shown, "escape").replace("\t", "\n")
+        assert "sandbox\n" + case["confinement"] in open_case(shown, "escape").replace("\t", "\n")
 
 
 def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[ModelServer, Listener, Path]) -> None:
