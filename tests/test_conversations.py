@@ -263,3 +263,58 @@ def test_skill_listings_in_either_order_normalise_alike() -> None:
     assert first.text(a) == second.text(b)
     listing = "<available_skills>\n<skill><name>{}</name></skill>\n<skill><name>{}</name></skill>\n</available_skills>"
     assert first.text(listing.format("b", "a")) == second.text(listing.format("a", "b"))
+
+
+def _returned(agent_id: str, answer: str, ms: int) -> list[dict[str, Any]]:
+    """Claude Code 2.1.197's `Agent` result: the sub-agent's answer, its id and usage."""
+    return [{"type": "text", "text": answer},
+            {"type": "text", "text": f"agentId: {agent_id} (use SendMessage with to: '{agent_id}', summary: "
+                                     f"'<5-10 word recap>' to continue this agent)\n<usage>subagent_tokens: 466\n"
+                                     f"tool_uses: 1\nduration_ms: {ms}</usage>"}]
+
+
+def _returned_session(id_a: str, id_b: str, b_first: bool) -> list[dict[str, Any]]:
+    """Main 1, a 1, b 1, main 2: the sub-agents answer at once, and the main agent's second
+    request carries both answers in the order the sub-agents finished."""
+    results = [("toolu_main1", _returned(id_a, "3", 412)), ("toolu_main2", _returned(id_b, "5", 409))]
+    main2 = _request(MAIN_SYSTEM, MAIN_PROMPT, AGENTS, _results(*(results[::-1] if b_first else results)))
+    return [_request(MAIN_SYSTEM, MAIN_PROMPT), _request(SUB_SYSTEM, _user(PROMPT_A)),
+            _request(SUB_SYSTEM, _user(PROMPT_B)), main2]
+
+
+def test_results_of_parallel_calls_in_either_order_normalise_alike_with_ids_numbered_in_call_order() -> None:
+    """Two sub-agents finishing within milliseconds come back in either order, run to run."""
+    first, second = _norm(), _norm()
+    recorded = first.request(_returned_session(AGENT_ID_A, AGENT_ID_B, b_first=True)[3])
+    rerun = second.request(_returned_session("a0123456789abcdef", "afedcba9876543210", b_first=False)[3])
+    assert recorded == rerun
+    results = recorded["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_main1", "toolu_main2"]  # as called
+    assert "agentId: $AGENT1" in results[0]["content"][1]["text"]  # a's id, the first call's
+    assert second.live("to: '$AGENT1'") == "to: 'a0123456789abcdef'"
+
+
+def test_traffic_recorded_with_results_in_finishing_order_still_replays_and_names_the_same_agents(
+    monkeypatch: Any,
+) -> None:
+    """A recording made before results were stored in call order: b's answer first, b's id
+    `$AGENT1`, and the main agent's recorded answer naming it. It replays a run where a's answer
+    comes first, and the answer names this run's b."""
+    from aam_eval_action.replay import traffic as traffic_module
+
+    with monkeypatch.context() as mp:  # as the recording proxy stored it then
+        mp.setattr(traffic_module, "results_in_call_order", lambda body: body)
+        norm = _norm()
+        answers = ["main: start two agents", "3", "5", f"Asking '{AGENT_ID_B}' again."]
+        raw = [("/v1/messages?beta=true", norm.request(r), norm.response(_answer(t)), False)
+               for r, t in zip(_returned_session(AGENT_ID_A, AGENT_ID_B, b_first=True), answers, strict=True)]
+        old = parse_traffic(stored(build_traffic("claude", "2.1.197", raw)))
+    assert "agentId: $AGENT1" in json.dumps(full_requests(old)[3]["messages"][-1]["content"][0])  # b's
+    live = _returned_session("a0123456789abcdef", "afedcba9876543210", b_first=False)
+    out: dict[str, Any] = {}
+    with ReplayProxy(old, _norm()) as proxy:
+        _serve(proxy, live[0], out, "main1")
+        _together(proxy, out, (live[1], "a1"), (live[2], "b1"))
+        _serve(proxy, live[3], out, "main2")
+    assert proxy.divergence is None, proxy.divergence
+    assert "Asking 'afedcba9876543210' again." in out["main2"][1]

@@ -8,9 +8,11 @@
 Right after recording, each session is re-executed once against its own traffic: the first
 case's values are learnt and re-execution stays clean; the second is reported unstable.
 
-Then the releases listed as `# other:` in `requirements/agent-clis.txt` (a Claude Code and a
+Then the releases listed as `# other:` in `requirements/agent-clis.txt` (two Claude Code and a
 Gemini CLI release older than the pins) record and re-execute the sub-agent cases, with no
-pattern written for them.
+pattern written for them; and Claude Code 2.1.197, whose `Agent` calls return the sub-agents'
+answers in the order they finished, records two counters that finish in the other order on
+re-execution (`tests/fixtures/subagents-reordered-scenarios.yaml`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ PACKAGE = ROOT / "tests/fixtures/volatile-pkg"
 SCENARIOS = load_scenarios(ROOT / "tests/fixtures/volatile-scenarios.yaml")
 SUBAGENTS = ROOT / "tests/fixtures/subagents-pkg"
 SUBAGENT_SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-scenarios.yaml")
+REORDERED_SCENARIOS = load_scenarios(ROOT / "tests/fixtures/subagents-reordered-scenarios.yaml")
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-selfcheck-9b1e", "GEMINI_API_KEY": "gemini-CANARY-selfcheck-4c2a"}
 ENGINE_OF = {"claude": "claude-code", "gemini": "gemini-cli"}
 
@@ -168,3 +171,28 @@ def test_another_release_records_and_re_executes_sub_agents_with_no_pattern_writ
             for name, c in _cases(report).items()}
     assert seen == {name: (verdict, "rerun", None) for name, verdict in verdicts.items()}, \
         f"with {pin.spec}: {seen}\n{log}"
+
+
+def test_sub_agents_finishing_in_another_order_than_recorded_leave_the_recording_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code 2.1.197 waits for its parallel sub-agents and sends their answers as the
+    `Agent` results of one request, in the order they finished: two finishing within
+    milliseconds of each other come back in either order, and one recording in six was
+    unstable ("turn 2: the Agent tool result (…) changed: recorded `3` → now `5`"). Here the
+    counters finish in one order when recorded and in the other when re-executed, every time;
+    the results are stored and compared in call order, the ids the CLI makes up numbered in it."""
+    [pin] = [p for p in other_releases() if p.spec == "@anthropic-ai/claude-code@2.1.197"]
+    monkeypatch.setenv("PATH", f"{ensure_release(pin)}{os.pathsep}{os.environ['PATH']}")
+    pkg = tmp_path / "pkg"
+    shutil.copytree(SUBAGENTS, pkg)
+    recorded, log = _run(pkg, "--record", "parallel-count", scenarios=REORDERED_SCENARIOS)
+    case = _cases(recorded)["parallel-count"]
+    assert case["verdict"] == "PASS", log
+    assert case["self_check"]["clean"], case["self_check"]
+    assert case["self_check"]["learnt"] and all("`duration_ms: `" in m for m in case["self_check"]["learnt"])
+    text = (pkg / "evals/cassettes/parallel-count/claude-code.session.yaml").read_text()
+    assert text.index("agentId: $AGENT1") < text.index("agentId: $AGENT2")
+    report, log = _run(pkg, "--replay", "--rerun", "parallel-count", scenarios=REORDERED_SCENARIOS)
+    case = _cases(report)["parallel-count"]
+    assert (case["verdict"], case.get("replay_kind"), case.get("miss")) == ("PASS", "rerun", None), log

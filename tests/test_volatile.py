@@ -44,6 +44,11 @@ def test_a_difference_of_a_known_shape_beside_a_key_is_learnt(old: str, new: str
     ("3", "4"),  # nothing beside it
     ("result: PASS", "result: FAIL"),
     ("a.txt b.txt c.txt", "c.txt a.txt b.txt"),  # a listing in another order
+    # Placeholders stand for one agent or call each: another one there is another agent
+    # reporting (sub-agents finishing in another order), never a volatile value.
+    ("<task-id>$AGENT1</task-id>", "<task-id>$AGENT2</task-id>"),
+    ("<tool-use-id>toolu_aam002</tool-use-id>", "<tool-use-id>toolu_aam003</tool-use-id>"),
+    ('Agent "Count a.txt" finished', 'Agent "Count b.txt" finished'),  # a name, not a 1-character id
 ])
 def test_a_difference_no_narrow_mask_explains_is_not_learnt(old: str, new: str) -> None:
     assert learn_text(old, new) is None

@@ -38,11 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aam_eval_action.replay.traffic import (
+    MINTED_PLACEHOLDER,
     TOOL_CALL_TYPES,
     Conversation,
     Divergence,
     ModelTraffic,
     Raw,
+    RecordedResponse,
     Stream,
     apply_ignore,
     build,
@@ -51,6 +53,7 @@ from aam_eval_action.replay.traffic import (
     history_key,
     missing,
     model_item,
+    results_in_call_order,
     short_hash,
     turn_of,
 )
@@ -301,6 +304,52 @@ def threads(traffic: ModelTraffic, fulls: Sequence[dict[str, Any]]) -> tuple[lis
     streams = [e.stream for e in traffic.exchanges]
     numbers = segment(fulls, streams, [e.response.status for e in traffic.exchanges])
     return name_conversations(fulls, streams, numbers), numbers
+
+
+def in_call_order(
+    traffic: ModelTraffic, fulls: Sequence[dict[str, Any]]
+) -> tuple[ModelTraffic, list[dict[str, Any]]]:
+    """Traffic recorded before the results of parallel calls were stored in call order (Claude
+    Code 2.1.197 sends its sub-agents' answers in the order they finished) as it is recorded
+    now: each request's results in call order, and the ids the CLI made up numbered again in
+    order of first sight, in the requests and the answers alike (so a recorded answer's
+    `$AGENT2` names the same sub-agent as this run's `$AGENT2`). Newer traffic as it is."""
+    ordered = [results_in_call_order(full) for full in fulls]
+    if all(new is old for new, old in zip(ordered, fulls, strict=True)):
+        return traffic, list(fulls)
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+
+    def see(text: str) -> str:
+        for found in MINTED_PLACEHOLDER.finditer(text):
+            if found.group(0) not in names:
+                counts[found.group(1)] = counts.get(found.group(1), 0) + 1
+                names[found.group(0)] = f"${found.group(1)}{counts[found.group(1)]}"
+        return text
+
+    answers = [e.response.model_dump(mode="json", exclude_none=True) for e in traffic.exchanges]
+    for full, answer in zip(ordered, answers, strict=True):
+        _strings(full, see)
+        _strings(answer, see)
+    if all(old == new for old, new in names.items()):
+        return traffic, ordered
+
+    def rename(text: str) -> str:
+        return MINTED_PLACEHOLDER.sub(lambda m: names.get(m.group(0), m.group(0)), text)
+
+    exchanges = [e.model_copy(update={"response": RecordedResponse.model_validate(_strings(a, rename))})
+                 for e, a in zip(traffic.exchanges, answers, strict=True)]
+    return traffic.model_copy(update={"exchanges": exchanges}), [_strings(f, rename) for f in ordered]
+
+
+def _strings(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {k: _strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strings(v, change) for v in value]
+    return value
 
 
 @dataclass

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from aam_eval_action.engines.registry import engine_of_user_agent
-from aam_eval_action.replay.conversations import Tracks, build_traffic
+from aam_eval_action.replay.conversations import Tracks, build_traffic, in_call_order
 from aam_eval_action.replay.traffic import (
     Divergence,
     Exchange,
@@ -404,9 +404,10 @@ class ReplayProxy(_Proxy):
         self.refused = 0
         """Requests answered with the divergence error (Claude Code re-sends a refused turn in
         a few fallback shapes before it gives up; all are refused)."""
+        traffic, fulls = in_call_order(traffic, full_requests(traffic))
         self._recorded = traffic.exchanges
         learner = None if learn_as is None else functools.partial(self._learn, learn_as)
-        self._tracks = Tracks(traffic, full_requests(traffic), self.ignore, learner)
+        self._tracks = Tracks(traffic, fulls, self.ignore, learner)
         self._diverged = threading.Event()
 
     def arrive(self) -> None:

@@ -16,7 +16,8 @@ workspace, HOME and temp base paths (and their realpaths) become `$WORKSPACE`, `
 `$PROJECT`; per-run ids (`metadata.user_id`, Codex's `client_metadata`, `prompt_cache_key` and
 input item ids), `cache_control` markers (they move to the newest message each turn), the date
 line, git SHAs in the git status, Codex's per-command `Chunk ID` and `Wall time`, the machine's
-OS version and time zone are replaced or dropped; secrets are redacted. Ids the API issues
+OS version and time zone are replaced or dropped; secrets are redacted; several tool results of
+one message are put in the order of their calls (`results_in_call_order`). Ids the API issues
 (messages, tool calls, items) are renamed in order of first sight (`toolu_aam001`), in answers
 and where requests echo them, so recording the same session twice gives the same bytes. A user's
 `rerun-ignore` regexes are applied to both sides at comparison time only, so changing them never
@@ -435,6 +436,8 @@ class Normaliser:
         body = {k: v for k, v in body.items() if k not in RUN_ID_KEYS}
         if isinstance(body.get("input"), list):  # Responses input items carry random ids
             body["input"] = [_without(item, "id") for item in body["input"]]
+        # Before the ids the CLI minted are numbered, so they are numbered in call order too.
+        body = results_in_call_order(body)
         normal = dict(_rename_ids(self._deep(_strip_keys(body, VOLATILE_KEYS)), self.ids.known))
         _sort_skill_enum(normal)
         return normal
@@ -458,6 +461,38 @@ class Normaliser:
         if isinstance(value, list):
             return [self._deep(v) for v in value]
         return value
+
+
+def results_in_call_order(body: dict[str, Any]) -> dict[str, Any]:
+    """The results of several tool calls of one answer in the order of the calls (Anthropic
+    Messages): Claude Code sends them in the order they finished, and parallel sub-agents
+    (2.1.197's `Agent` calls return the sub-agent's answer) finishing within a few
+    milliseconds of each other finish in either order, run to run. Other blocks stay where
+    they are; results of calls not found keep their order, after the others. The body itself
+    when they are in order already."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not any(_results(m)[1:] for m in messages):
+        return body
+    out: list[Any] = []
+    calls: dict[Any, int] = {}
+    moved = False
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            blocks = message.get("content")
+            calls = {b.get("id"): n for n, b in enumerate(blocks if isinstance(blocks, list) else [])
+                     if isinstance(b, dict) and b.get("type") == "tool_use"}
+        results = _results(message)
+        ordered = sorted(results, key=lambda b: calls.get(b.get("tool_use_id"), len(calls)))
+        if message.get("role") == "user" and any(a is not b for a, b in zip(ordered, results, strict=True)):
+            placed = iter(ordered)
+            content = [next(placed) if _is_result(block) else block for block in message["content"]]
+            message, moved = {**message, "content": content}, True
+        out.append(message)
+    return {**body, "messages": out} if moved else body
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def _sort_skill_enum(body: dict[str, Any]) -> None:

@@ -12,7 +12,8 @@ such difference into a **mask**: the shape of the value (a number, a duration, a
 a date-time, a UUID, a hex or alphanumeric id of a length range) and the literal text right
 before it (`duration_ms: `), or right after it when nothing usable comes before. A mask is
 kept only when it makes the two requests equal; a difference no narrow mask explains (free
-text, a changed structure) is not learnt, and the recording is reported unstable instead.
+text, a changed structure, a placeholder normalisation put in: `$AGENT2` where `$AGENT1` was is
+another sub-agent reporting there) is not learnt, and the recording is reported unstable instead.
 
 Masks are data, never regular expressions taken from a file: a cassette store comes from the
 repository under test, so a mask is checked against the fixed shapes and length limits and
@@ -43,6 +44,13 @@ SHAPES: dict[str, str] = {
 seen; an `id` needs a digit and a letter (a word that changed is text, not an id)."""
 SIZED = ("hex", "id")
 MAX_ID = 64
+MIN_ID = 6
+"""The shortest `hex` or `id` value learnt: a shorter one is a name or a word that changed
+(`Count a.txt` → `Count b.txt`), not an id a CLI made up."""
+PLACEHOLDER = re.compile(r"\$[A-Z]+\d*(?![A-Za-z0-9])|(?<![A-Za-z0-9])[A-Za-z]+_aam\d+(?![A-Za-z0-9])")
+"""What normalisation put in place of a per-run value (`$AGENT1`, `$UUID2`, the API's `toolu_aam002`):
+each stands for one agent, call or file of the session, so another one in its place is another
+agent or call answered there (sub-agents finishing in another order), never a volatile value."""
 CONTEXT_MAX = 40
 """The longest key kept as a mask's context (the patterns below spell it out)."""
 BOUND_L, BOUND_R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
@@ -224,6 +232,8 @@ def _mask_for(old: str, new: str, i1: int, i2: int, j1: int, j2: int, case: str)
         i1, j1 = i1 - 1, j1 - 1
     while i2 < len(old) and j2 < len(new) and old[i2] == new[j2] and _WORD.match(old[i2]):
         i2, j2 = i2 + 1, j2 + 1
+    if _placeholder_at(old, i1, i2) or _placeholder_at(new, j1, j2):
+        return None
     for shape in SHAPES:
         found_old = _covering(old, i1, i2, shape)
         found_new = _covering(new, j1, j2, shape)
@@ -231,6 +241,8 @@ def _mask_for(old: str, new: str, i1: int, i2: int, j1: int, j2: int, case: str)
             continue
         (s1, e1), (s2, e2) = found_old, found_new
         values = old[s1:e1], new[s2:e2]
+        if shape in SIZED and min(map(len, values)) < MIN_ID:
+            continue
         if shape == "id" and not all(_LETTER.search(v) and _DIGIT.search(v) for v in values):
             continue
         context = _context(old, new, s1, e1, s2, e2)
@@ -241,6 +253,14 @@ def _mask_for(old: str, new: str, i1: int, i2: int, j1: int, j2: int, case: str)
         example = f"{values[0][:24]} → {values[1][:24]}"
         return Mask(shape=shape, before=before, after=after, length=length, example=example, case=case)
     return None
+
+
+def _placeholder_at(text: str, start: int, end: int) -> bool:
+    """Whether [start, end) (a point when empty) touches a normalisation placeholder."""
+    for found in PLACEHOLDER.finditer(text, max(0, start - CONTEXT_MAX), end + CONTEXT_MAX):
+        if found.start() < max(end, start + 1) and start < found.end():
+            return True
+    return False
 
 
 def _covering(text: str, start: int, end: int, shape: str) -> tuple[int, int] | None:

@@ -27,8 +27,9 @@ each chosen by a substring of the request:
           - subagent: {type: "reviewer", prompt: "Review a.txt"}
           - bash: "wc -l b.txt"
       - {text: "Waiting for the reviewer.", background: true}
-                                # said while sub-agents run in the background: Gemini CLI,
-                                # whose sub-agent call returns the answer, skips this step
+                                # said while sub-agents run in the background: Gemini CLI
+                                # and Claude Code 2.1.197, whose sub-agent call returns the
+                                # answer, skip this step
       - text: "Final answer"    # ends the session
       - sleep: 30               # wait before answering (combines with another key)
       - error: {status: 500, message: "overloaded"}
@@ -59,6 +60,22 @@ listed first) and then answers as `skill: <that one>` does, so the session reall
 Codex's own system skills); the next step answers the next turn as usual. When no skill
 reaches `min-overlap` it answers `No skill fits; answering directly.` as a text step, so the
 session ends there. It reads nothing but the request: the same request, the same choice.
+
+A resumed session (a conversation's next turn: the CLI sends the whole history, then the new
+user message) is still matched by its first prompt, and its turn index goes on counting, so
+turn 2 plays the steps after turn 1's (not for Codex, whose index counts calls: see below). A
+follow-up message can also have a scenario of its own:
+
+    reply-to: "substring of the follow-up message"
+    agent:
+      - text: "The word was PLUM."
+
+A `reply-to` scenario is matched against the request's latest user message when that is not
+its first (the same text the first-prompt match reads: the CLI's injected blocks left out), and
+its steps count the model turns since that message; it goes before every `match`, and never
+answers a first prompt, a judge or a drafting request. A follow-up no `reply-to` scenario
+matches is answered as before. `conversation(body)` lists a request's user and assistant
+texts, in order, for tests that check what a resumed session sent.
 
 One scenario with `match: "*"` is the catch-all: it answers every agent prompt that no other
 scenario matches (a sub-agent's too), wherever it stands in the list (with several, the
@@ -219,6 +236,25 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in items if isinstance(m, dict)]
 
 
+AGENT_TOOLS = ("Agent", "Task")
+"""Claude Code's sub-agent tool (`Task` in older releases)."""
+ASYNC_AGENT = "Async agent launched"
+"""How a Claude Code `Agent` result starts when the sub-agent runs in the background."""
+
+
+def agents_answered(body: dict[str, Any]) -> bool:
+    """An Anthropic request whose `Agent` calls returned the sub-agents' answers: Claude Code
+    2.1.197 waits for them, as Gemini CLI does; 2.1.300 and later start them in the background
+    (`Async agent launched…`) and notify the main agent."""
+    if not isinstance(body.get("messages"), list):
+        return False
+    blocks = [b for m in _messages(body) if isinstance(m.get("content"), list)
+              for b in m["content"] if isinstance(b, dict)]
+    calls = {b.get("id") for b in blocks if b.get("type") == "tool_use" and b.get("name") in AGENT_TOOLS}
+    results = [b for b in blocks if b.get("type") == "tool_result" and b.get("tool_use_id") in calls]
+    return bool(results) and not any(ASYNC_AGENT in "".join(_texts(r.get("content"))) for r in results)
+
+
 def is_gemini(body: dict[str, Any]) -> bool:
     """A Gemini API request (`contents`, not `messages` or `input`)."""
     return isinstance(body.get("contents"), list)
@@ -226,14 +262,36 @@ def is_gemini(body: dict[str, Any]) -> bool:
 
 def prompt_text(body: dict[str, Any]) -> str:
     """The user's own prompt: the first user message's text that the CLI did not inject."""
+    return next((text for role, text in conversation(body) if role == "user"), "")
+
+
+def conversation(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(role `user` or `assistant`, text) of each message of a request that has text of its own
+    (the CLI's injected blocks left out; tool calls and results carry none), in order."""
     injected = INJECTED_PREFIXES + GEMINI_INJECTED_PREFIXES if is_gemini(body) else INJECTED_PREFIXES
+    found = []
     for message in _messages(body):
-        if message.get("role") != "user":
-            continue
+        role = message.get("role")
         texts = [t for t in _texts(message.get("content")) if not t.lstrip().startswith(injected)]
-        if texts:
-            return "\n".join(texts)
-    return ""
+        if role in ("user", "assistant") and texts:
+            found.append((str(role), "\n".join(texts)))
+    return found
+
+
+def follow_up(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A resumed session's follow-up: the latest user message's own text, when it is not the
+    first, and the request cut to start at that message (to count the turns since). None for
+    a conversation with one user message."""
+    key = "contents" if is_gemini(body) else "messages" if "messages" in body else "input"
+    items = body.get(key)
+    if not isinstance(items, list):
+        return None
+    prompts = [(i, text) for i, item in enumerate(items) if isinstance(item, dict)
+               for role, text in conversation({**body, key: [item]}) if role == "user"]
+    if len(prompts) < 2:
+        return None
+    index, text = prompts[-1]
+    return text, {**body, key: items[index:]}
 
 
 def all_text(body: dict[str, Any]) -> str:
@@ -392,21 +450,39 @@ class Script:
         """The first scenario whose `match` occurs in the text; else the first catch-all
         (`match: "*"`), for a judge request only one with a `judge` of its own."""
         with self._lock:
-            scenarios = [(i, s) for i, s in enumerate(self._scenarios) if "draft-for" not in s]
+            scenarios = [(i, s) for i, s in enumerate(self._scenarios)
+                         if "draft-for" not in s and REPLY_TO not in s]
         for i, s in scenarios:
             if not is_catch_all(s) and str(s.get("match", "")) in text:
                 return i, s
         return next(((i, s) for i, s in scenarios if is_catch_all(s) and (not judge or "judge" in s)), None)
 
     def agent_reply(self, body: dict[str, Any]) -> Reply:
-        found = self.find(prompt_text(body))
+        follow = self.find_follow_up(body)
+        found, since = follow if follow is not None else (self.find(prompt_text(body)), body)
         if found is None:
             return Reply(text="OK.")
-        step = agent_step(found[1], turn_index(body), listed_skills(body), waits=is_gemini(body))
+        waits = is_gemini(body) or agents_answered(body)
+        step = agent_step(found[1], turn_index(since), listed_skills(body), waits=waits)
         if "route" in step:
-            step = routed_step(step, route_prompt(body), skill_listing(body))
+            step = routed_step(step, route_prompt(since), skill_listing(body))
         reply = step_reply(step, body)
         return reply if "messages" in body or is_gemini(body) else codex_wait(reply, body)
+
+    def find_follow_up(
+        self, body: dict[str, Any]
+    ) -> tuple[tuple[int, dict[str, Any]], dict[str, Any]] | None:
+        """The first `reply-to` scenario whose text occurs in a resumed session's follow-up, and
+        the request cut to start at that message (see `follow_up`); None without one."""
+        asked = follow_up(body)
+        if asked is None:
+            return None
+        with self._lock:
+            scenarios = [(i, s) for i, s in enumerate(self._scenarios) if REPLY_TO in s]
+        for i, s in scenarios:
+            if str(s[REPLY_TO]) in asked[0]:
+                return (i, s), asked[1]
+        return None
 
     def judge_reply(self, body: dict[str, Any]) -> Reply:
         found = self.find(all_text(body), judge=True)
@@ -456,6 +532,8 @@ class Script:
 
 CATCH_ALL = "*"
 """The `match` of the scenario that answers every agent prompt no other scenario matches."""
+REPLY_TO = "reply-to"
+"""The key of a scenario that answers a resumed session's follow-up message (see the module)."""
 
 
 def is_catch_all(scenario: dict[str, Any]) -> bool:
@@ -604,8 +682,9 @@ def agent_step(
     """The step for this turn; past the end, the last text step (or `Done.`).
 
     A scenario with `needs-skill` plays `without-skill` when the request does not list that skill.
-    With `waits` (a CLI whose sub-agent call returns the sub-agent's answer: Gemini CLI), the
-    steps marked `background: true` (said while sub-agents run in the background) are left out.
+    With `waits` (a CLI whose sub-agent call returns the sub-agent's answer: Gemini CLI, Claude
+    Code 2.1.197), the steps marked `background: true` (said while sub-agents run in the
+    background) are left out.
     """
     key = "agent"
     needed = scenario.get("needs-skill")
