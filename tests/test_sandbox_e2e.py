@@ -15,13 +15,16 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aam_eval_action.commands.doctor import user_namespaces
 from aam_eval_action.engines.base import get_engine
+from aam_eval_action.sandbox.plan import probe_namespace
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import ROOT
@@ -34,9 +37,14 @@ KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-sandbox-4f1e", "OPENAI_API_KEY": "sk
         "GEMINI_API_KEY": "gemini-CANARY-sandbox-77c2"}
 ENGINES = {"claude-code": (), "codex": ("--model", "gpt-5.5", "--judge", "claude-sonnet-4-6"), "copilot": (),
            "gemini-cli": ("--judge", "claude-sonnet-4-6")}
+NAMESPACE = not probe_namespace()
+"""Whether this machine gives each session a network namespace of its own (it must agree with
+`unshare -Urn true`: test_the_namespace_probe_agrees_with_unshare)."""
 CONFINED = {"codex": "writes: codex sandbox; network: codex sandbox"}
-"""How each engine's session is confined: Landlock, but Codex, whose own bubblewrap sandbox cannot
-map its user namespace inside Landlock (a write to /proc) and confines its commands instead."""
+"""How each engine's session is confined: Landlock (and a network namespace where user namespaces
+are allowed), but Codex, whose own bubblewrap sandbox cannot map its user namespace inside
+Landlock (a write to /proc), nor map its uid inside our namespace, and confines its commands
+instead."""
 MARKER = "aam-eval-escaped.txt"
 
 
@@ -57,6 +65,28 @@ class Listener:
                 return
             self.accepted += 1
             conn.close()
+
+
+class UdpListener:
+    """A UDP socket of the test's on 127.0.0.1: it counts the datagrams that reach it."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                self.sock.recv(64)
+            except OSError:
+                return
+            self.received += 1
+
+
+UDP = UdpListener()
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +111,7 @@ def _package(world: tuple[ModelServer, Listener, Path], name: str) -> Path:
     server, listener, tmp = world
     pkg = Path(shutil.copytree(FIXTURE, tmp / name))
     (pkg / "evals/fixtures/targets.json").write_text(json.dumps({
-        "listener": listener.port, "model_server": int(server.url.rsplit(":", 1)[1]), "marker": MARKER,
+        "listener": listener.port, "udp_listener": UDP.port, "model_server": int(server.url.rsplit(":", 1)[1]), "marker": MARKER,
         "canaries": KEYS}))
     return pkg
 
@@ -114,10 +144,14 @@ def test_every_escape_fails_at_the_syscall_and_the_session_still_works(
     engine, pkg, report = recorded
     case = report["cases"][0]
     assert case["verdict"] == "PASS", (engine, case.get("error"), case.get("check_details"))
-    assert case["confinement"] == CONFINED.get(engine, "writes: landlock; network: port-only")
+    network = "namespace" if NAMESPACE else "port-only"
+    assert case["confinement"] == CONFINED.get(engine, f"writes: landlock; network: {network}")
     assert report["config"]["sandbox"]["network_enforced"] is True
     assert report["config"]["sandbox"]["layers"].startswith("landlock ABI ")
+    assert ("network namespace" in report["config"]["sandbox"]["layers"]) is NAMESPACE
     assert world[1].accepted == 0
+    if NAMESPACE or engine in CONFINED:  # Landlock alone does not cover UDP (docs/sandbox.md)
+        assert UDP.received == 0
     assert _escaped() == []
     assert not (pkg.parent / MARKER).exists()
     cassette = (pkg / f"evals/cassettes/escape/{engine}.session.yaml").read_text()
@@ -138,7 +172,7 @@ def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[M
     pkg = _package(world, "network-open")
     (pkg / "evals/eval-config.json").write_text(json.dumps(
         {"version": 1, "engine": "claude-code", "sandbox": {"network": True}}))
-    before = listener.accepted
+    before, datagrams = listener.accepted, UDP.received
     done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "-o", str(tmp / "open.json"))
     case = json.loads((tmp / "open.json").read_text())["cases"][0]
     assert case["confinement"] == "writes: landlock; network: open", done.stdout + done.stderr
@@ -146,6 +180,7 @@ def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[M
     recorded = yaml.safe_load((pkg / "evals/cassettes/escape/claude-code.session.yaml").read_text())
     probe = json.loads(next(f["text"] for f in recorded["attempts"][0]["files"] if f["path"] == "escape-report.json"))
     assert probe["connect-listener"] == "done" and listener.accepted == before + 1
+    assert probe["send-udp"] == "done" and _eventually(lambda: UDP.received == datagrams + 1)
     assert probe["write-runner-home"].startswith("denied") and probe["write-tmp"].startswith("denied")
     assert probe["keys-found"] == "none"
     assert _escaped() == []
@@ -155,12 +190,30 @@ def test_re_execution_runs_the_script_confined_again_with_the_same_verdict(
     recorded: tuple[str, Path, dict[str, Any]], world: tuple[ModelServer, Listener, Path]
 ) -> None:
     engine, pkg, _ = recorded
+    datagrams = UDP.received
     out = pkg.parent / f"{engine}-rerun.json"
     done = _aam_eval(world[0], "run", "--package", str(pkg), "--replay", "--rerun", "--engine", engine,
                      *ENGINES[engine], "-o", str(out))
     rerun = json.loads(out.read_text())["cases"][0]
     assert (rerun["verdict"], rerun["replay_kind"]) == ("PASS", "rerun"), done.stdout + done.stderr
     assert world[1].accepted == 0 and _escaped() == []
+    if NAMESPACE or engine in CONFINED:
+        assert UDP.received == datagrams
+
+
+def test_the_namespace_probe_agrees_with_unshare() -> None:
+    """The per-run probe gives sessions a namespace exactly where `unshare -Urn true` (what
+    `aam-eval doctor` reports) runs."""
+    assert NAMESPACE is user_namespaces(os.environ)[0], probe_namespace()
+
+
+def _eventually(condition: Any, seconds: float = 3.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(condition())
 
 
 def test_a_kernel_without_landlock_is_reported_and_required_refuses(
@@ -175,7 +228,8 @@ def test_a_kernel_without_landlock_is_reported_and_required_refuses(
     done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "-o", str(out),
                      env=simulated)
     report = json.loads(out.read_text())
-    assert report["cases"][0]["confinement"].startswith("writes: check; network: none (simulated")
+    network = "namespace" if NAMESPACE else "none"  # the namespace needs no Landlock
+    assert report["cases"][0]["confinement"].startswith(f"writes: check; network: {network} (simulated")
     assert report["config"]["sandbox"]["layers"].startswith("none: simulated")
     assert "the agent runs less confined than eval-config's sandbox asks" in done.stderr
     refused = _aam_eval(server, "run", "--package", str(pkg), "--record", "--sandbox-enforce", "required",
@@ -185,3 +239,85 @@ def test_a_kernel_without_landlock_is_reported_and_required_refuses(
     assert "sandbox.enforce is required, but this machine cannot confine the agent's writes" in case["error"]
     for escaped in _escaped():  # unconfined, the probe did get out: what a missing layer means
         escaped.unlink()
+
+
+def test_the_namespace_lets_only_the_model_port_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's own network namespace, with no CLI: HTTP to the model's port goes through the
+    relay; a UDP datagram to the runner's loopback, a TCP connection to another of its ports and
+    a host name lookup do not; the relay and its UNIX socket are gone with the session."""
+    import http.server
+
+    from aam_eval_action.engines.process import run_process
+    from aam_eval_action.sandbox.plan import confine
+
+    model = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=model.serve_forever, daemon=True).start()
+    other, datagrams = Listener(), UDP.received
+    port = model.server_address[1]
+    made = confine([tmp_path], port, network=False)
+    assert made.network == ("namespace" if NAMESPACE else "port-only")
+    script = f"""
+import json, socket, urllib.request
+out = {{"http": urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=5).status}}
+with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    s.sendto(b"x", ("127.0.0.1", {UDP.port}))
+for name, act in (("tcp", lambda: socket.create_connection(("127.0.0.1", {other.port}), timeout=2)),
+                  ("dns", lambda: socket.getaddrinfo("localhost.example", 80))):
+    try:
+        act()
+        out[name] = "done"
+    except OSError as exc:
+        out[name] = "failed"
+print(json.dumps(out))
+"""
+    import tempfile
+
+    relays = tmp_path / "relays"  # where the runner's side puts its UNIX socket
+    relays.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(relays))
+    done = run_process([sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), timeout=60,
+                       confine=made)
+    model.shutdown()
+    model.server_close()
+    other.sock.close()
+    assert json.loads(done.stdout) == {"http": 200, "tcp": "failed", "dns": "failed"}, done.stderr
+    assert other.accepted == 0
+    if NAMESPACE:
+        time.sleep(0.3)
+        assert UDP.received == datagrams
+    assert list(relays.iterdir()) == []
+
+
+def test_a_root_runner_runs_the_session_as_the_agent_user_it_names() -> None:
+    """AAM_EVAL_AGENT_USER (set in the action's live image): a root runner hands the session's
+    folders to that user and the session runs as it, unable to read the runner's environment."""
+    import tempfile
+
+    from aam_eval_action.engines.process import run_process
+    from aam_eval_action.sandbox.plan import agent_user, confine
+
+    user = agent_user({"AAM_EVAL_AGENT_USER": "nobody"})
+    if os.geteuid() != 0:  # a runner that is not root keeps its own user
+        assert user is None
+        return
+    assert user is not None
+    with pytest.raises(ValueError, match="names no user"):
+        agent_user({"AAM_EVAL_AGENT_USER": "no-such-user-here"})
+    with pytest.raises(ValueError, match="is root"):
+        agent_user({"AAM_EVAL_AGENT_USER": "root"})
+    base = Path(tempfile.mkdtemp(prefix="aam-agent-user-"))  # 0700, as a session's base is
+    try:
+        ws = base / "workspace"
+        ws.mkdir()
+        (ws / "given.txt").write_text("the package's file\n")
+        made = confine([ws], None, network=True, user=user)
+        assert made.describe() == "writes: landlock; network: open; user: nobody"
+        script = (f"id -u; echo made > out.txt; echo more >> given.txt; "
+                  f"cat /proc/{os.getpid()}/environ >/dev/null 2>&1 && echo read || echo denied")
+        done = run_process(["/bin/sh", "-c", script], cwd=ws, env={"PATH": "/usr/bin:/bin", "CANARY": "1"},
+                           timeout=30, confine=made)
+        assert done.stdout.split() == [str(user[1]), "denied"], done.stderr
+        assert (ws / "out.txt").stat().st_uid == user[1]
+        assert (ws / "given.txt").read_text() == "the package's file\nmore\n"
+    finally:
+        shutil.rmtree(base)

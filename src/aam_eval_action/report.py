@@ -53,9 +53,10 @@ class SandboxInfo(Part):
     sandbox, or the engine's own), false when only its web tools are denied."""
     enforced: str | None = None
     """What the OS sandbox enforces around every session here, e.g. `writes: landlock; network:
-    port-only` (additive)."""
+    namespace` (additive)."""
     layers: str | None = None
-    """The sandbox layers this machine offers: `landlock ABI 7`, or why there is none (additive)."""
+    """The sandbox layers this machine offers: `landlock ABI 7; network namespace`, or why there
+    is none (additive)."""
     enforce: str | None = None
     """`required` (a session less confined than asked is refused) or `best-effort` (additive)."""
 
@@ -826,17 +827,21 @@ def learnt_masks(cassettes: Path) -> list[VolatileMask]:
 def sandbox_info(s: RunSettings) -> SandboxInfo:
     """`network_enforced` is reported whenever the network is to be off: never silently."""
     from aam_eval_action.engines.registry import ENGINES
-    from aam_eval_action.sandbox.plan import confine, probe, simulated_none
+    from aam_eval_action.sandbox.plan import confine, probe, probe_namespace, simulated_none
 
     network = s.config.sandbox.network
     info = ENGINES.get(s.engine)
     simulate = simulated_none(s.runner_env)
     here = confine([], 1, network, simulate)
-    enforced = None if network else here.network == "port-only" or bool(info and info.enforces_no_network)
+    enforced = None if network else (here.network in ("port-only", "namespace")
+                                     or bool(info and info.enforces_no_network))
     version, why = probe(simulate)
+    no_namespace = probe_namespace()
+    first = f"landlock ABI {version}" if version else "sandbox-exec" if here.seatbelt else f"none: {why}"
+    layers = first + (
+        f"; no network namespace ({no_namespace})" if no_namespace else "; network namespace")
     return SandboxInfo(network=network, network_enforced=enforced, enforced=here.describe(),
-                       layers=f"landlock ABI {version}" if version else f"none: {why}",
-                       enforce=s.sandbox_enforce)
+                       layers=layers, enforce=s.sandbox_enforce)
 
 
 def environment() -> Environment:

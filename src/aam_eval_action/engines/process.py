@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -47,7 +48,23 @@ def run_process(
     """Run `argv` in a new session (inside `confine`'s sandbox); on timeout kill every process
     in its group."""
     start = time.monotonic()
-    argv = confine.wrap(argv) if confine is not None else argv
+    with contextlib.ExitStack() as stack:
+        if confine is not None:
+            argv = stack.enter_context(confine.entered(argv))
+        out, err, code, timed_out = _run(argv, cwd, env, timeout)
+    return Completed(
+        exit_code=code,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        timed_out=timed_out,
+        duration_seconds=time.monotonic() - start,
+    )
+
+
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[bytes, bytes, int | None, bool]:
+    """Its output, exit status (None when killed) and whether it timed out."""
     # Spawned under the lock kill_all takes: a session either is registered before the
     # kill (and killed with the others) or sees the stop and never starts.
     with _running_lock:
@@ -74,13 +91,7 @@ def run_process(
         kill_group(proc.pid)  # children left behind by a finished CLI go too
         with _running_lock:
             _running.discard(proc.pid)
-    return Completed(
-        exit_code=None if timed_out else proc.returncode,
-        stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
-        timed_out=timed_out,
-        duration_seconds=time.monotonic() - start,
-    )
+    return out, err, None if timed_out else proc.returncode, timed_out
 
 
 def kill_group(pgid: int) -> None:

@@ -32,7 +32,7 @@ from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintReco
 from aam_eval_action.replay.fingerprint import Fingerprint
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
-from aam_eval_action.sandbox.plan import Confinement, confine, short_of, simulated_none
+from aam_eval_action.sandbox.plan import Confinement, agent_user, confine, short_of, simulated_none
 from aam_eval_action.session import SelfCheck, Session
 
 DUMMY_KEY = "aam-eval-replay-no-key"
@@ -127,9 +127,14 @@ def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | Non
 
     s = ctx.settings
     network = s.config.sandbox.network
-    made = confine([ws.root, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env))
+    try:
+        user = agent_user(s.runner_env)
+    except ValueError as exc:
+        raise AamEvalError(f"{exc} (the runner's environment)") from None
+    made = confine([ws.root, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env),
+                   user)
     if ENGINES[s.engine].enforces_no_network:  # Codex: its bubblewrap sandbox, not ours
-        return dataclasses.replace(made, by=f"{s.engine} sandbox")
+        return dataclasses.replace(made, by=f"{s.engine} sandbox", namespace=False)
     missing = short_of(made, network)
     if missing and s.sandbox_enforce == "required":
         raise AamEvalError(f"sandbox.enforce is required, but {missing}; run where Landlock is available "

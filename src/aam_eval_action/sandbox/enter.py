@@ -1,27 +1,71 @@
-"""`python -I -m aam_eval_action.sandbox.enter SPEC -- ARGV...`: confine this process with
-Landlock as SPEC (JSON) says, then become ARGV. Everything ARGV starts inherits the confinement:
-the agent CLI, its tools, hooks, scripts and MCP servers."""
+"""`python -I -m aam_eval_action.sandbox.enter SPEC -- ARGV...`: confine this process as SPEC
+(JSON) says, then become ARGV. Everything ARGV starts inherits the confinement: the agent CLI,
+its tools, hooks, scripts and MCP servers.
+
+SPEC: `abi` (the Landlock ABI to apply, 0: none), `writable`, `tcp_ports` (None: the network is
+open); when the session gets a network namespace of its own, `netns`: the model proxy's `port`
+and the UNIX `socket` the runner relays to it from; when a root runner hands the session to an
+unprivileged user, `user`: its uid and gid."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import sys
+from typing import Any
 
-from aam_eval_action.sandbox.landlock import LandlockError, restrict_self
+from aam_eval_action.sandbox import landlock, netns
 
 FAILED = 126
 """The exit status when the sandbox could not be entered: the CLI never ran."""
+
+
+def enter(spec: dict[str, Any]) -> None:
+    """Confine this process as `spec` says. Raises OSError (LandlockError, NamespaceError)."""
+    abi = int(spec["abi"])
+    if spec.get("user"):
+        _become(int(spec["user"][0]), int(spec["user"][1]))
+    net = spec.get("netns")
+    if net:
+        netns.unshare_network()
+
+        def relay_sandbox() -> None:  # the relay writes nothing and makes no TCP connection
+            if abi:
+                landlock.restrict_self(abi, [], [])
+            else:
+                _no_privileges()
+
+        netns.start_inside_relay(int(net["port"]), str(net["socket"]), relay_sandbox)
+    if abi:
+        landlock.restrict_self(abi, spec["writable"], spec.get("tcp_ports"))
+    else:  # the namespace's capabilities are not the CLI's
+        _no_privileges()
+
+
+def _become(uid: int, gid: int) -> None:
+    """Root no more: no capability bound, then the session's unprivileged user and group."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(landlock.CAP_LAST + 1):
+        libc.prctl(landlock.PR_CAPBSET_DROP, cap, 0, 0, 0)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def _no_privileges() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(landlock.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    landlock.drop_capabilities(libc)
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         print("usage: python -m aam_eval_action.sandbox.enter SPEC -- ARGV...", file=sys.stderr)
         return 2
-    spec = json.loads(argv[1])
     try:
-        restrict_self(int(spec["abi"]), spec["writable"], spec.get("tcp_ports"))
-    except LandlockError as exc:
+        enter(json.loads(argv[1]))
+    except OSError as exc:
         print(f"aam-eval sandbox: not entered: {exc}", file=sys.stderr)
         return FAILED
     os.execvp(argv[3], argv[3:])

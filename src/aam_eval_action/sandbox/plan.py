@@ -1,12 +1,16 @@
 """What confines one agent session: the folders it may write, the one TCP port it may reach, and
-how that is enforced here (Landlock at the kernel's ABI, else only the after-the-fact checks)."""
+how that is enforced here (Landlock at the kernel's ABI, else only the after-the-fact checks; a
+network namespace of its own where user namespaces are allowed)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
+import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,14 +19,32 @@ from aam_eval_action.sandbox import landlock
 Writes = str
 """`landlock` (the kernel refuses any other write) or `check` (found after the fact)."""
 Network = str
-"""`open` (sandbox.network: true), `port-only` (TCP to the model proxy's port alone, no
-listening), or `none` (nothing enforced: only the CLI's own web tools are off)."""
+"""`open` (sandbox.network: true), `namespace` (a network namespace of its own: nothing but the
+model proxy's port, relayed, TCP or UDP), `port-only` (Landlock: TCP to the model proxy's port
+alone, no listening; UDP not covered), or `none` (nothing enforced: only the CLI's own web tools
+are off)."""
 
 
 @functools.cache
 def probe(simulate_none: bool = False) -> tuple[int, str]:
     """The kernel's Landlock ABI (0: none) and why not, probed once per run."""
     return landlock.abi(simulate_none)
+
+
+@functools.cache
+def probe_namespace() -> str:
+    """Why this machine gives a session no network namespace of its own ("" when it does): the
+    namespace is tried in a child process, once per run."""
+    if sys.platform != "linux":
+        return "not Linux"
+    try:
+        probe = [sys.executable, "-I", "-m", "aam_eval_action.sandbox.netns"]
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
+                              check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the namespace probe did not run: {exc}"
+    said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    return "" if done.returncode == 0 else said
 
 
 def simulated_none(runner_env: Mapping[str, str]) -> bool:
@@ -43,35 +65,71 @@ class Confinement:
     why_not: str = ""
     """Why nothing is enforced, when `abi` is 0."""
     by: str = ""
-    """The engine's own sandbox, when it confines the session instead of ours (Codex's
-    bubblewrap: it cannot run inside Landlock, which forbids its user-namespace setup)."""
+    """The engine's own sandbox, when it confines the session's writes instead of ours (Codex's
+    bubblewrap: it cannot run inside Landlock, which forbids its user-namespace setup, nor map
+    its uid inside our network namespace)."""
+    namespace: bool = False
+    """The session gets a network namespace of its own, its one way out the model proxy's port."""
+    seatbelt: bool = False
+    """macOS: a generated `sandbox-exec` profile enforces the writes and the port, not Landlock."""
+    user: tuple[str, int, int] | None = None
+    """(name, uid, gid) of the unprivileged user the session runs as: where the runner is root and
+    names one in AAM_EVAL_AGENT_USER (the action's live image does). Its writable folders are
+    handed to that user before it starts."""
 
     @property
     def writes(self) -> Writes:
-        return self.by or ("landlock" if self.abi else "check")
+        return self.by or ("landlock" if self.abi else "sandbox-exec" if self.seatbelt else "check")
 
     @property
     def network(self) -> Network:
         if self.tcp_ports is None:
             return "open"
-        return self.by or ("port-only" if self.abi >= 4 else "none")
+        if self.by:
+            return self.by
+        if self.namespace:
+            return "namespace"
+        return "port-only" if self.abi >= 4 or self.seatbelt else "none"
 
     def describe(self) -> str:
         """`writes: landlock; network: port-only`, as the report and the console say it."""
         text = f"writes: {self.writes}; network: {self.network}"
+        if self.user and not self.by:
+            text += f"; user: {self.user[0]}"
         return text + (f" ({self.why_not})" if self.why_not else "")
 
     def also_writable(self, *paths: Path) -> Confinement:
         """The same sandbox with more folders writable (a CLI's shared cache)."""
         return replace(self, writable=(*self.writable, *(str(p) for p in paths)))
 
-    def wrap(self, argv: Sequence[str]) -> list[str]:
-        """The command that runs `argv` inside this sandbox (as it is, when nothing enforces it)."""
-        if not self.abi or self.by:
-            return list(argv)
-        spec = {"abi": self.abi, "writable": list(self.writable),
-                "tcp_ports": list(self.tcp_ports) if self.tcp_ports is not None else None}
-        return [sys.executable, "-I", "-m", "aam_eval_action.sandbox.enter", json.dumps(spec), "--", *argv]
+    @contextlib.contextmanager
+    def entered(self, argv: Sequence[str]) -> Iterator[list[str]]:
+        """The command that runs `argv` inside this sandbox (as it is, when nothing enforces it),
+        while the runner's side of the namespace's relay to the model proxy is up."""
+        if self.seatbelt and not self.by:
+            from aam_eval_action.sandbox import seatbelt
+
+            yield seatbelt.wrap(argv, self.writable, self.tcp_ports)
+            return
+        if self.by or not (self.abi or self.namespace or self.user):
+            yield list(argv)
+            return
+        spec: dict[str, object] = {"abi": self.abi, "writable": list(self.writable),
+                                   "tcp_ports": list(self.tcp_ports) if self.tcp_ports is not None else None}
+        if self.user:
+            hand_over([Path(p) for p in self.writable if p != "/dev"], self.user[1], self.user[2])
+            spec["user"] = list(self.user[1:])
+        relay = None
+        if self.namespace and self.tcp_ports:
+            from aam_eval_action.sandbox.netns import OutsideRelay
+
+            relay = OutsideRelay(self.tcp_ports[0])
+            spec["netns"] = {"port": self.tcp_ports[0], "socket": relay.path}
+        try:
+            yield [sys.executable, "-I", "-m", "aam_eval_action.sandbox.enter", json.dumps(spec), "--", *argv]
+        finally:
+            if relay is not None:
+                relay.close()
 
 
 @functools.cache
@@ -84,26 +142,70 @@ def hide_environment() -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
 
 
+AGENT_USER = "AAM_EVAL_AGENT_USER"
+"""The runner's variable naming the unprivileged user agent sessions run as when it is root."""
+
+
+def agent_user(runner_env: Mapping[str, str]) -> tuple[str, int, int] | None:
+    """(name, uid, gid) of AAM_EVAL_AGENT_USER when this process is root; None otherwise.
+    Raises ValueError for a user this machine does not have, or root itself."""
+    name = runner_env.get(AGENT_USER, "").strip()
+    if not name or sys.platform == "win32" or os.geteuid() != 0:
+        return None
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise ValueError(f"{AGENT_USER}={name!r} names no user of this machine") from None
+    if entry.pw_uid == 0:
+        raise ValueError(f"{AGENT_USER}={name!r} is root: name an unprivileged user")
+    return name, entry.pw_uid, entry.pw_gid
+
+
+def hand_over(folders: Sequence[Path], uid: int, gid: int) -> None:
+    """Give the session's folders (and all beneath) to its user, and let it through their parent."""
+    for folder in folders:
+        if not folder.exists():
+            continue
+        parent = folder.parent
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            os.chmod(parent, (mode & 0o7777) | 0o001)  # through, not listed
+        for path in [folder, *folder.rglob("*")]:
+            os.lchown(path, uid, gid)
+
+
 def confine(
-    writable: Sequence[Path], proxy_port: int | None, network: bool, simulate_none: bool = False
+    writable: Sequence[Path], proxy_port: int | None, network: bool, simulate_none: bool = False,
+    user: tuple[str, int, int] | None = None,
 ) -> Confinement:
     """The sandbox of a session that writes beneath `writable` and reaches its model through
-    `proxy_port` (every session may write /dev's null and tty devices too)."""
+    `proxy_port` (every session may write /dev's null and tty devices too), as `user` when given."""
     version, why = probe(simulate_none)
     if version:
         hide_environment()
+    namespace = not network and proxy_port is not None and not probe_namespace()
+    mac = not version and seatbelt_available()
     return Confinement(writable=(*(str(p) for p in writable), "/dev"),
                        tcp_ports=None if network else tuple(p for p in [proxy_port] if p),
-                       abi=version, why_not=why)
+                       abi=version, why_not="" if mac else why, namespace=namespace, seatbelt=mac, user=user)
+
+
+def seatbelt_available() -> bool:
+    """macOS with `sandbox-exec`."""
+    from aam_eval_action.sandbox import seatbelt
+
+    return seatbelt.available()
 
 
 def short_of(c: Confinement, network: bool) -> str | None:
     """How this sandbox falls short of what eval-config's `sandbox` asks, or None."""
     if c.by:
         return None
-    if not c.abi:
+    if not c.abi and not c.seatbelt:
         return f"this machine cannot confine the agent's writes ({c.why_not})"
-    if not network and c.network != "port-only":
+    if not network and c.network not in ("port-only", "namespace"):
         return (f"this kernel's Landlock (ABI {c.abi}) cannot limit the agent's network to the model's "
                 "port (that needs ABI 4, Linux 6.7)")
     return None

@@ -1,0 +1,51 @@
+"""The macOS layer's profile, as text (this project's CI has no macOS runner: `sandbox-exec`
+itself is not run here), and how a session reports and wraps it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from aam_eval_action.sandbox import seatbelt
+from aam_eval_action.sandbox.plan import Confinement, short_of
+
+
+def test_a_profile_allows_writes_beneath_the_session_folders_and_one_port(tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real", target_is_directory=True)
+    text = seatbelt.profile([str(link), "/dev"], [43121])
+    lines = text.splitlines()
+    assert lines[:4] == ["(version 1)", "(allow default)", "(deny file-write*)", "(allow file-write*"]
+    assert f'    (subpath "{link}")' in lines and f'    (subpath "{os.path.realpath(link)}")' in lines
+    assert '    (subpath "/dev")' not in lines and '    (literal "/dev/null")' in lines
+    assert lines[-3:] == ["(deny network*)", '(allow network-outbound (remote tcp "localhost:43121"))',
+                          "(allow network-outbound (remote unix-socket))"]
+    assert text.count("(") == text.count(")")
+
+
+def test_an_open_network_adds_no_network_rule() -> None:
+    assert "network" not in seatbelt.profile(["/w"], None)
+
+
+def test_a_path_cannot_end_the_string_or_start_a_form() -> None:
+    hostile = '/w/") (allow file-write* (subpath "/'
+    text = seatbelt.profile([hostile], None)
+    assert '(subpath "/w/\\") (allow file-write* (subpath \\"/")' in text
+    assert [line for line in text.splitlines() if line.startswith("(")] == [
+        "(version 1)", "(allow default)", "(deny file-write*)", "(allow file-write*"]
+    assert seatbelt.quote("a\\b") == '"a\\\\b"'
+    with pytest.raises(ValueError, match="control character"):
+        seatbelt.quote("/w\n(allow default)")
+
+
+def test_a_session_on_macos_is_reported_and_wrapped_by_the_profile() -> None:
+    made = Confinement(writable=("/w", "/dev"), tcp_ports=(43121,), abi=0, seatbelt=True)
+    assert made.describe() == "writes: sandbox-exec; network: port-only"
+    assert short_of(made, network=False) is None
+    with made.entered(["claude", "-p", "hi"]) as argv:
+        assert argv[:2] == [seatbelt.SANDBOX_EXEC, "-p"] and argv[3:] == ["claude", "-p", "hi"]
+        assert argv[2] == seatbelt.profile(["/w", "/dev"], [43121])
+    nothing = Confinement(writable=(), tcp_ports=(1,), abi=0, why_not="no")
+    assert nothing.describe() == "writes: check; network: none (no)"
