@@ -38,6 +38,10 @@ class AgentRun:
     """Network and writable-path settings to enforce with the engine's own mechanisms."""
     confine: Confinement | None = None
     """The OS sandbox the CLI process runs in (everything it starts inherits it); None: none."""
+    resume: str | None = None
+    """The session id (`Session.session_id`) of this conversation's previous turn, run in the same
+    workspace and HOME: the CLI continues that session with `prompt` as the next user message
+    (how is the engine's own business); None: a new session."""
 
 
 class Engine(Protocol):

@@ -85,10 +85,13 @@ class ClaudeCode(RegisteredEngine):
         return session
 
     def argv(self, run: AgentRun) -> list[str]:
-        """The command line: headless, stream-json with hook events, permissions from the sandbox."""
+        """The command line: headless, stream-json with hook events, permissions from the sandbox;
+        a follow-up turn resumes its session (`--resume <id>`: the transcript Claude Code keeps
+        under `~/.claude/projects/`, continued under the same id)."""
         mode, permissions = permission_settings(run.sandbox, mcp_names(run.workspace))
+        resume = ["--resume", run.resume] if run.resume else []
         return [
-            CLI, "-p",
+            CLI, "-p", *resume,
             "--output-format", "stream-json", "--verbose", "--include-hook-events",
             "--model", run.model,
             "--permission-mode", mode,

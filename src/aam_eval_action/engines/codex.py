@@ -19,6 +19,7 @@ from aam_eval_action.engines.common import (
     new_session,
     one_line,
     runner_env,
+    usage_since,
 )
 from aam_eval_action.engines.install import (
     append_text,
@@ -71,10 +72,12 @@ class Codex(RegisteredEngine):
         (run.home / ".codex").mkdir(parents=True, exist_ok=True)  # Codex refuses a missing one
         for path in profile_dirs(run.sandbox, run.workspace) or []:
             path.mkdir(parents=True, exist_ok=True)  # a profile can only grant existing directories
+        before = thread_usage(run.home, run.resume) if run.resume else Usage()
         done = run_process(self.argv(run), cwd=run.workspace, env=self.env(run), timeout=run.timeout,
                            confine=run.confine)
         session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
         parse_events(done.stdout, session)
+        session.usage = usage_since(session.usage, before)  # a resumed thread reports its totals
         for found in HOOK_BLOCK.finditer(done.stderr):
             block(session, found.group(0).strip())
         finish(session, done, run.timeout)
@@ -82,13 +85,14 @@ class Codex(RegisteredEngine):
         return session
 
     def argv(self, run: AgentRun) -> list[str]:
-        """The command line: JSON events, explicit model and provider, the sandbox, hook trust."""
-        argv = [CLI, "exec", "--json", "--skip-git-repo-check", "--ephemeral"]
+        """The command line: JSON events, explicit model and provider, the sandbox, hook trust;
+        a follow-up turn resumes its thread (`exec … resume <thread id>`, see `session_args`)."""
+        argv = [CLI, "exec", "--json", "--skip-git-repo-check"]
         argv += ["--cd", str(run.workspace), "--model", run.model]
         argv += sandbox_args(run.sandbox.network, profile_dirs(run.sandbox, run.workspace))
         argv += config_args([*OFFLINE_CONFIG, *provider_config(base_url(run))])
         argv += trust_flags(run.workspace)
-        return [*argv, "--", run.prompt]
+        return [*argv, *session_args(run), "--", run.prompt]
 
     def env(self, run: AgentRun) -> dict[str, str]:
         """A minimal environment: fresh HOME and CODEX_HOME, then the run's own env."""
@@ -97,6 +101,15 @@ class Codex(RegisteredEngine):
         env.update(run.env)
         env["TMPDIR"] = str(private_tmp(run))
         return direct_loopback(env)
+
+
+def session_args(run: AgentRun) -> list[str]:
+    """`resume <thread id>` for a follow-up turn, else nothing.
+
+    Never `--ephemeral`: a session must leave its rollout (`$CODEX_HOME/sessions/…`, in the
+    run's fresh HOME) for a later turn to resume it, and no turn knows whether one follows.
+    """
+    return ["resume", run.resume] if run.resume else []
 
 
 def trust_flags(workspace: Path) -> list[str]:
@@ -296,9 +309,37 @@ def sub_agent_call(item: dict[str, Any], failed: bool) -> ToolCall:
 
 def add_usage(session: Session, usage: dict[str, Any]) -> None:
     """Add one turn's token counts to the session's usage."""
-    total = session.usage or Usage()
-    total.input_tokens += int(usage.get("input_tokens") or 0)
-    total.output_tokens += int(usage.get("output_tokens") or 0)
-    total.cache_read_input_tokens += int(usage.get("cached_input_tokens") or 0)
-    total.cache_creation_input_tokens += int(usage.get("cache_write_input_tokens") or 0)
-    session.usage = total
+    total, more = session.usage or Usage(), usage_of(usage)
+    session.usage = Usage(**{k: getattr(total, k) + getattr(more, k) for k in Usage.model_fields})
+
+
+def usage_of(usage: dict[str, Any]) -> Usage:
+    """Codex's token counts (`turn.completed` usage, or a rollout's `total_token_usage`)."""
+    return Usage(
+        input_tokens=int(usage.get("input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cache_read_input_tokens=int(usage.get("cached_input_tokens") or 0),
+        cache_creation_input_tokens=int(usage.get("cache_write_input_tokens") or 0),
+    )
+
+
+def thread_usage(home: Path, thread: str) -> Usage:
+    """What a thread had used before it is resumed: the last `total_token_usage` in its rollout
+    (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`). A resumed `codex exec`
+    reports the thread's totals in `turn.completed`, earlier turns included."""
+    found = Usage()
+    for path in sorted((home / ".codex" / "sessions").rglob("rollout-*.jsonl")):
+        if not path.name.endswith(f"-{thread}.jsonl") or path.is_symlink():
+            continue
+        for event in events(path.read_text(encoding="utf-8", errors="replace")):
+            total = _dig(event, "payload", "info", "total_token_usage")
+            if isinstance(total, dict) and _dig(event, "payload", "type") == "token_count":
+                found = usage_of(total)
+    return found
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    """`value[k1][k2]…`, or None where a level is not an object."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value

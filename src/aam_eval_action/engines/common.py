@@ -15,7 +15,7 @@ from typing import Any
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.process import Completed
 from aam_eval_action.replay.upstream import with_loopback
-from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, cap
+from aam_eval_action.session import STDERR_CAP, TOOL_RESULT_CAP, Session, Usage, cap
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME")
 # Behind a corporate proxy or TLS-inspecting gateway the CLIs need these to reach the model API.
@@ -133,6 +133,14 @@ def new_session(engine: str, provider: str, run: AgentRun, done: Completed,
         stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
         duration_seconds=done.duration_seconds,
     )
+
+
+def usage_since(total: Usage | None, before: Usage) -> Usage | None:
+    """A resumed turn's own token counts, from a CLI that reports the whole conversation's
+    totals: what it reports less what the conversation had used before the turn."""
+    if total is None:
+        return None
+    return Usage(**{k: max(0, getattr(total, k) - getattr(before, k)) for k in Usage.model_fields})
 
 
 def events(stdout: str) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from aam_eval_action.engines.common import (
     new_session,
     one_line,
     runner_env,
+    usage_since,
 )
 from aam_eval_action.engines.install import (
     append_text,
@@ -84,13 +85,16 @@ class Copilot(RegisteredEngine):
     def run(self, run: AgentRun) -> Session:
         """Run `copilot -p` in the workspace and parse its JSONL events."""
         usage_file = run.home / "copilot-usage.json"
+        # A resumed session's usage file counts the whole conversation: its earlier turns are
+        # in the file the previous turn left.
+        before = read_usage(usage_file) if run.resume else Usage()
         argv, env = self.argv(run, usage_file), self.env(run)
         # Its unpacked runtime is a cache shared between sessions, written on first use.
         confine = run.confine.also_writable(shared_cache(runner_env(run))) if run.confine else None
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout, confine=confine)
         session = new_session(self.name, self.provider_for(run.model), run, done, cli_version(CLI, run))
         parse_events(done.stdout, session)
-        session.usage = read_usage(usage_file)
+        session.usage = usage_since(read_usage(usage_file), before)
         finish(session, done, run.timeout)
         return session
 
@@ -101,6 +105,8 @@ class Copilot(RegisteredEngine):
                 "--log-dir", str(run.home / "copilot-logs")]
         if any((run.workspace / p).exists() for p in (".claude/settings.json", ".mcp.json", ".github/hooks")):
             argv.append("--trust-folder")  # project hooks and MCP servers load only when trusted
+        if run.resume:
+            argv.append(f"--resume={run.resume}")  # `=`: its value is optional (a bare flag opens a picker)
         return argv  # offline, Copilot has no web tool: `sandbox.network` false needs nothing more
 
     def env(self, run: AgentRun) -> dict[str, str]:

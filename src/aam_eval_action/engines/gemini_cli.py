@@ -84,18 +84,22 @@ class GeminiCli(RegisteredEngine):
     def run(self, run: AgentRun) -> Session:
         """Run `gemini -p` in the workspace and parse its stream-json events."""
         write_user_settings(run)
+        earlier = set(chat_files(run.home)) if run.resume else set()  # the chats of earlier turns
         argv, env = self.argv(run), self.env(run)
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout, confine=run.confine)
         session = new_session(self.name, self.provider, run, done, cli_version(CLI, run))
         calls = parse_stream(done.stdout, session)
-        add_sub_agents(run.home, session, calls)
+        add_sub_agents(run.home, session, calls, earlier)
         finish(session, done, run.timeout)
         session.stderr = _without_startup_metrics(session.stderr)
         return session
 
     def argv(self, run: AgentRun) -> list[str]:
-        """Headless, every tool allowed without asking (`--yolo`), stream-json, the model always."""
-        return [CLI, "-p", run.prompt, "--output-format", "stream-json", "--yolo", "--skip-trust",
+        """Headless, every tool allowed without asking (`--yolo`), stream-json, the model always; a
+        follow-up turn resumes its session by id (`--resume <uuid>`: the chat file under
+        `~/.gemini/tmp/<project>/chats/`)."""
+        resume = ["--resume", run.resume] if run.resume else []
+        return [CLI, "-p", run.prompt, *resume, "--output-format", "stream-json", "--yolo", "--skip-trust",
                 "-m", run.model]
 
     def env(self, run: AgentRun) -> dict[str, str]:
@@ -178,18 +182,20 @@ def on_result(event: dict[str, Any], session: Session) -> None:
 # --- sub-agents, from its chat files -------------------------------------------------------
 
 
-def add_sub_agents(home: Path, session: Session, calls: dict[str, ToolCall]) -> None:
+def add_sub_agents(home: Path, session: Session, calls: dict[str, ToolCall],
+                   earlier: set[Path] | None = None) -> None:
     """What stream-json leaves out of a sub-agent: the answer `invoke_agent` returned (its
     `tool_result` has no output) and the sub-agent's own tool calls. Gemini CLI's chat files in
     the run's HOME (`~/.gemini/tmp/<project>/chats/`: the main session's, and one per
-    sub-agent) have both; each sub-agent's calls are listed after the call that started it."""
+    sub-agent) have both; each sub-agent's calls are listed after the call that started it.
+    A resumed session's earlier sub-agents (the chat files in `earlier`) are not this turn's."""
     results: dict[str, tuple[str, bool]] = {}
     started: dict[str, list[list[ToolCall]]] = {}
-    for path in sorted((home / ".gemini" / "tmp").glob("*/chats/**/*.jsonl")):
+    for path in chat_files(home):
         kind, prompt, found = _chat(path)
         if kind == "main":
             results.update({i: (c.result or "", c.is_error) for i, c in found.items()})
-        elif kind == "subagent" and prompt is not None:
+        elif kind == "subagent" and prompt is not None and path not in (earlier or set()):
             own = [c for c in found.values() if c.name != SUB_AGENT_DONE]
             started.setdefault(prompt, []).append(own)
     out: list[ToolCall] = []
@@ -205,6 +211,11 @@ def add_sub_agents(home: Path, session: Session, calls: dict[str, ToolCall]) -> 
         if queue:
             out += queue.pop(0)
     session.tool_calls = out
+
+
+def chat_files(home: Path) -> list[Path]:
+    """Gemini CLI's chat files in a HOME, in name order (the main session's and its sub-agents')."""
+    return sorted((home / ".gemini" / "tmp").glob("*/chats/**/*.jsonl"))
 
 
 def _chat(path: Path) -> tuple[str | None, str | None, dict[str, ToolCall]]:
