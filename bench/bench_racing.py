@@ -33,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from table import print_table  # noqa: E402
+
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios  # noqa: E402
 
 from support.agent_clis import Pin, ensure_pinned_clis, ensure_release, other_releases  # noqa: E402
@@ -100,9 +102,7 @@ def main() -> int:
                          "; ".join(sorted(learnt)) or "-", f"{sum(record_s) / len(record_s):.1f}",
                          f"{sum(rerun_s) / len(rerun_s):.1f}" if rerun_s else "-"))
     head = ("release", "scenario", "runs", "unstable", "same verdicts", "learnt", "record s", "rerun s")
-    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    for row in [head, *rows]:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
+    print_table(head, rows)
     return 0
 
 

@@ -26,6 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from table import print_table  # noqa: E402
+
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios  # noqa: E402
 
 from support.agent_clis import ensure_pinned_clis, ensure_release, other_releases  # noqa: E402
@@ -92,9 +94,7 @@ def main() -> int:
                     print(f"  {pin.spec} {name}: learnt {mask}")
     head = ("release", "package", "cases", "runs same", "diverged", "unstable", "learnt", "record s",
             "rerun s")
-    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    for row in [head, *rows]:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
+    print_table(head, rows)
     return 0
 
 
