@@ -91,11 +91,17 @@ class _Reply:
         self.mark = (0, 0, 0.0)
         """(write order, requests arrived, time) taken just before the last write to the CLI:
         when the CLI had the answer, and how many requests had reached the proxy by then."""
+        self.began = time.monotonic()
+        """When the request arrived (an answer that ended after it was concurrent with it)."""
 
     def _marked(self) -> None:
         self.mark = self._h.server.owner.delivery_mark()
 
     def whole(self, status: int, content_type: str, data: bytes, headers: Headers = ()) -> None:
+        with self._h.server.owner.spaced_end(self.began):
+            self._whole(status, content_type, data, headers)
+
+    def _whole(self, status: int, content_type: str, data: bytes, headers: Headers) -> None:
         self._h.send_response(status)
         self._h.send_header("content-type", content_type)
         self._h.send_header("content-length", str(len(data)))
@@ -125,11 +131,26 @@ class _Reply:
             self._h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self._h.wfile.flush()
 
-    def close_stream(self) -> None:
-        self._h.wfile.write(b"0\r\n\r\n")
-        self._h.wfile.flush()
+    def close_stream(self, last: bytes = b"") -> None:
+        """The stream's last chunk (held back until the upstream ended it) and its end."""
+        with self._h.server.owner.spaced_end(self.began):
+            self.chunk(last)
+            self._h.wfile.write(b"0\r\n\r\n")
+            self._h.wfile.flush()
 
 
+END_SPACING_SECONDS = 0.25
+"""The least time between the ends of two answers that were being served at the same time.
+
+Two sub-agents that finish within milliseconds of each other leave the CLI a race of its own
+(which one's answer or notification the main agent sees first, and whether both come in one
+request), so a recording would not repeat itself. Their ends are spaced, recorded and
+replayed alike: the later one's last chunk is held back until this long after the earlier
+one's (the recorded pause between them, `Exchange.gap_ms`, is then at least this too).
+Answers to requests that came after an answer ended are not held: they may depend on it."""
+ANSWER_ENDS = re.compile(rb"message_stop|response\.(?:completed|incomplete|failed)|\[DONE\]|\"finishReason\"")
+"""What ends a streamed answer: Anthropic's `message_stop`, the Responses API's final event, chat
+completions' `[DONE]`, Gemini's `finishReason`."""
 STOP_WAIT_SECONDS = 10.0
 """How long stopping a proxy waits for requests still being served."""
 
@@ -196,6 +217,8 @@ class _Proxy:
         self.arrivals = 0
         """Requests that reached the proxy (counted as they arrive, before they are served)."""
         self._lock = threading.Lock()
+        self._ending = threading.Lock()
+        self._last_end = float("-inf")
         self._idle = threading.Condition(self._lock)
         self._active = 0
         self._http: _Server | None = None
@@ -220,6 +243,19 @@ class _Proxy:
         with self._lock:
             self._writes += 1
             return self._writes, self.arrivals, time.monotonic()
+
+    @contextlib.contextmanager
+    def spaced_end(self, began: float) -> Iterator[None]:
+        """Around the write that completes an answer to a request that arrived at `began`: when
+        another answer ended since (the two were served at the same time) less than
+        END_SPACING_SECONDS ago, wait out the rest first. One answer ends at a time."""
+        with self._ending:
+            if self._last_end > began:
+                time.sleep(max(0.0, self._last_end + END_SPACING_SECONDS - time.monotonic()))
+            try:
+                yield
+            finally:
+                self._last_end = time.monotonic()
 
     def serve(self, incoming: Incoming, reply: _Reply) -> None:
         raise NotImplementedError
@@ -359,10 +395,16 @@ def _relay(resp: http.client.HTTPResponse, reply: _Reply) -> RecordedResponse:
             return RecordedResponse(status=resp.status, body=data.decode("utf-8", "replace"))
     reply.open_stream(resp.status, content_type, headers)
     received = bytearray()
+    held = bytearray()
     while chunk := resp.read1(65536):
-        reply.chunk(chunk)  # passed on at once: the CLI sees tokens as the model produces them
         received += chunk
-    reply.close_stream()
+        # Passed on as it comes, the CLI sees tokens as the model produces them; but for the
+        # chunk that ends the answer and any after it, held until the stream ends (`spaced_end`).
+        if held or ANSWER_ENDS.search(chunk):
+            held += chunk
+        else:
+            reply.chunk(chunk)
+    reply.close_stream(bytes(held))
     return RecordedResponse(status=resp.status, events=parse_sse(bytes(received)))
 
 
