@@ -324,6 +324,9 @@ class ReplayDivergence(Part):
     """That tool call's input, shortened (a command or a path)."""
     conversation: str | None = None
     """The conversation it happened in: `main`, or a sub-agent's (`reviewer`, `reviewer-2`)."""
+    user_turn: int | None = None
+    """A conversation case: the turn of the conversation it happened in (the user's message the
+    agent was answering), from 1 (additive)."""
     message: str = ""
     """The whole finding in one line."""
 
@@ -334,8 +337,8 @@ class ReplayMiss(Part):
     kind: Literal["no-cassette", "stale", "damaged", "diverged"]
     """no-cassette: nothing recorded; stale: an input changed since recording; damaged: unreadable;
     diverged: re-executed, the CLI sent a request the recording cannot answer."""
-    subject: Literal["agent", "judge"] = "agent"
-    """Whose cassette missed: the agent session's or the judge's."""
+    subject: Literal["agent", "judge", "user"] = "agent"
+    """Whose cassette missed: the agent session's, the judge's or the simulated user's."""
     reason: str
     """Why, in words: what changed and when the cassette was recorded, or what is damaged."""
     changes: list[str] = Field(default_factory=list)
@@ -477,6 +480,14 @@ class CaseResult(Part):
     real CLI re-executed against the recorded model traffic) or `live` (additive)."""
     live_from_turn: int | None = None
     """A re-executed session that diverged and went on live: the first live model turn (additive)."""
+    turns: int | None = None
+    """A conversation case: the user turns it took, the first prompt counted (additive)."""
+    stopped: str | None = None
+    """A conversation case: why it ended (`turns-done`, `goal-reached`, `agent-finished`,
+    `max-turns`, `error`) (additive)."""
+    changed_at_turn: int | None = None
+    """A re-executed conversation that differed from its recording: the conversation turn where
+    it first did (it diverged there, or went on live from there) (additive)."""
     miss: ReplayMiss | None = None
     """The replay miss in full: reason, changed inputs, re-record command (additive)."""
     self_check: SelfCheck | None = None

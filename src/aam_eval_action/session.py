@@ -74,6 +74,23 @@ class Usage(Model):
     cache_creation_input_tokens: int = 0
 
 
+class ConversationTurn(Model):
+    """One turn of a conversation: what the user said and how the agent answered."""
+
+    user: str
+    """The user's message (the case's prompt, a scripted follow-up or the simulated user's)."""
+    by: Literal["case", "simulated-user"] = "case"
+    """Who wrote the message: the case file, or the simulated user's model."""
+    output: str = ""
+    """The agent's answer: its last text of the turn."""
+    calls: int = 0
+    """Tool calls the agent made in this turn (they follow the earlier turns' in `tool_calls`)."""
+    duration_seconds: float = 0.0
+    """Wall time of this turn's CLI process."""
+    is_error: bool = False
+    """Whether the CLI reported this turn as failed (the conversation stops there)."""
+
+
 class Session(Model):
     """Everything an agent session produced that grading needs."""
 
@@ -117,6 +134,12 @@ class Session(Model):
     """Wall time of the CLI process."""
     error: str | None = None
     """Why the session failed, in one line, when it did."""
+    turns: list[ConversationTurn] = Field(default_factory=list)
+    """A conversation's turns, in order (empty for a one-prompt case) (additive)."""
+    stopped: Literal["turns-done", "goal-reached", "agent-finished", "max-turns", "error"] | None = None
+    """Why a conversation ended: its scripted turns were all sent, the simulated user's goal was
+    reached, the agent finished without asking anything, `max-turns` was hit, or a turn failed
+    (additive)."""
 
 
 def workspace_path(value: str) -> str:

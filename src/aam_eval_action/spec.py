@@ -175,6 +175,22 @@ class Triggers(Strict):
     error (an errored run is never counted as "did not fire")."""
 
 
+StopOn = Literal["goal-reached", "agent-finished"]
+
+
+class UserConfig(Strict):
+    """`user`: the simulated user of conversation cases (`input.user`)."""
+
+    model: ModelName | None = None
+    """The model that plays the user; defaults to the judge's model."""
+    max_turns: int = Field(default=6, ge=1, le=50, alias="max-turns")
+    """Most user turns in a conversation, the first prompt counted: hit before the user's goal
+    is reached, the case fails with that reason."""
+    stop_on: list[StopOn] = Field(default=["goal-reached", "agent-finished"], alias="stop-on")
+    """What ends a conversation before `max-turns`: the user says its goal is reached, the agent
+    finished without asking anything, or both (the default)."""
+
+
 class EvalConfig(Strict):
     """`evals/eval-config.json`."""
 
@@ -237,6 +253,9 @@ class EvalConfig(Strict):
     triggers: Triggers = Field(default_factory=Triggers)
     """How trigger cases are run and decided: runs per prompt and the firing threshold (additive
     field)."""
+    user: UserConfig = Field(default_factory=UserConfig)
+    """The simulated user of conversation cases: its model and when a conversation stops
+    (additive field)."""
 
     @field_validator("engines", "models", "pairs")
     @classmethod
@@ -265,17 +284,6 @@ class EvalConfig(Strict):
     @classmethod
     def _known_engine(cls, value: str) -> str:
         return _engine_name(value)
-
-
-class CaseInput(Strict):
-    """`input`: what the agent is given."""
-
-    prompt: str = Field(min_length=1)
-    """Prompt sent to the agent."""
-    files: list[RelPath] = Field(default_factory=list)
-    """Fixture files copied into the sandbox (relative to `evals/`)."""
-    workspace_files: list[RelPath] = Field(default_factory=list, alias="workspace-files")
-    """Files pre-created in the workspace (content from `evals/fixtures/<path>` when it exists)."""
 
 
 class ToolCount(Strict):
@@ -308,6 +316,22 @@ def _skill_or_none(value: str) -> str:
     if value != "none" and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", value):
         raise ValueError(f"{value[:70]!r} is not a skill name; name the sibling skill, or `none`")
     return value
+
+
+class AskedCheck(Strict):
+    """`asked`: the agent asked the user something matching a pattern (a conversation case)."""
+
+    pattern: Regex
+    """A regular expression (Python syntax) one of the agent's messages to the user must match;
+    only messages the user answered count, and the final answer."""
+    before: list[NeutralTool] = Field(default_factory=list)
+    """Tools the agent must not have called before it asked (`shell`: a confirmation before a
+    destructive command)."""
+
+
+def _asked(value: object) -> object:
+    """The string shorthand of `asked`."""
+    return {"pattern": value} if isinstance(value, str) else value
 
 
 class Expected(Strict):
@@ -349,6 +373,73 @@ class Expected(Strict):
     """The skill this prompt belongs to instead of the target, or `none`: a near miss. It passes
     when that skill or no skill fires, and fails when the target fires; the routing matrix
     counts it under this skill (additive)."""
+    asked: Annotated[
+        AskedCheck | None, BeforeValidator(_asked, json_schema_input_type=str | AskedCheck | None)
+    ] = None
+    """The agent asked the user something matching this pattern (or `{pattern, before}`: before
+    calling these tools) (additive)."""
+    max_turns: int | None = Field(default=None, ge=1, alias="max-turns")
+    """Most user turns the conversation may take, the first prompt counted (additive)."""
+
+
+class UserTurn(Strict):
+    """One of `input.turns`: a follow-up message, with checks of the agent's answer to it."""
+
+    message: str = Field(min_length=1, max_length=20_000)
+    """What the user says next."""
+    expected: Expected | None = None
+    """Checks of the agent's answer to this message: its text and the tool calls it made then
+    (file checks read the workspace as the conversation left it)."""
+
+
+def _turn(value: object) -> object:
+    """The string shorthand of a turn."""
+    return {"message": value} if isinstance(value, str) else value
+
+
+class SimulatedUser(Strict):
+    """`input.user`: a model that plays the user, answering the agent's questions."""
+
+    persona: str = Field(min_length=1, max_length=4000)
+    """Who the user is and how they talk."""
+    goal: str = Field(min_length=1, max_length=4000)
+    """What the user wants done; the conversation stops when the user says it is."""
+    facts: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(default_factory=list)
+    """What the user knows and may reveal when the agent asks, and only then."""
+    model: ModelName | None = None
+    """This case's user model instead of eval-config `user.model`."""
+    max_turns: int | None = Field(default=None, ge=1, le=50, alias="max-turns")
+    """This case's most user turns instead of eval-config `user.max-turns`."""
+
+
+class CaseInput(Strict):
+    """`input`: what the agent is given."""
+
+    prompt: str = Field(min_length=1)
+    """Prompt sent to the agent (a conversation's first message)."""
+    files: list[RelPath] = Field(default_factory=list)
+    """Fixture files copied into the sandbox (relative to `evals/`)."""
+    workspace_files: list[RelPath] = Field(default_factory=list, alias="workspace-files")
+    """Files pre-created in the workspace (content from `evals/fixtures/<path>` when it exists)."""
+    turns: list[Annotated[UserTurn, BeforeValidator(_turn, json_schema_input_type=str | UserTurn)]] = Field(
+        default_factory=list, max_length=50)
+    """The user's follow-up messages, sent in order, each once the agent has answered the one
+    before (in the same session): a string, or `{message, expected}` (additive)."""
+    user: SimulatedUser | None = None
+    """A simulated user that answers the agent until its goal is reached, the agent finishes
+    without asking anything, or `max-turns` (additive)."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CaseInput:
+        if self.turns and self.user is not None:
+            raise ValueError("set either `turns` (scripted follow-ups) or `user` (a simulated user), "
+                             "not both")
+        return self
+
+    @property
+    def conversation(self) -> bool:
+        """Whether the case is a conversation of several turns."""
+        return bool(self.turns) or self.user is not None
 
 
 class JudgeSpec(Strict):

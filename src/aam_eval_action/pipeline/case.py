@@ -160,6 +160,8 @@ def _rerun_case(
     if went_live:
         result.live_from_turn = min(went_live)
         result.run_cost_usd = live_cost(runs)
+    changed = [r.divergence.user_turn for r in runs if r.divergence and r.divergence.user_turn]
+    result.changed_at_turn = min(changed) if changed else None
     return result, session
 
 
@@ -217,6 +219,7 @@ def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> 
     if miss is not None and miss.divergence is not None and result.miss is not None:
         result.judge_verdict = not_asked("the re-executed session diverged from the recording")
         result.miss.divergence = divergence_record(miss.divergence)
+        result.changed_at_turn = miss.divergence.user_turn
     return result
 
 
@@ -224,7 +227,7 @@ def divergence_record(d: Divergence) -> ReplayDivergence:
     """The report's record of a divergence."""
     return ReplayDivergence(turn=d.turn, stream=d.stream, path=d.path, recorded=d.recorded,
                             live=d.live, tool=d.tool_name, tool_input=d.tool_input,
-                            conversation=d.conversation, message=d.message)
+                            conversation=d.conversation, user_turn=d.user_turn, message=d.message)
 
 
 def _redact_messages(ctx: CaseContext, result: CaseResult) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from aam_eval_action.pipeline.finished import HASH_ONLY, FinishedWorkspace, run_command
 from aam_eval_action.session import Session
 from aam_eval_action.spec import Expected, Sandbox
-from aam_eval_action.tools import neutral_sequence, skills_fired
+from aam_eval_action.tools import neutral_names, neutral_sequence, skills_fired
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,10 @@ class CheckInputs:
     target_skill: str | None = None
     command_env: dict[str, str] = field(default_factory=dict)
     """Environment of the `command` check (HOME is set to a fresh directory)."""
+    turn_expected: tuple[Expected | None, ...] = ()
+    """A conversation's per-turn checks: those of `input.turns`, the second turn's first."""
+    simulated_user: bool = False
+    """The conversation's user was simulated (it must reach its goal before `max-turns`)."""
 
 
 def run_checks(expected: Expected, session: Session, inputs: CheckInputs) -> list[Check]:
@@ -50,11 +54,68 @@ def run_checks(expected: Expected, session: Session, inputs: CheckInputs) -> lis
     if expected.command is not None:
         done = run_command(inputs.finished, expected.command, inputs.sandbox.network, inputs.command_env)
         checks.append(Check("command", done.passed, done.detail))
+    checks += conversation_checks(expected, session, inputs)
     roots = inputs.sandbox.writable_paths
     if roots is not None:
         outside = [f.path for f in session.files if not _writable(f.path, roots)]
         checks.append(Check("sandbox", not outside, _list("written outside writable-paths", outside)))
     return checks
+
+
+def conversation_checks(expected: Expected, session: Session, inputs: CheckInputs) -> list[Check]:
+    """`asked`, `max-turns`, the simulated user's goal, and each turn's own `expected`."""
+    checks: list[Check] = []
+    turns = [(t.output, t.calls) for t in session.turns] or [(session.output, len(session.tool_calls))]
+    if expected.asked is not None:
+        checks.append(_asked(expected.asked.pattern, expected.asked.before, turns, session))
+    if expected.max_turns is not None:
+        ok = len(turns) <= expected.max_turns
+        checks.append(Check("max_turns", ok, "" if ok else
+                            f"the conversation took {len(turns)} turns, at most {expected.max_turns} "
+                            "allowed"))
+    if inputs.simulated_user and session.stopped is not None:
+        ok = session.stopped != "max-turns"
+        checks.append(Check("user_goal", ok, "" if ok else
+                            f"the simulated user did not reach its goal in {len(turns)} turns (max-turns)"))
+    first = 0
+    starts = []
+    for _, calls in turns:
+        starts.append(first)
+        first += calls
+    for number, wanted in enumerate(inputs.turn_expected, 2):
+        if wanted is None:
+            continue
+        if number > len(turns):
+            checks.append(Check(f"turn {number}", False, f"the conversation ended at turn {len(turns)}"))
+            continue
+        output, calls = turns[number - 1]
+        begin = starts[number - 1]
+        view = session.model_copy(update={"output": output,
+                                          "tool_calls": session.tool_calls[begin:begin + calls]})
+        found = _seed_checks(wanted, view) + _output_checks(wanted, output)
+        for check in found + _tool_checks(wanted, view, inputs):
+            checks.append(Check(f"turn {number}: {check.name}", check.passed, check.detail))
+        if wanted.asked is not None:
+            check = _asked(wanted.asked.pattern, wanted.asked.before, [(output, calls)], view)
+            checks.append(Check(f"turn {number}: asked", check.passed, check.detail))
+    return checks
+
+
+def _asked(pattern: str, before: Sequence[str], turns: list[tuple[str, int]], session: Session) -> Check:
+    """The agent asked something matching `pattern` in one of its messages, none of the `before`
+    tools having been called by the end of that turn (loading a skill is not acting: a Codex
+    command that reads a SKILL.md is not a `shell` call here)."""
+    called = 0
+    early = ""
+    for number, (output, calls) in enumerate(turns, 1):
+        called += calls
+        if re.search(pattern, output):
+            acts = [c for c in session.tool_calls[:called] if "skill" not in neutral_names(c)]
+            done = [t for t in neutral_sequence(acts) if t in before]
+            if not done:
+                return Check("asked", True)
+            early = early or f"it asked at turn {number}, but only after calling {done[0]}"
+    return Check("asked", False, early or f"no message of the agent matches {pattern!r}")
 
 
 def _seed_checks(expected: Expected, session: Session) -> list[Check]:

@@ -79,6 +79,8 @@ def check_inputs(ctx: CaseContext, loaded: LoadedCase, session: Session) -> Chec
         sandbox=s.config.sandbox,
         target_skill=target.removeprefix("skill:") if target.startswith("skill:") else None,
         command_env=env,
+        turn_expected=tuple(t.expected for t in loaded.case.input.turns),
+        simulated_user=loaded.case.input.user is not None,
     )
 
 
@@ -212,6 +214,7 @@ def combine(
         miss=miss_record(shown.miss) if shown.miss else None,
         check_details={c.name: c.detail for c in shown.checks if not c.passed and c.detail} or None,
         confinement=session.confinement,
+        turns=len(session.turns) or None, stopped=session.stopped,
     )
     if loaded.case.judge is not None and shown.judge is not None and shown.judge.result in ("PASS", "FAIL"):
         result.judged = JudgedHashes(output=digest(evidence(loaded.case.input.prompt, session)),

@@ -57,6 +57,11 @@ def evidence(prompt: str, session: Session) -> str:
         "<task>\n" + prompt.strip() + "\n</task>",
         "<agent_output>\n" + cap(session.output, OUTPUT_CAP) + "\n</agent_output>",
     ]
+    if session.turns:  # a conversation: the judge reads every turn, the agent's last answer last
+        share = OUTPUT_CAP // len(session.turns)
+        said = [f'<turn n="{n}">\n<user>\n{t.user.strip()}\n</user>\n'
+                f"<agent>\n{cap(t.output, share)}\n</agent>\n</turn>" for n, t in enumerate(session.turns, 1)]
+        parts = ["<conversation>\n" + "\n".join(said) + "\n</conversation>"]
     if session.hook_blocked:
         parts.append("<hook_blocked>\n" + "\n".join(session.hook_evidence) + "\n</hook_blocked>")
     files = _files_text(session.files)

@@ -108,7 +108,13 @@ def run_session(
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
                 confine=sandbox_for(ctx, ws, _port(proxy.url)),
             )
-            session = engine.run(run)
+            if loaded.case.input.conversation:
+                from aam_eval_action.pipeline.conversation import converse
+
+                session = converse(ctx, loaded, engine, run, after_turn=lambda k: _attribute(proxy, k),
+                                   clean=lambda t: ctx.redactor.text(portable_text(t, ws)))
+            else:
+                session = engine.run(run)
             session.confinement = run.confine.describe() if run.confine else None
         session.files = workspace.changes(ws.root, before)
     finally:
@@ -117,6 +123,12 @@ def run_session(
         else:
             ws.cleanup()
     return scrub(ctx, portable(session, ws)), proxy
+
+
+def _attribute(proxy: Proxy, turn: int) -> None:
+    """A re-executed conversation's divergence, once it happened, is told which turn it was in."""
+    if isinstance(proxy, ReplayProxy) and proxy.divergence is not None and proxy.divergence.user_turn is None:
+        proxy.divergence = proxy.divergence.model_copy(update={"user_turn": turn})
 
 
 def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | None) -> Confinement:
@@ -175,6 +187,14 @@ def portable(session: Session, ws: workspace.Workspace) -> Session:
         for variant in {str(path), os.path.realpath(path)}:
             data = data.replace(json.dumps(variant)[1:-1], name)
     return Session.model_validate(json.loads(data))
+
+
+def portable_text(text: str, ws: workspace.Workspace) -> str:
+    """A text with the session's temp paths replaced by their placeholders (as `portable` does)."""
+    for path, name in ((ws.root, "$WORKSPACE"), (ws.home, "$HOME"), (ws.base, "$TMP")):
+        for variant in {str(path), os.path.realpath(path)}:
+            text = text.replace(variant, name)
+    return text
 
 
 def scrub(ctx: CaseContext, session: Session) -> Session:

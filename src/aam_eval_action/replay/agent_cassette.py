@@ -68,6 +68,11 @@ def judge_path(cassettes: Path, case: str, stem: str, variant: str = "") -> Path
     return cassettes / case / f"{_stem(stem, variant)}.judge.yaml"
 
 
+def user_path(cassettes: Path, case: str, stem: str) -> Path:
+    """`<case>/<stem>.user.yaml`: the simulated user's calls of a conversation case."""
+    return cassettes / case / f"{stem}.user.yaml"
+
+
 def _stem(stem: str, variant: str) -> str:
     return f"{stem}.{variant}" if variant else stem
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 MissKind = Literal["no-cassette", "stale", "damaged", "diverged"]
 ReplayKind = Literal["snapshot", "rerun", "live"]
-Subject = Literal["agent", "judge"]
+Subject = Literal["agent", "judge", "user"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class Miss(Exception):
         verb = "record it" if self.kind == "no-cassette" and self.subject == "agent" else "re-record"
         prefix = "" if self.kind == "damaged" else (
             "judge replay miss: " if self.subject == "judge" else
+            "simulated user replay miss: " if self.subject == "user" else
             "replay diverged: " if self.kind == "diverged" else "replay miss: "
         )
         return f"{prefix}{self.reason}; {verb}: {self.rerecord}"
@@ -260,6 +261,36 @@ def open_judge(
     if not path.exists():
         return JudgeReplay(jc, "no-cassette", "no judge cassette recorded", ())
     return JudgeReplay(jc, "stale", "the judge request changed", ())
+
+
+def open_user(
+    settings: RunSettings, name: str, provider: str, redact: Callable[[str], str]
+) -> JudgeReplay | None:
+    """The case's simulated-user cassette (None in live mode), read like a judge cassette.
+
+    Raises Miss when the file is damaged."""
+    s = settings
+    if s.mode == "live":
+        return None
+    from aam_eval_action.replay.judge_cassette import JudgeCassette
+    from aam_eval_action.replay.upstream import Network
+
+    path = agent_cassette.user_path(s.cassettes, name, s.cassette_stem)
+    try:
+        uc = JudgeCassette(path, s.mode, provider, redact, s.cassettes, Network.of(s.network_env),
+                           checkout=runner_checkout(s.runner_env))
+    except Exception as exc:  # our safe read names file and line; vcrpy raises yaml and value errors
+        raise Miss("damaged", "user", f"{path}: damaged simulated-user cassette ({exc})",
+                   rerecord_command(s, name)) from None
+    if not path.exists():
+        return JudgeReplay(uc, "no-cassette", "no simulated-user cassette recorded", ())
+    return JudgeReplay(uc, "stale", "the conversation changed", ())
+
+
+def user_miss(settings: RunSettings, name: str, replay: JudgeReplay, turn: int) -> Miss:
+    """The miss raised when the simulated user's cassette has no reply to the conversation so far."""
+    return Miss(replay.miss_kind, "user", f"{replay.miss_reason} at turn {turn}: the simulated user "
+                "was not recorded answering what the agent said there", rerecord_command(settings, name))
 
 
 def judge_miss(settings: RunSettings, name: str, replay: JudgeReplay, variant: str = "") -> Miss:

@@ -19,11 +19,13 @@ from aam_eval_action.spec import Case, EvalConfig
 HASH_CHARS = 16
 JUDGE_PROMPT_VERSION = "1"
 VALUE_INPUTS = ("engine", "model", "target", "judge-model", "judge-prompt", "judge-votes", "baseline")
-RERUNNABLE = ("package:", "fixture:", "workspace-file:", "env:", "sandbox")
-"""Inputs the agent runs or reads (package files, fixtures, workspace files, env, sandbox):
-a change to them reaches the model, if at all, only through what the CLI's tools produce, so
-re-executing the CLI against the recorded traffic tells whether it matters. Any other input
-(prompt, engine, model, target) changes the very first request: the recording cannot answer it."""
+RERUNNABLE = ("package:", "fixture:", "workspace-file:", "env:", "sandbox", "turns", "user")
+"""Inputs the agent runs or reads (package files, fixtures, workspace files, env, sandbox), and a
+conversation's later turns (scripted follow-ups, the simulated user): a change to them reaches
+the model, if at all, only through what the CLI's tools produce or at a later turn, so
+re-executing the CLI against the recorded traffic tells whether and where it matters. Any
+other input (prompt, engine, model, target) changes the very first request: the recording
+cannot answer it."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,13 @@ def agent_fingerprint(
         inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
     for rel in layout.files_for(case.installs):
         inputs[f"package:{rel}"] = file_hash(layout.root / rel)
+    # A conversation's later turns: only conversation cases carry them (one-turn fingerprints
+    # stay as they were). Its per-turn checks are not inputs: they grade, they do not reach the agent.
+    if case.input.turns:
+        inputs["turns"] = _h(json.dumps([t.message for t in case.input.turns]).encode())
+    if case.input.user is not None:
+        user = {"case": case.input.user.model_dump(by_alias=True), "config": config.user.model_dump(by_alias=True)}
+        inputs["user"] = _h(json.dumps(user, sort_keys=True).encode())
     if layout.baseline:  # only baseline sessions carry it, so existing fingerprints stay as they are
         inputs["baseline"] = layout.baseline_label(case.target)
     secret = set(config.secret_env)
@@ -144,5 +153,6 @@ def _label(key: str) -> str:
         "prompt": "the prompt", "criteria": "judge criteria", "agent-session": "the agent session",
         "judge-model": "judge model", "judge-prompt": "judge prompt version",
         "judge-votes": "judge votes", "baseline": "baseline install",
+        "turns": "the follow-up turns", "user": "the simulated user",
     }
     return names.get(key, key)

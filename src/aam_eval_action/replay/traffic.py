@@ -93,7 +93,7 @@ VOLATILE_TEXT = (
     # Claude Code's background-task notifications: how long a sub-agent took, and its output
     # file under a temp folder named after the user id.
     (re.compile(r"(<duration_ms>)\d+(</duration_ms>)"), r"\1$MS\2"),
-    (re.compile(r"^(duration_ms: )\d+$", re.M), r"\1$MS"),
+    (re.compile(r"\b(duration_ms: )\d+"), r"\1$MS"),  # also 2.1.197's `<usage>… duration_ms: 342</usage>`
     (re.compile(r"/claude-\d+/"), "/claude-$UID/"),
     # Copilot: how long a background agent has run, in `read_agent`'s status line.
     (re.compile(r"(, elapsed: )\d+s(, total_turns: )"), r"\1$SECONDS\2"),
@@ -911,11 +911,15 @@ class Divergence(_Model):
     """The recorded conversation the request was meant for (`main`, a sub-agent's)."""
     where: str | None = None
     """Where it happened in words: `turn 2 of sub-agent `reviewer`, started at main turn 1`."""
+    user_turn: int | None = None
+    """In a conversation case: the turn of the conversation (the user's message it answered)."""
 
     @property
     def message(self) -> str:
         """One line for a report: where, what, and both values."""
         where = self.where or f"turn {self.turn}"
+        if self.user_turn is not None:
+            where = f"conversation turn {self.user_turn} (model {where})"
         if self.stream != "agent":
             where += f" ({self.stream} request)"
         if not self.path:

@@ -83,6 +83,18 @@ first). A suite of trigger prompts then needs one scenario, `{match: "*", agent:
 {text: "Done."}]}`. It answers a judge request only when it has a `judge` of its own, so a
 judge prompt that lost its text still fails loudly.
 
+A simulated user's requests (the `reply_as_user` tool, or the `user_reply` JSON format) are
+answered by the first scenario with a `user` list whose `match` occurs in the request (the
+conversation it is shown starts with the case's prompt):
+
+    user:
+      - {when: "project called", say: "It is called acme."}   # `when`: in the agent's last message
+      - {when: "port", say: "8080"}
+      - {when: "Wrote", stop: goal-reached}                    # or agent-finished
+      - {say: "Please go on."}                                 # no `when`: anything else
+
+No entry matching: `agent-finished`. No scenario: a 400.
+
 `aam-eval init`'s drafting requests (the `draft_cases` tool, or the `drafted_cases` JSON format)
 are answered by the scenario whose `draft-for` occurs in the skill under test (the request's
 `<skill id="A">` section): `draft: {positives: [...], near_misses: [...], ...}` as the drafted
@@ -149,6 +161,8 @@ JUDGE_TOOL = "record_verdict"
 JUDGE_FORMAT = "verdict"
 DRAFT_TOOL = "draft_cases"
 DRAFT_FORMAT = "drafted_cases"
+USER_TOOL = "reply_as_user"
+USER_FORMAT = "user_reply"
 """`aam-eval init`'s drafting request: the tool (Anthropic) or JSON format (OpenAI) it asks for."""
 CREATED_AT = 1_700_000_000
 # Text blocks the CLIs add to the user's turn; the prompt is what is left.
@@ -316,6 +330,11 @@ def asks_for(body: dict[str, Any], tool: str, fmt_name: str) -> bool:
 def is_judge(body: dict[str, Any]) -> bool:
     """Judge requests carry the verdict tool (Anthropic) or the verdict format (OpenAI)."""
     return asks_for(body, JUDGE_TOOL, JUDGE_FORMAT)
+
+
+def is_simulated_user(body: dict[str, Any]) -> bool:
+    """A simulated user's request: it asks for the `reply_as_user` tool or the `user_reply` format."""
+    return asks_for(body, USER_TOOL, USER_FORMAT)
 
 
 def is_draft(body: dict[str, Any]) -> bool:
@@ -498,6 +517,26 @@ class Script:
         if "status" in judge and self._take_failure(index, int(judge.get("times", 1))):
             return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
         return verdict_reply(judge.get("then", judge))
+
+    def user_reply(self, body: dict[str, Any]) -> Reply:
+        """A simulated user's reply: the scenario whose `match` is in the conversation (its first
+        prompt) answers from its `user` entries, the first whose `when` occurs in the agent's
+        last message (an entry without `when` answers anything)."""
+        text = all_text(body)
+        with self._lock:
+            scenarios = [s for s in self._scenarios if "user" in s and not is_catch_all(s)]
+        scenario = next((s for s in scenarios if str(s.get("match", "")) in text), None)
+        if scenario is None:
+            excerpt = " ".join(text.split())[:200]
+            return Reply(text=f"scripted model server: no scenario plays the user here: {excerpt}",
+                         status=400)
+        said = re.findall(r"<agent>\n(.*?)\n</agent>", text, re.S)
+        last = said[-1] if said else ""
+        for entry in scenario["user"]:
+            if str(entry.get("when", "")) in last:
+                stop = str(entry.get("stop", "continue"))
+                return Reply(calls=((USER_TOOL, {"stop": stop, "message": str(entry.get("say", ""))}),))
+        return Reply(calls=((USER_TOOL, {"stop": "agent-finished", "message": ""}),))
 
     def draft_reply(self, body: dict[str, Any]) -> Reply:
         """The scenario whose `draft-for` is in the skill under test answers with its `draft`: an
@@ -956,7 +995,7 @@ def response_items(reply: Reply, rid: str, custom: set[str] | None = None) -> li
     """The output items of a Responses answer: one message, or one function call per call
     (after a message when the reply has a text too); a call to one of the `custom` tools is a
     custom tool call."""
-    if reply.calls and reply.tool not in (JUDGE_TOOL, DRAFT_TOOL):
+    if reply.calls and reply.tool not in (JUDGE_TOOL, DRAFT_TOOL, USER_TOOL):
         custom = custom or set()
         calls = [(custom_tool_call if name in custom else function_call)(name, given, _call_id(rid, i))
                  for i, (name, given) in enumerate(reply.calls)]
@@ -1292,6 +1331,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             reply = owner.script.judge_reply(body) if is_gemini_judge(body) else owner.gemini_reply(body)
         else:
             reply = (owner.script.judge_reply(body) if is_judge(body)
+                     else owner.script.user_reply(body) if is_simulated_user(body)
                      else owner.script.draft_reply(body) if is_draft(body) else owner.agent_reply(body))
         owner.sub_agent_asked(headers)
         if reply.hold:
