@@ -9,6 +9,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ import yaml
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.cli_version import CliVersionError, check_version
-from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, Upstream, proxy_env, upstream_for
+from aam_eval_action.replay.proxy import (
+    END_SPACING_SECONDS,
+    RecordingProxy,
+    ReplayProxy,
+    Upstream,
+    proxy_env,
+    upstream_for,
+)
 from aam_eval_action.replay.traffic import (
     ModelTraffic,
     Normaliser,
@@ -375,6 +383,38 @@ def test_recording_proxy_streams_chunk_by_chunk_and_never_stores_the_key(slow_up
     assert [(e.event, e.data["type"]) for e in events] == [(None, "message_start"), (None, "message_stop")]
     assert sse_bytes(events).startswith(b"event: message_start\ndata: {")
     assert "CANARY" not in dump_yaml(traffic.model_dump(mode="json"))
+
+
+def _finish_times(url: str, bodies: list[dict[str, Any]]) -> list[float]:
+    """Post the bodies at once; when each answer had been read to its end (monotonic seconds)."""
+    ends: list[float] = [0.0] * len(bodies)
+
+    def one(i: int) -> None:
+        _post(url, "/v1/messages?beta=true", bodies[i])
+        ends[i] = time.monotonic()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    return [ends[i] for i, thread in enumerate(threads) if thread.join() is None]
+
+
+def test_answers_ending_together_reach_the_cli_spaced_recorded_and_replayed(slow_upstream: str) -> None:
+    # Two sub-agents whose answers end within a millisecond of each other leave the CLI a race
+    # of its own (which one it sees finish first): the recording proxy spaces the ends, the
+    # pause is recorded, and replay keeps it.
+    _SlowSse.release.clear()
+    agent = {"stream": True, "model": "m", "max_tokens": 100, "tools": [{"name": "Bash"}]}
+    bodies = [{**agent, "messages": [{"role": "user", "content": f"Count {name}.txt"}]} for name in "ab"]
+    with RecordingProxy(Upstream(slow_upstream), NORM) as proxy:
+        threading.Timer(0.5, _SlowSse.release.set).start()  # both upstream streams end at once
+        ends = _finish_times(proxy.url, bodies)
+    assert abs(ends[0] - ends[1]) >= END_SPACING_SECONDS * 0.9
+    traffic = proxy.traffic()
+    assert (traffic.exchanges[1].gap_ms or 0) >= END_SPACING_SECONDS * 1000 * 0.9
+    with ReplayProxy(traffic, NORM) as replay:
+        ends = _finish_times(replay.url, bodies)
+    assert replay.divergence is None and abs(ends[0] - ends[1]) >= END_SPACING_SECONDS * 0.9
 
 
 def test_replay_proxy_answers_by_conversation_and_refuses_a_difference_with_400() -> None:

@@ -107,7 +107,7 @@ def _sessions(
     checks: list[SelfCheck] = []
     if s.mode in ("auto", "record"):
         if s.self_check:
-            checks = [self_check(ctx, loaded, traffic, layout) for _, traffic in runs]
+            checks = [self_check(ctx, loaded, traffic, layout, session) for session, traffic in runs]
         save_sessions(ctx, loaded.case.name, fp, sessions, [traffic for _, traffic in runs], variant,
                       checks or None)
     return sessions, checks

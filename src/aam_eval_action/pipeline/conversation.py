@@ -41,13 +41,15 @@ if TYPE_CHECKING:
 def converse(
     ctx: CaseContext, loaded: LoadedCase, engine: Engine, first: AgentRun,
     clean: Callable[[str], str] = str, after_turn: Callable[[int], None] | None = None,
+    recorded: Session | None = None,
 ) -> Session:
     """Run the case's conversation; `clean` makes an agent's answer portable before the simulated
     user reads it (so its recorded calls match on another machine); `after_turn(k)` is told
-    each turn that ended."""
+    each turn that ended; `recorded`: the session this run re-executes, whose user answers the
+    same conversation the same way (a recording's self-check, before its user cassette can play)."""
     case = loaded.case
     scripted = case.input.turns
-    user = UserCalls(ctx, loaded) if case.input.user is not None else None
+    user = UserCalls(ctx, loaded, recorded) if case.input.user is not None else None
     limit = user.max_turns if user else len(scripted) + 1
     sessions: list[Session] = []
     turns: list[ConversationTurn] = []
@@ -116,12 +118,29 @@ def merged(sessions: list[Session], turns: list[ConversationTurn], stopped: str 
     })
 
 
+def said_before(recorded: Session, turns: list[ConversationTurn], model: str) -> UserReply | None:
+    """What the recorded session's user said after these turns, when the conversation so far is
+    the recorded one (the same messages, the same answers); None when it is not."""
+    k = len(turns)
+    if k > len(recorded.turns) or any(
+        (a.user, a.output) != (b.user, b.output) for a, b in zip(turns, recorded.turns, strict=False)
+    ):
+        return None
+    if k < len(recorded.turns):
+        return UserReply("continue", recorded.turns[k].user, model)
+    if recorded.stopped in ("goal-reached", "agent-finished"):
+        return UserReply(recorded.stopped, "", model)
+    if recorded.stopped == "max-turns":
+        return UserReply("continue", "", model)
+    return None
+
+
 class UserCalls:
     """The simulated user of one conversation: its model, its cassette, its budget."""
 
-    def __init__(self, ctx: CaseContext, loaded: LoadedCase) -> None:
+    def __init__(self, ctx: CaseContext, loaded: LoadedCase, recorded: Session | None = None) -> None:
         s = ctx.settings
-        self.ctx, self.loaded = ctx, loaded
+        self.ctx, self.loaded, self.recorded = ctx, loaded, recorded
         case_user = loaded.case.input.user
         assert case_user is not None
         self.user = case_user
@@ -153,6 +172,12 @@ class UserCalls:
         from aam_eval_action.replay.judge_cassette import JudgeReplayMiss
 
         s = self.ctx.settings
+        if s.mode == "record" and self.recorded is not None:
+            # Recording: the user cassette is written afresh and plays nothing back, but the
+            # session just recorded says what this user said to this very conversation.
+            again = said_before(self.recorded, turns, self.model)
+            if again is not None:
+                return again
         replay = self._open()
         uc = replay.cassette if replay else None
         text = build_prompt(self.user, turns)

@@ -51,6 +51,8 @@ class ModelRoute:
     """Makes the (not yet started) proxy, given the normaliser of this session's paths."""
     key: str | None = None
     """The stand-in key given to the CLI (None: SESSION_KEY); the real one never enters the session."""
+    recorded: Session | None = None
+    """The recorded session this run re-executes (a conversation's user answers it as recorded)."""
 
 
 def live_session(
@@ -112,7 +114,8 @@ def run_session(
                 from aam_eval_action.pipeline.conversation import converse
 
                 session = converse(ctx, loaded, engine, run, after_turn=lambda k: _attribute(proxy, k),
-                                   clean=lambda t: ctx.redactor.text(portable_text(t, ws)))
+                                   clean=lambda t: ctx.redactor.text(portable_text(t, ws)),
+                                   recorded=route.recorded)
             else:
                 session = engine.run(run)
             session.confinement = run.confine.describe() if run.confine else None

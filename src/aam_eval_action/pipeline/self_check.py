@@ -24,13 +24,15 @@ from aam_eval_action.replay.decision import not_reexecutable
 from aam_eval_action.replay.proxy import ReplayProxy
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, TrafficError
 from aam_eval_action.replay.volatile import Mask, compile_masks, merge
-from aam_eval_action.session import SelfCheck
+from aam_eval_action.session import SelfCheck, Session
 
 
 def self_check(
-    ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic, layout: PackageLayout | None = None
+    ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic, layout: PackageLayout | None = None,
+    recorded: Session | None = None,
 ) -> SelfCheck:
-    """Re-execute a fresh recording against itself; learnt masks are saved in the store."""
+    """Re-execute a fresh recording (`recorded`: its session) against itself; learnt masks are
+    saved in the store."""
     s = ctx.settings
     unusable = not_reexecutable(traffic)
     if unusable:
@@ -40,10 +42,10 @@ def self_check(
     except TrafficError:
         known = []  # a damaged store is repaired by this recording's masks
     name = s.package.qualified(loaded.case.name)
-    proxy = _rerun(ctx, loaded, traffic, layout, known, learn_as=name)
+    proxy = _rerun(ctx, loaded, traffic, layout, known, recorded, learn_as=name)
     runs, learnt = 1, proxy.learnt
     if proxy.divergence is None and learnt:
-        proxy = _rerun(ctx, loaded, traffic, layout, merge(known, learnt))
+        proxy = _rerun(ctx, loaded, traffic, layout, merge(known, learnt), recorded)
         runs += 1
     if learnt:
         traffic_store.add_masks(s.cassettes, traffic.cli, traffic.cli_version, learnt,
@@ -58,13 +60,13 @@ def self_check(
 
 def _rerun(
     ctx: CaseContext, loaded: LoadedCase, traffic: ModelTraffic, layout: PackageLayout | None,
-    masks: list[Mask], learn_as: str | None = None,
+    masks: list[Mask], recorded: Session | None, learn_as: str | None = None,
 ) -> ReplayProxy:
     ignore = [*ctx.settings.rerun_ignore, *compile_masks(masks)]
 
     def replay_proxy(normaliser: Normaliser) -> ReplayProxy:
         return ReplayProxy(traffic, normaliser, ignore, learn_as=learn_as)
 
-    _, proxy = run_session(ctx, loaded, ModelRoute(replay_proxy, key=DUMMY_KEY), layout)
+    _, proxy = run_session(ctx, loaded, ModelRoute(replay_proxy, key=DUMMY_KEY, recorded=recorded), layout)
     assert isinstance(proxy, ReplayProxy)
     return proxy

@@ -86,7 +86,8 @@ def agent_fingerprint(
     if case.input.turns:
         inputs["turns"] = _h(json.dumps([t.message for t in case.input.turns]).encode())
     if case.input.user is not None:
-        user = {"case": case.input.user.model_dump(by_alias=True), "config": config.user.model_dump(by_alias=True)}
+        user = {"case": case.input.user.model_dump(by_alias=True),
+                "config": config.user.model_dump(by_alias=True)}
         inputs["user"] = _h(json.dumps(user, sort_keys=True).encode())
     if layout.baseline:  # only baseline sessions carry it, so existing fingerprints stay as they are
         inputs["baseline"] = layout.baseline_label(case.target)
