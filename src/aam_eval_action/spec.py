@@ -382,14 +382,32 @@ class Expected(Strict):
     """Most user turns the conversation may take, the first prompt counted (additive)."""
 
 
+TURN_CHECKS = {"contains", "not-contains", "regex", "not-regex", "tool-called", "tool-order", "max-tool-calls",
+               "skill-triggered", "asked"}
+"""What a turn's own `expected` may check: its answer and its tool calls."""
+
+
 class UserTurn(Strict):
     """One of `input.turns`: a follow-up message, with checks of the agent's answer to it."""
 
     message: str = Field(min_length=1, max_length=20_000)
     """What the user says next."""
     expected: Expected | None = None
-    """Checks of the agent's answer to this message: its text and the tool calls it made then
-    (file checks read the workspace as the conversation left it)."""
+    """Checks of the agent's answer to this message: of its text and of the tool calls it made
+    in that turn (`contains`, `not-contains`, `regex`, `not-regex`, `tool-called`, `tool-order`,
+    `max-tool-calls`, `skill-triggered`, `asked`); the workspace is checked at the end, in the
+    case's own `expected`."""
+
+    @field_validator("expected")
+    @classmethod
+    def _per_turn(cls, value: Expected | None) -> Expected | None:
+        if value is not None:
+            given = set(value.model_dump(exclude_defaults=True, by_alias=True))
+            other = sorted(given - TURN_CHECKS)
+            if other:
+                raise ValueError(f"{', '.join(other)} cannot be checked per turn (the workspace and the "
+                                 "conversation are checked at the end): move it to the case's own `expected`")
+        return value
 
 
 def _turn(value: object) -> object:
