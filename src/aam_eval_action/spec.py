@@ -382,8 +382,8 @@ class Expected(Strict):
     """Most user turns the conversation may take, the first prompt counted (additive)."""
 
 
-TURN_CHECKS = {"contains", "not-contains", "regex", "not-regex", "tool-called", "tool-order", "max-tool-calls",
-               "skill-triggered", "asked"}
+TURN_CHECKS = {"contains", "not-contains", "regex", "not-regex", "tool-called", "tool-order",
+               "max-tool-calls", "skill-triggered", "asked"}
 """What a turn's own `expected` may check: its answer and its tool calls."""
 
 
