@@ -519,3 +519,105 @@ def test_measured_comment_shows_lift_triggers_votes_and_noise() -> None:
     assert "95% interval of the change:" in text
     assert "Significance needs" not in text
     assert diff.regressions == 1 and diff.noise_regressions == 1
+
+
+# --- conversations: at which turn a conversation changed ---
+
+
+def _talk(name: str, verdict: Verdict = "PASS", *, turns: int, changed: int | None = None,
+          live_from: int | None = None, reason: str | None = None, stopped: str = "turns-done",
+          checks: dict[str, Literal["PASS", "FAIL"]] | None = None) -> CaseResult:
+    """A conversation case as a run records it: its turns and, re-executed, where it changed
+    (`live_from`: the first live model turn, when it went on live from there)."""
+    c = case(name, verdict, target="skill:project-setup", reason=reason, checks=checks)
+    c.turns, c.stopped = turns, stopped
+    if changed is not None:
+        c.replay_kind, c.changed_at_turn, c.live_from_turn = "rerun", changed, live_from
+        c.replayed = live_from is None
+    return c
+
+
+def _note(row: str) -> str:
+    """What a table row's case cell says under the case name."""
+    found = re.search(r"<br><sub>(.*?)</sub>", row)
+    assert found, row
+    return found.group(1)
+
+
+def _diverged_talk() -> CaseResult:
+    """Re-executed under replay, the conversation diverged in its second turn (model turn 3)."""
+    from aam_eval_action.report import ReplayDivergence, ReplayMiss
+
+    c = case("delete-confirmed", "ERROR", target="skill:tidy-build", replay_miss="diverged",
+             error="replay diverged: conversation turn 2 (model turn 3): …")
+    c.changed_at_turn = 2
+    c.miss = ReplayMiss(
+        kind="diverged", reason="conversation turn 2 (model turn 3): …",
+        changes=["skill file skills/tidy-build/SKILL.md changed"],
+        divergence=ReplayDivergence(turn=3, path="messages[4].content[0].content", tool="Bash",
+                                    tool_input="rm -r build", recorded="(no output)",
+                                    live="rm: build: Directory not empty", user_turn=2),
+    )
+    return c
+
+
+def conversations() -> ReportDiff:
+    base = report([
+        _talk("setup-scripted", turns=3),
+        _talk("setup-simulated", turns=3),
+        _talk("setup-endless", "FAIL", turns=3, stopped="max-turns", checks={"user_goal": "FAIL"}),
+        _talk("delete-confirmed", turns=2),
+        case("summarize-readme", target="skill:summarize"),
+    ])
+    head = report([
+        _talk("setup-scripted", turns=3, changed=2, live_from=4),
+        _talk("setup-simulated", "FAIL", turns=4, changed=2, live_from=3,
+              reason="The agent asked for a license nobody needs."),
+        _talk("setup-endless", "FAIL", turns=3, stopped="max-turns", checks={"user_goal": "FAIL"}),
+        _diverged_talk(),
+        case("summarize-readme", target="skill:summarize"),
+    ], mode="auto")
+    return diff_reports(base, head)
+
+
+def test_conversation_comment_golden() -> None:
+    assert_golden("comment_conversation.md", render_comment(conversations()))
+
+
+def test_the_comment_says_at_which_turn_a_conversation_changed_and_that_it_went_live_from_there() -> None:
+    text = render_comment(conversations())
+    unchanged = text.split("<summary>Unchanged (2)</summary>", 1)[1]
+    scripted = next(line for line in unchanged.splitlines() if line.startswith("| setup-scripted<br>"))
+    assert _note(scripted) == (
+        "evals/cases/setup-scripted.yaml:1 · conversation changed at turn 2; turns from 2 on were run live")
+    regressed = rows_under(text, "Regressions (1)")
+    assert list(regressed) == ["setup-simulated"]
+    simulated = next(line for line in text.splitlines() if line.startswith("| setup-simulated<br>"))
+    assert "conversation changed at turn 2; turns from 2 on were run live; it took 4 turns, 3 on base" in simulated
+    # Diverged, it did not go on live: the turn it changed at, not "run live".
+    diverged = next(line for line in text.split("### Diverged on re-execution (1)", 1)[1].splitlines()
+                    if line.startswith("| delete-confirmed<br>"))
+    assert _note(diverged) == (
+        "evals/cases/delete-confirmed.yaml:1 · conversation changed at turn 2")
+    assert "| 3 | Bash tool result: rm -r build |" in diverged  # the Turn column stays the model turn
+    assert "run live" not in diverged
+
+
+def test_a_conversation_that_went_as_recorded_and_one_turn_cases_get_no_note() -> None:
+    text = render_comment(conversations())
+    for name in ("setup-endless", "summarize-readme"):
+        row = next(line for line in text.splitlines() if line.startswith(f"| {name}<br>"))
+        assert row.split(" | ")[0] == f"| {name}<br><sub>evals/cases/{name}.yaml:1</sub>"
+
+
+def test_a_changed_turn_count_alone_is_said() -> None:
+    d = diff_reports(report([_talk("setup-simulated", turns=2)]), report([_talk("setup-simulated", turns=5)]))
+    row = next(line for line in render_comment(d).splitlines() if line.startswith("| setup-simulated<br>"))
+    assert "<sub>evals/cases/setup-simulated.yaml:1 · conversation took 5 turns, 2 on base</sub>" in row
+    one = diff_reports(report([_talk("s", turns=2)]), report([_talk("s", turns=1)]))
+    assert "conversation took 1 turn, 2 on base" in render_comment(one)
+
+
+def test_the_conversation_note_keeps_every_table_row_whole() -> None:
+    for rows in tables(render_comment(conversations())):
+        assert {row.count("|") for row in rows} == {rows[0].count("|")}, rows

@@ -11,7 +11,7 @@ from aam_eval_action.diff import CATEGORIES, ReportDiff, diff_reports
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.render.comment import format_markdown
 from aam_eval_action.render.text import format_json, format_text
-from aam_eval_action.report import load_report, to_json
+from aam_eval_action.report import CaseResult, ReplayDivergence, ReplayMiss, load_report, to_json
 
 from support.reports import case, report
 
@@ -313,3 +313,48 @@ def test_json_format_is_stable_and_sorted() -> None:
     data = json.loads(text)
     assert list(data) == sorted(data)
     assert text.endswith("}\n")
+
+
+# --- conversations ---
+
+
+def _talk(name: str, turns: int) -> CaseResult:
+    c = case(name)
+    c.turns, c.stopped = turns, "turns-done"
+    return c
+
+
+def test_a_conversation_entry_carries_its_turns_on_both_sides_and_where_it_changed() -> None:
+    head_case = _talk("setup", 4)
+    head_case.replay_kind, head_case.changed_at_turn, head_case.live_from_turn = "rerun", 2, 5
+    entry = diff_reports(report([_talk("setup", 3)]), report([head_case])).cases[0]
+    assert (entry.turns, entry.base_turns, entry.changed_at_turn, entry.live_from_user_turn) == (4, 3, 2, 2)
+
+
+def test_a_conversation_re_executed_without_going_live_is_not_said_to_have() -> None:
+    head_case = _talk("setup", 3)
+    head_case.replay_kind, head_case.changed_at_turn = "rerun", 2
+    entry = diff_reports(report([_talk("setup", 3)]), report([head_case])).cases[0]
+    assert (entry.changed_at_turn, entry.live_from_user_turn) == (2, None)
+
+
+def test_a_one_turn_case_that_went_live_has_no_conversation_turn() -> None:
+    head_case = case("a")
+    head_case.replay_kind, head_case.live_from_turn = "rerun", 3
+    entry = diff_reports(report([case("a")]), report([head_case])).cases[0]
+    assert (entry.turns, entry.base_turns, entry.changed_at_turn, entry.live_from_user_turn) == (None,) * 4
+
+
+def test_a_diverged_conversation_names_its_turn_from_the_miss() -> None:
+    """A report that keeps the turn only in `miss.divergence.user_turn` diffs the same."""
+    head_case = case("delete", "ERROR", replay_miss="diverged", error="replay diverged: …")
+    head_case.miss = ReplayMiss(kind="diverged", reason="…", divergence=ReplayDivergence(
+        turn=3, path="messages[4]", tool="Bash", tool_input="rm -r build", user_turn=2))
+    d = diff_reports(report([_talk("delete", 2)]), report([head_case]))
+    assert d.cases[0].category == "diverged" and d.cases[0].changed_at_turn == 2
+    assert [(v.name, v.turn, v.user_turn) for v in d.diverged] == [("delete", 3, 2)]
+
+
+def test_a_removed_conversation_keeps_its_base_turns() -> None:
+    entry = diff_reports(report([_talk("gone", 3)]), report([])).cases[0]
+    assert (entry.category, entry.turns, entry.base_turns) == ("removed", 3, None)

@@ -106,6 +106,17 @@ class CaseDiff(BaseModel):
     """Not graded (budget) on the head: the estimate against what the cap left."""
     unstable: str | None = None
     """Recorded on the head and unstable against itself: the request that still differed."""
+    turns: int | None = None
+    """A conversation case: the user turns it took on the head (the first prompt counted),
+    else on the base."""
+    base_turns: int | None = None
+    """A conversation case: the user turns it took on the base."""
+    changed_at_turn: int | None = None
+    """A conversation re-executed on the head that differed from its recording: the
+    conversation turn where it first did."""
+    live_from_user_turn: int | None = None
+    """That conversation went on live from this conversation turn (under `auto`): its turns
+    from there on were run live, not answered from the recording."""
 
 
 class RunTotals(BaseModel):
@@ -234,6 +245,9 @@ class DivergedCase(BaseModel):
     """The recorded value, shortened."""
     live: str | None = None
     """The value the re-executed CLI sent, shortened."""
+    user_turn: int | None = None
+    """A conversation case: the conversation turn it diverged in (the user's message the
+    agent was answering), from 1."""
     changes: list[str] = Field(default_factory=list)
     """Inputs the pull request changed that the case depends on."""
     file: str | None = None
@@ -656,7 +670,26 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         judge_advisory=head.judge_advisory if head else None,
         budget=head.error if head and head.budget else None,
         unstable=head.self_check.unstable if head and head.self_check else None,
+        **_conversation(base, head),
     )
+
+
+def _conversation(base: CaseResult | None, head: CaseResult | None) -> dict[str, int | None]:
+    """A conversation's turns on both sides and, on the head, the turn where a re-execution first
+    differed from its recording, and whether it went on live from there (all None for one turn)."""
+    main = head or base
+    changed = changed_turn(head) if head else None
+    live = changed if head is not None and head.live_from_turn is not None else None
+    return {"turns": main.turns if main else None, "base_turns": base.turns if base and head else None,
+            "changed_at_turn": changed, "live_from_user_turn": live}
+
+
+def changed_turn(case: CaseResult) -> int | None:
+    """The conversation turn where a re-executed conversation first differed from its recording."""
+    if case.changed_at_turn is not None:
+        return case.changed_at_turn
+    found = case.miss.divergence if case.miss else None
+    return found.user_turn if found else None
 
 
 def _label_note(case: CaseResult | None) -> str | None:
@@ -767,11 +800,11 @@ def _diverged(case: CaseResult) -> DivergedCase:
     changes = case.miss.changes if case.miss else []
     if found is None:
         return DivergedCase(name=case.name, recorded=case.error, changes=changes, file=case.file,
-                            line=case.line)
+                            line=case.line, user_turn=case.changed_at_turn)
     return DivergedCase(
         name=case.name, turn=found.turn, tool=found.tool, tool_input=found.tool_input,
         path=found.path or None, recorded=found.recorded, live=found.live, changes=changes,
-        file=case.file, line=case.line,
+        file=case.file, line=case.line, user_turn=changed_turn(case),
     )
 
 

@@ -253,13 +253,35 @@ def shell_arg(value: object) -> Markup:
     return Markup(shlex.quote(cleaned))
 
 
-def case_cell(view: View | CaseDiff | MatrixRow) -> Markup:
-    """The case name, with its engine and model (in a matrix) and its file and line underneath."""
+def case_cell(view: View | CaseDiff | DivergedCase | MatrixRow) -> Markup:
+    """The case name, with its engine and model (in a matrix), its file and line and, for a
+    conversation, at which turn it changed underneath."""
     c = unwrap(view)
     pair = d.pair_label(getattr(c, "engine", None), getattr(c, "model", None))
     under = " · ".join(part for part in (pair, d.location(c)) if part)
+    below = [md(under, 200 if pair else 120)] if under else []
+    talk = conversation_note(c)
+    if talk:
+        below.append(md(talk))
     name = md(c.name, 100)
-    return Markup(f"{name}<br><sub>{md(under, 200 if pair else 120)}</sub>") if under else name
+    return Markup(f"{name}<br><sub>{' · '.join(below)}</sub>") if below else name
+
+
+def conversation_note(c: CaseDiff | DivergedCase | MatrixRow) -> str:
+    """`conversation changed at turn 2; turns from 2 on were run live; it took 3 turns, 4 on base`, or ''
+    (a one-turn case, or a conversation that went as recorded in as many turns)."""
+    changed = getattr(c, "changed_at_turn", None) or getattr(c, "user_turn", None)
+    live = getattr(c, "live_from_user_turn", None)
+    turns, base = getattr(c, "turns", None), getattr(c, "base_turns", None)
+    parts = []
+    if changed is not None:
+        parts.append(f"conversation changed at turn {changed}")
+    if live is not None:
+        parts.append(f"turns from {live} on were run live")
+    if turns is not None and base is not None and turns != base:
+        took = f"{turns} turn{'s' if turns != 1 else ''}, {base} on base"
+        parts.append(f"it took {took}" if parts else f"conversation took {took}")
+    return "; ".join(parts)
 
 
 def pair_head(view: View) -> Markup:
