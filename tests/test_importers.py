@@ -294,3 +294,68 @@ def test_a_skill_named_like_one_of_our_folders_does_not_read_them(tmp_path: Path
     result = aam_eval("check", "--package", str(repo))
     assert result.code == 0, result.err
     assert "evals/fixtures/data.json" not in result.out + result.err
+
+
+# --- tasks of several turns (tests/fixtures/imported-evals/conversations: a repository of its own) ---
+
+CONVERSATIONS = REPO / "conversations"
+
+
+def test_a_waza_task_with_follow_up_prompts_is_a_case_with_turns_and_a_one_prompt_task_is_unchanged() -> None:
+    cases = _cases(CONVERSATIONS)
+    scripted = cases["project-setup-scripted-001"]
+    assert (scripted.file, scripted.source) == ("evals/project-setup/tasks/scripted.yaml", "waza")
+    assert _fields(scripted)["input"] == {
+        "prompt": "Set up a project config for my new service.",
+        "turns": [{"message": "It is called acme."}, {"message": "8080, please."}]}
+    assert scripted.case.input.conversation and scripted.case.input.user is None
+    assert dict(scripted.skipped) == {
+        "checkpoints": "per-turn graders are not mapped: write them as the turns' own checks "
+                       "(input.turns[].expected)"}
+    one = cases["project-setup-one-prompt-001"]
+    assert _fields(one) == {
+        "name": "project-setup-one-prompt-001", "description": "Everything in the first message",
+        "target": "skill:project-setup", "repeat": 1, "timeout": 120.0,
+        "input": {"prompt": "Set up a project config: the project is acme and its server listens on port 8080."},
+        "expected": {"contains": ["project.toml"]},
+    }
+    assert not one.case.input.conversation and one.skipped == ()
+
+
+def test_a_waza_responder_is_a_simulated_user_with_one_more_turn_than_its_follow_ups() -> None:
+    found = _cases(CONVERSATIONS)["project-setup-responder-001"]
+    user = found.case.input.user
+    assert user is not None and not found.case.input.turns
+    assert user.persona == ("You are a backend developer starting a small HTTP service called acme.\n"
+                            "Its server listens on port 8080. Answer the agent's questions in a few words.")
+    assert user.goal and user.max_turns == 4 and user.model is None  # max_followups: 3, plus the first prompt
+    assert dict(found.skipped) == {
+        "inputs.responder.model": "the simulated user's model is eval-config `user.model` (a Claude or GPT model)"}
+
+
+@pytest.mark.parametrize(("task", "expected"), [
+    ("inputs:\n  prompt: p\n  follow_up_prompts: [a]\n  responder: {instructions: i, max_followups: 1}\n",
+     "evals/project-setup/tasks/scripted.yaml:3: inputs: follow_up_prompts and responder exclude each other"),
+    ("inputs:\n  prompt: p\n  follow_up_prompts: [a, '']\n",
+     "evals/project-setup/tasks/scripted.yaml:5: inputs.follow_up_prompts: follow_up_prompts: a list of "
+     "non-empty messages"),
+    ("inputs:\n  prompt: p\n  responder: {instructions: i, max_followups: 0}\n",
+     "evals/project-setup/tasks/scripted.yaml:5: inputs.responder.max_followups: max_followups: a whole "
+     "number of at least 1"),
+])
+def test_a_broken_turn_of_a_waza_task_names_its_file_field_and_line(task: str, expected: str, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(CONVERSATIONS, repo)
+    (repo / "evals/project-setup/tasks/scripted.yaml").write_text("id: scripted-001\nname: n\n" + task)
+    result = aam_eval("check", "--package", str(repo))
+    assert result.code == 2 and expected in result.err, result.err
+
+
+def test_imported_turns_and_users_are_written_as_our_case_yaml(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(CONVERSATIONS, repo)
+    before = {n: _fields(c) for n, c in _cases(repo).items()}
+    result = aam_eval("import", "--package", str(repo))
+    assert result.code == 0 and "3 case(s) written" in result.out, result.out + result.err
+    shutil.rmtree(repo / "evals/project-setup")
+    assert {n: _fields(c) for n, c in _cases(repo).items()} == before

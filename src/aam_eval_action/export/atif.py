@@ -8,6 +8,12 @@ sub-agent's conversation is an embedded trajectory (`subagent_trajectories`, its
 `trajectory_id`), referenced from the observation of the step that started it. A cassette
 without traffic gives the session's tool calls and final output, one step each.
 
+A conversation (`Session.turns`) has a `user` step for each thing the user said, at its place:
+each followed by that turn's agent steps and the agent's answer. Each user step's `extra` says
+which turn it opens and who wrote it (`by`: `case`, or `simulated-user` for the simulated
+user's messages); the trajectory's `extra.conversation` has the number of turns and why the
+conversation stopped.
+
 How the case was graded (verdict, checks, the judge's verdict and reason) goes in `extra`.
 """
 
@@ -16,9 +22,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from aam_eval_action.export.conversation import by_turn, call_slices
 from aam_eval_action.render.transcript import Turn, traffic_turns
 from aam_eval_action.replay.traffic import ModelTraffic
-from aam_eval_action.session import Session
+from aam_eval_action.session import ConversationTurn, Session
 
 SCHEMA_VERSION = "ATIF-v1.7"
 
@@ -30,7 +37,10 @@ def trajectory(
     """The ATIF document of one recorded attempt (`key` names it: `<case>@<engine>@<model>`)."""
     turns = traffic_turns(traffic, detail=True) if traffic is not None else []
     subs: list[dict[str, Any]] = []
-    steps = _steps(key, prompt, turns, subs) if turns else _session_steps(prompt, session)
+    if session.turns:
+        steps = _conversation_steps(key, session, turns, subs)
+    else:
+        steps = _steps(key, prompt, turns, subs) if turns else _session_steps(prompt, session)
     agent = {"name": engine, "version": session.runtime_version or (traffic.cli_version if traffic else None)
              or "unknown", "model_name": session.model or model}
     usage = session.usage
@@ -44,6 +54,8 @@ def trajectory(
     extra: dict[str, Any] = {"engine": engine, "model": model, "duration_seconds": session.duration_seconds,
                              "exit_code": session.exit_code, "timed_out": session.timed_out,
                              "files": [f.path for f in session.files]}
+    if session.turns:
+        extra["conversation"] = {"turns": len(session.turns), "stopped": session.stopped}
     if recorded_at:
         extra["recorded_at"] = recorded_at
     if grading:
@@ -59,6 +71,14 @@ def trajectory(
 
 def _steps(key: str, prompt: str, turns: list[Turn], subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = [{"step_id": 1, "source": "user", "message": prompt}]
+    _agent_steps(key, turns, subs, steps)
+    return steps
+
+
+def _agent_steps(
+    key: str, turns: list[Turn], subs: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> None:
+    """An `agent` step for each model answer, appended to `steps`."""
     for turn in turns:
         step: dict[str, Any] = {"step_id": len(steps) + 1, "source": "agent",
                                 "message": "\n\n".join(turn.get("text") or []), "llm_call_count": 1}
@@ -88,7 +108,45 @@ def _steps(key: str, prompt: str, turns: list[Turn], subs: list[dict[str, Any]])
         if turn.get("live"):
             step["extra"] = {"live": True}
         steps.append(step)
+
+
+def _conversation_steps(
+    key: str, session: Session, answers: list[Turn], subs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each user turn, then its agent steps (from the traffic, else its tool calls) and the answer."""
+    steps: list[dict[str, Any]] = []
+    groups = by_turn(answers, session.turns) if answers else None
+    slices = call_slices(session)
+    called = 0
+    for number, turn in enumerate(session.turns, 1):
+        steps.append(_user_step(len(steps) + 1, number, turn))
+        opened = len(steps)
+        if groups is not None:
+            _agent_steps(key, groups[number - 1], subs, steps)
+        else:
+            for call in slices[number - 1]:
+                called += 1
+                steps.append(_call_step(len(steps) + 1, f"call-{called}", call.name, call.input, call.result))
+        if groups is None or len(steps) == opened:  # the answer, when no model answer carries it
+            steps.append({"step_id": len(steps) + 1, "source": "agent", "message": turn.output})
+        if turn.is_error:
+            steps[-1]["extra"] = {**steps[-1].get("extra", {}), "is_error": True}
     return steps
+
+
+def _user_step(step_id: int, number: int, turn: ConversationTurn) -> dict[str, Any]:
+    """What the user said to open a turn, marked with who wrote it."""
+    return {"step_id": step_id, "source": "user", "message": turn.user,
+            "extra": {"turn": number, "by": turn.by}}
+
+
+def _call_step(
+    step_id: int, call_id: str, name: str, given: dict[str, Any], result: str | None
+) -> dict[str, Any]:
+    """One recorded tool call (without traffic) as an agent step with its result."""
+    return {"step_id": step_id, "source": "agent", "message": "",
+            "tool_calls": [{"tool_call_id": call_id, "function_name": name, "arguments": dict(given)}],
+            "observation": {"results": [{"source_call_id": call_id, "content": result}]}}
 
 
 def _sub_trajectory(sub_id: str, sub: dict[str, Any]) -> dict[str, Any]:
@@ -108,11 +166,7 @@ def _session_steps(prompt: str, session: Session) -> list[dict[str, Any]]:
     """Without traffic: the session's tool calls one step each, then its final output."""
     steps: list[dict[str, Any]] = [{"step_id": 1, "source": "user", "message": prompt}]
     for i, call in enumerate(session.tool_calls):
-        call_id = f"call-{i + 1}"
-        steps.append({"step_id": len(steps) + 1, "source": "agent", "message": "",
-                      "tool_calls": [{"tool_call_id": call_id, "function_name": call.name,
-                                      "arguments": dict(call.input)}],
-                      "observation": {"results": [{"source_call_id": call_id, "content": call.result}]}})
+        steps.append(_call_step(len(steps) + 1, f"call-{i + 1}", call.name, call.input, call.result))
     steps.append({"step_id": len(steps) + 1, "source": "agent", "message": session.output})
     return steps
 

@@ -5,6 +5,13 @@ turn, an `execute_tool` span per tool call (under the turn that made it), and ea
 as an `invoke_agent` span under the turn that started it, with its own turns below. The checks
 and the judge's verdict are `gen_ai.evaluation.result` events on the session's span.
 
+A conversation (`Session.turns`) has, under the session's span, an `invoke_agent` span per user
+turn: what the user said as `gen_ai.input.messages` and the agent's answer as
+`gen_ai.output.messages` (the conventions' message JSON, as a string), the turn's number and
+who wrote the message (`aam_eval.user.by`: `case` or `simulated-user`). The turn's `chat`
+spans are below it (their tool calls below them); without traffic, its `execute_tool` spans
+are. Turns take their recorded share of the session's duration.
+
 The file is an `ExportTraceServiceRequest` in the OTLP/JSON encoding (ids as hex, 64-bit
 integers as strings), what a collector's `otlpjsonfile` receiver or `curl` to `/v1/traces`
 takes. Ids are derived from the case, pair and position, so exporting the same cassettes twice
@@ -20,9 +27,10 @@ from datetime import datetime
 from typing import Any
 
 from aam_eval_action import __version__
+from aam_eval_action.export.conversation import by_turn, call_slices
 from aam_eval_action.render.transcript import Turn, traffic_turns
 from aam_eval_action.replay.traffic import ModelTraffic
-from aam_eval_action.session import Session
+from aam_eval_action.session import ConversationTurn, Session
 
 SCOPE = "aam-eval-action"
 KIND_INTERNAL, KIND_CLIENT = 1, 3
@@ -76,6 +84,8 @@ def case_spans(
             "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
             "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
             "aam_eval.case": key, "aam_eval.cost_usd": session.cost_usd,
+            "aam_eval.conversation.turns": len(session.turns) or None,
+            "aam_eval.conversation.stopped": session.stopped,
         }),
         "events": [{"timeUnixNano": str(end), "name": "gen_ai.evaluation.result", "attributes": _attrs(e)}
                    for e in evaluations],
@@ -84,8 +94,84 @@ def case_spans(
         root["status"] = {"code": STATUS_ERROR, "message": session.error or "the session failed"}
     spans = [root]
     turns = traffic_turns(traffic, detail=True) if traffic is not None else []
-    _turn_spans(spans, ids, root_id, turns, start, end, model, provider)
+    if session.turns:
+        conversation = _Conversation(ids, engine, model, provider, session.session_id or key)
+        conversation.spans(spans, root_id, session, turns, start, end)
+    else:
+        _turn_spans(spans, ids, root_id, turns, start, end, model, provider)
     return spans
+
+
+class _Conversation:
+    """The spans of a conversation's user turns (see the module's docstring)."""
+
+    def __init__(self, ids: _Ids, engine: str, model: str, provider: str, conversation_id: str) -> None:
+        self.ids, self.engine, self.model, self.provider = ids, engine, model, provider
+        self.conversation_id = conversation_id
+
+    def spans(
+        self, spans: list[dict[str, Any]], parent: str, session: Session, answers: list[Turn], start: int,
+        end: int,
+    ) -> None:
+        groups = by_turn(answers, session.turns) if answers else None
+        slices = call_slices(session)
+        weights = [max(t.duration_seconds, 0.0) for t in session.turns]
+        total = sum(weights)
+        t0 = start
+        for number, turn in enumerate(session.turns, 1):
+            share = weights[number - 1] / total if total > 0 else 1 / len(session.turns)
+            t1 = end if number == len(session.turns) else min(end, t0 + int((end - start) * share))
+            span_id = self.ids.span()
+            span = self._turn(span_id, parent, number, turn, t0, t1)
+            spans.append(span)
+            if groups is not None:
+                _turn_spans(spans, self.ids, span_id, groups[number - 1], t0, t1, self.model, self.provider)
+            else:
+                calls = slices[number - 1]
+                width = (t1 - t0) // max(len(calls), 1)
+                for j, call in enumerate(calls):
+                    spans.append(_tool_span(self.ids, span_id, call.name, None, call.is_error,
+                                            t0 + j * width, t0 + (j + 1) * width))
+            t0 = t1
+
+    def _turn(self, span_id: str, parent: str, number: int, turn: ConversationTurn, t0: int, t1: int
+              ) -> dict[str, Any]:
+        said = [{"role": "user", "parts": [{"type": "text", "content": turn.user}]}]
+        answered = [{"role": "assistant", "parts": [{"type": "text", "content": turn.output}],
+                     "finish_reason": "error" if turn.is_error else "stop"}]
+        span: dict[str, Any] = {
+            "traceId": self.ids.trace, "spanId": span_id, "parentSpanId": parent,
+            "name": f"invoke_agent {self.engine}", "kind": KIND_INTERNAL,
+            "startTimeUnixNano": str(t0), "endTimeUnixNano": str(t1),
+            "attributes": _attrs({
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": self.engine,
+                "gen_ai.provider.name": self.provider, "gen_ai.request.model": self.model,
+                "gen_ai.conversation.id": self.conversation_id,
+                "gen_ai.input.messages": json.dumps(said, ensure_ascii=False),
+                "gen_ai.output.messages": json.dumps(answered, ensure_ascii=False),
+                "aam_eval.conversation.turn": number, "aam_eval.user.by": turn.by,
+            }),
+        }
+        if turn.is_error:
+            span["status"] = {"code": STATUS_ERROR, "message": f"turn {number} failed"}
+        return span
+
+
+def _tool_span(
+    ids: _Ids, parent: str, name: str, call_id: Any, is_error: bool, t0: int, t1: int
+) -> dict[str, Any]:
+    tool: dict[str, Any] = {
+        "traceId": ids.trace, "spanId": ids.span(), "parentSpanId": parent,
+        "name": f"execute_tool {name}", "kind": KIND_INTERNAL,
+        "startTimeUnixNano": str(t0), "endTimeUnixNano": str(t1),
+        "attributes": _attrs({
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call_id,
+        }),
+    }
+    if is_error:
+        tool["status"] = {"code": STATUS_ERROR, "message": "the tool reported an error"}
+    return tool
 
 
 def _turn_spans(
@@ -111,18 +197,8 @@ def _turn_spans(
         calls = turn.get("calls") or []
         width = (t1 - t0) // max(len(calls), 1)
         for j, call in enumerate(calls):
-            tool = {
-                "traceId": ids.trace, "spanId": ids.span(), "parentSpanId": span_id,
-                "name": f"execute_tool {call['name']}", "kind": KIND_INTERNAL,
-                "startTimeUnixNano": str(t0 + j * width), "endTimeUnixNano": str(t0 + (j + 1) * width),
-                "attributes": _attrs({
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call["name"],
-                    "gen_ai.tool.call.id": call.get("id"),
-                }),
-            }
-            if call.get("is_error"):
-                tool["status"] = {"code": STATUS_ERROR, "message": "the tool reported an error"}
-            spans.append(tool)
+            spans.append(_tool_span(ids, span_id, call["name"], call.get("id"), bool(call.get("is_error")),
+                                    t0 + j * width, t0 + (j + 1) * width))
         for sub in turn.get("sub") or []:
             sub_id = ids.span()
             spans.append({

@@ -1,8 +1,16 @@
 """waza suites: `eval.yaml` = `{name, skill, config: {trials_per_task, timeout_seconds, parallel,
 model}, graders: [...], tasks: ["tasks/*.yaml"]}`, each task `{id, name, tags, inputs: {prompt,
-context, files: [{path}]}, expected: {output_contains, output_contains_any, output_not_contains,
-outcomes, behavior: {max_tool_calls, max_response_time_ms}}, graders}`; the suite sits in
-`<skill>/` or in `evals/<skill>/`.
+context, files: [{path}], follow_up_prompts, responder: {model, instructions, max_followups}},
+expected: {output_contains, output_contains_any, output_not_contains, outcomes, behavior:
+{max_tool_calls, max_response_time_ms}}, graders, checkpoints}`; the suite sits in `<skill>/` or
+in `evals/<skill>/`.
+
+A task of several turns stays one: `inputs.follow_up_prompts` (messages sent in order in the
+same session, each once the agent has answered) become `input.turns`; `inputs.responder` (a
+model that answers the agent's questions as its `instructions` say, at most `max_followups`
+times) becomes a simulated user (`input.user`) whose persona is those instructions, with
+`max-turns` one more than `max_followups` (the first prompt counts here). The responder's
+`model` and the task's per-turn `checkpoints` are listed as not honoured.
 
 `trials_per_task` and `timeout_seconds` become the case's attempts and timeout; the expected
 substrings, text graders' regexes and `max_tool_calls` become checks; an `llm` grader's rubric
@@ -96,15 +104,54 @@ def _case(place: Place, suite: Json, task: Json, skill: str, shared: Any, suite_
     text = criteria(("Each of these must hold:", judged))
     ident = data.get("id", Path(task.rel).stem)
     tags = [str(t) for t in data.get("tags") or [] if isinstance(t, str | int)]
+    given: dict[str, Any] = {"prompt": prompt, "files": files, **_turns(inputs, task, skipped)}
+    if data.get("checkpoints"):
+        skipped["checkpoints"] = ("per-turn graders are not mapped: write them as the turns' own checks "
+                                  "(input.turns[].expected)")
     fields = {
         "name": case_name(skill, ident),
         "description": data["name"] if isinstance(data.get("name"), str) else None,
-        "target": f"skill:{skill}", "input": {"prompt": prompt, "files": files},
+        "target": f"skill:{skill}", "input": given,
         "expected": expected, "judge": {"criteria": text} if text else None, "tags": tags,
         "repeat": repeat, "timeout": timeout,
     }
     case = build(task, (), fields).imported_from(place.root / root)
     return Imported(case, 1, skipped, file=task.rel)
+
+
+USER_GOAL = "Get done what your first message asked for, the way the persona says."
+MOST_TURNS = 50
+
+
+def _turns(inputs: dict[str, Any], task: Json, skipped: dict[str, str]) -> dict[str, Any]:
+    """A task's later turns: its follow-up prompts (`turns`), or its responder (`user`)."""
+    follow, responder = inputs.get("follow_up_prompts"), inputs.get("responder")
+    if follow and responder:
+        raise ConfigError(f"{task.at('inputs')}: follow_up_prompts and responder exclude each other; "
+                          "keep one")
+    if follow:
+        if not isinstance(follow, list) or not all(isinstance(m, str) and m.strip() for m in follow):
+            raise ConfigError(f"{task.at('inputs', 'follow_up_prompts')}: follow_up_prompts: a list of "
+                              "non-empty messages")
+        return {"turns": list(follow)}
+    if responder is None:
+        return {}
+    if not isinstance(responder, dict):
+        raise ConfigError(f"{task.at('inputs', 'responder')}: responder: a mapping (instructions, "
+                          "max_followups)")
+    instructions = responder.get("instructions")
+    if not isinstance(instructions, str) or not instructions.strip():
+        raise ConfigError(f"{task.at('inputs', 'responder', 'instructions')}: instructions: a non-empty "
+                          "text is required")
+    most = responder.get("max_followups")
+    if not isinstance(most, int) or isinstance(most, bool) or most < 1:
+        raise ConfigError(f"{task.at('inputs', 'responder', 'max_followups')}: max_followups: a whole "
+                          "number of at least 1")
+    if responder.get("model"):
+        skipped["inputs.responder.model"] = ("the simulated user's model is eval-config `user.model` "
+                                             "(a Claude or GPT model)")
+    return {"user": {"persona": instructions.strip(), "goal": USER_GOAL,
+                     "max-turns": min(most + 1, MOST_TURNS)}}
 
 
 def _expected(value: Any, task: Json, skipped: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
