@@ -186,6 +186,45 @@ def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[M
     assert _escaped() == []
 
 
+WRITABLE_CASE = """\
+name: writable
+description: With writable-paths [out], the probe may write beneath out/ and nowhere else.
+target: skill:escape
+input:
+  prompt: "Run the writable probe (case writable)."
+  workspace-files: [writable.py]
+expected:
+  file-contains:
+    out/writable-report.json:
+      - '"write-out": "done"'
+      - '"write-out-deeper": "done"'
+      - '"write-root": "denied'
+      - '"write-other-folder": "denied'
+      - '"overwrite-fixture": "denied'
+judge:
+  criteria: The agent ran the probe and reported its output.
+"""
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_writable_paths_allows_exactly_its_folders(engine: str, world: tuple[ModelServer, Listener, Path]) -> None:
+    if reason := get_engine(engine).available():
+        pytest.skip(reason)
+    server, _, tmp = world
+    pkg = _package(world, f"writable-{engine}")
+    (pkg / "evals/cases/escape.yaml").unlink()
+    (pkg / "evals/cases/writable.yaml").write_text(WRITABLE_CASE)
+    (pkg / "evals/eval-config.json").write_text(json.dumps(
+        {"version": 1, "engine": "claude-code", "timeout": 120, "sandbox": {"writable-paths": ["out"]}}))
+    out = tmp / f"writable-{engine}.json"
+    done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "--engine", engine,
+                     *ENGINES[engine], "-o", str(out))
+    case = json.loads(out.read_text())["cases"][0]
+    # Denied at the syscall (Landlock; Codex: its own permission profile), not found afterwards.
+    assert case["verdict"] == "PASS", (case.get("error"), done.stdout + done.stderr)
+    assert case["deterministic_checks"]["sandbox"] == "PASS"
+
+
 def test_re_execution_runs_the_script_confined_again_with_the_same_verdict(
     recorded: tuple[str, Path, dict[str, Any]], world: tuple[ModelServer, Listener, Path]
 ) -> None:

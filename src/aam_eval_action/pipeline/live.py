@@ -146,9 +146,10 @@ def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | Non
         user = agent_user(s.runner_env)
     except ValueError as exc:
         raise AamEvalError(f"{exc} (the runner's environment)") from None
-    made = confine([ws.root, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env),
-                   user)
-    if ENGINES[s.engine].enforces_no_network:  # Codex: its bubblewrap sandbox, not ours
+    own = ENGINES[s.engine].enforces_no_network  # Codex: its bubblewrap sandbox, not ours
+    roots = [ws.root] if own else writable_roots(ws.root, s.config.sandbox.writable_paths)
+    made = confine([*roots, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env), user)
+    if own:
         return dataclasses.replace(made, by=f"{s.engine} sandbox", namespace=False)
     missing = short_of(made, network)
     if missing and s.sandbox_enforce == "required":
@@ -158,6 +159,32 @@ def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | Non
         ctx.warn_once(f"the agent runs less confined than eval-config's sandbox asks: {missing} "
                       f"(reported per case as {made.describe()!r}; sandbox.enforce: required refuses)")
     return made
+
+
+CLI_STATE = (".claude", ".gemini", ".copilot", ".codex")
+"""Folders a CLI keeps its own state in inside the workspace (settings it writes back, a
+session's local files): writable whatever `writable-paths` says, as the session's HOME is."""
+
+
+def writable_roots(root: Path, writable_paths: list[str] | None) -> list[Path]:
+    """Where the OS lets the session write in its workspace: all of it, or exactly the
+    `writable-paths` folders (made when missing) and the CLIs' state folders. A writable path
+    that is a file (or a missing name with a suffix, `CHANGELOG.md`) opens its folder: the OS
+    rule is per folder (an editor writes a file beside it, then renames it), and the `sandbox`
+    check still fails a write to any other file there."""
+    if writable_paths is None:
+        return [root]
+    found = []
+    for rel in writable_paths:
+        path = root / rel
+        if path.is_file() or (not path.exists() and path.suffix):
+            path = path.parent
+        path.mkdir(parents=True, exist_ok=True)
+        found.append(path)
+    for name in CLI_STATE:
+        (root / name).mkdir(exist_ok=True)
+        found.append(root / name)
+    return list(dict.fromkeys(found))
 
 
 def _port(url: str) -> int | None:
