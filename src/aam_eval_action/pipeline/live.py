@@ -148,7 +148,8 @@ def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | Non
         raise AamEvalError(f"{exc} (the runner's environment)") from None
     own = ENGINES[s.engine].enforces_no_network  # Codex: its bubblewrap sandbox, not ours
     roots = [ws.root] if own else writable_roots(ws.root, s.config.sandbox.writable_paths)
-    made = confine([*roots, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env), user)
+    made = confine([*roots, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env),
+                   user)
     if own:
         return dataclasses.replace(made, by=f"{s.engine} sandbox", namespace=False)
     missing = short_of(made, network)
