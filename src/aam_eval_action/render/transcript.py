@@ -10,6 +10,16 @@ Two sources, the best one that is there:
   calls in order, one step each, then the final answer. Turn boundaries are not recorded
   there, and the page says so.
 
+A **conversation** (a case of several user turns, `Session.turns`) is shown as a chat: each
+user message, then the model turns of the agent's work on it, then its answer. Which model
+turns belong to which message is found, the first way that holds together:
+
+* by the **requests**: each CLI resumes the session, so a request's history holds every user
+  message sent so far; a request belongs to the last message its history holds;
+* by the **tool calls**: each turn's count of calls (`ConversationTurn.calls`), each turn ending
+  with the first model turn without a call once its calls are made;
+* else not at all: the messages and answers, then every model turn, and the page says so.
+
 Everything here is data for the page (plain dicts and lists of JSON values); all of it is
 untrusted text that the page shows as text. Long strings are cut so one case cannot blow up
 the file.
@@ -22,7 +32,7 @@ import re
 from typing import Any
 
 from aam_eval_action.engines.gemini_cli import SUB_AGENT_DONE
-from aam_eval_action.replay.traffic import ModelTraffic, SseEvent, full_requests
+from aam_eval_action.replay.traffic import Conversation, ModelTraffic, SseEvent, full_requests
 from aam_eval_action.session import Session, cap
 
 TEXT_CAP = 16 * 1024
@@ -42,12 +52,16 @@ Json = dict[str, Any]
 
 
 def session_view(session: Session, traffic: ModelTraffic | None) -> Json:
-    """One attempt: its numbers, files and turns (from its traffic when there is any)."""
+    """One attempt: its numbers, files and turns (from its traffic when there is any); for a
+    conversation, its user turns too, each with the model turns that answered it."""
     turns, how = _from_session(session), "steps"
+    slices = _step_slices(session) if session.turns else None
+    split = "steps" if slices is not None else None
     if traffic is not None:
-        found = traffic_turns(traffic)
+        found, requests = _main_turns(traffic, resumed=bool(session.turns))
         if found:
             turns, how = found, "turns"
+            slices, split = _split(session, traffic.provider, found, requests)
     _mark_hooks(turns, session)
     return {
         "engine": session.engine, "model": session.model, "runtime_version": session.runtime_version,
@@ -60,6 +74,7 @@ def session_view(session: Session, traffic: ModelTraffic | None) -> Json:
         "usage": session.usage.model_dump() if session.usage else None,
         "cost_usd": session.cost_usd, "num_turns": session.num_turns,
         "duration_seconds": session.duration_seconds, "how": how, "turns": turns,
+        "conversation": _conversation(session, slices), "split": split, "stopped": session.stopped,
     }
 
 
@@ -71,14 +86,35 @@ def clip(text: str | None) -> str:
 
 
 def _from_session(session: Session) -> list[Turn]:
-    """One step per tool call, in order, then the final answer."""
-    turns: list[Turn] = [
-        {"n": i + 1, "text": [], "calls": [_call(c.name, c.input, c.result, c.is_error)]}
-        for i, c in enumerate(session.tool_calls)
-    ]
-    if session.output:
-        turns.append({"n": len(turns) + 1, "text": [clip(session.output)], "calls": []})
+    """One step per tool call, in order, then the final answer (a conversation: each user
+    turn's calls, then its answer)."""
+    steps = [_call(c.name, c.input, c.result, c.is_error) for c in session.tool_calls]
+    if _step_slices(session) is None:
+        turns: list[Turn] = [{"n": 0, "text": [], "calls": [step]} for step in steps]
+        if session.output:
+            turns.append({"n": 0, "text": [clip(session.output)], "calls": []})
+    else:
+        turns, at = [], 0
+        for user_turn in session.turns:
+            turns += [{"n": 0, "text": [], "calls": [step]} for step in steps[at:at + user_turn.calls]]
+            at += user_turn.calls
+            if user_turn.output:
+                turns.append({"n": 0, "text": [clip(user_turn.output)], "calls": []})
+    for n, turn in enumerate(turns, 1):
+        turn["n"] = n
     return turns
+
+
+def _step_slices(session: Session) -> list[tuple[int, int]] | None:
+    """Each user turn's steps in `_from_session` (when its counts of calls add up)."""
+    if not session.turns or sum(t.calls for t in session.turns) != len(session.tool_calls):
+        return None
+    slices, at = [], 0
+    for user_turn in session.turns:
+        count = user_turn.calls + (1 if user_turn.output else 0)
+        slices.append((at, count))
+        at += count
+    return slices
 
 
 def _call(name: str, given: Any, result: str | None, is_error: bool) -> Json:
@@ -99,11 +135,28 @@ def traffic_turns(traffic: ModelTraffic, detail: bool = False) -> list[Turn]:
     """The main conversation's turns, each sub-agent nested under the turn that started it.
 
     With `detail` (for exports), each call keeps its `id` and each turn its token `usage`."""
+    return _main_turns(traffic, detail)[0]
+
+
+def _main_turns(
+    traffic: ModelTraffic, detail: bool = False, resumed: bool = False
+) -> tuple[list[Turn], list[dict[str, Any]]]:
+    """`traffic_turns`, with the full request each of the main turns answered.
+
+    With `resumed` (a conversation, which each CLI resumes once per user turn), a conversation
+    that starts again from the main one's first message is the main one going on: a CLI that
+    keeps the history differently when it resumes (Gemini CLI) is seen as starting a new one."""
     from aam_eval_action.replay.conversations import threads
     from aam_eval_action.replay.traffic import usage
 
     fulls = full_requests(traffic)
     conversations, numbers = threads(traffic, fulls)
+    named = next((n for n, c in enumerate(conversations) if c.id == "main"), None)
+    if resumed:
+        agents = [n for e, n in zip(traffic.exchanges, numbers, strict=True) if e.stream == "agent"]
+        first = named if named is not None else min(agents, default=None)
+        if first is not None:
+            numbers = _resumptions(traffic, fulls, conversations, numbers, first)
     per: dict[int, list[Turn]] = {}
     requests: dict[int, list[dict[str, Any]]] = {}
     for exchange, full, number in zip(traffic.exchanges, fulls, numbers, strict=True):
@@ -117,7 +170,7 @@ def traffic_turns(traffic: ModelTraffic, detail: bool = False) -> list[Turn]:
         requests.setdefault(number, []).append(full)
     for number, turns in per.items():
         _attach_results(traffic.provider, turns, requests[number], keep_ids=detail)
-    main = next((n for n, c in enumerate(conversations) if c.id == "main"), min(per, default=0))
+    main = named if named is not None else min(per, default=0)
     for number, conversation in enumerate(conversations):
         if number == main or number not in per:
             continue
@@ -128,7 +181,146 @@ def traffic_turns(traffic: ModelTraffic, detail: bool = False) -> list[Turn]:
                   "turns": per[number]}
         if host:
             host[max(0, min(at, len(host) - 1))].setdefault("sub", []).append(nested)
-    return per.get(main, [])
+    return per.get(main, []), requests.get(main, [])
+
+
+def _resumptions(
+    traffic: ModelTraffic, fulls: list[dict[str, Any]], conversations: list[Conversation], numbers: list[int],
+    main: int,
+) -> list[int]:
+    """Each exchange's conversation, a root one that opens with the main one's first user
+    message counted as the main one."""
+    first = next((f for f, n in zip(fulls, numbers, strict=True) if n == main), None)
+    opening = _first_user(traffic.provider, first) if first is not None else None
+    if opening is None:
+        return numbers
+    same = {n for n, c in enumerate(conversations) if n != main and c.parent is None and c.stream == "agent"
+            and any(m == n and _first_user(traffic.provider, f) == opening
+                    for f, m in zip(fulls, numbers, strict=True))}
+    return [main if n in same else n for n in numbers]
+
+
+def _first_user(provider: str, request: dict[str, Any]) -> Any:
+    """The first user message of a request's history, as it was sent."""
+    return next((item for item in _history(provider, request) if _is_user(item)), None)
+
+
+def _is_user(item: Any) -> bool:
+    """A user message of a history (not a tool's result, which some APIs send as one)."""
+    return isinstance(item, dict) and item.get("role") == "user" and item.get("type") in (None, "message")
+
+
+def _history(provider: str, request: dict[str, Any]) -> list[Any]:
+    key = {"openai-responses": "input", "gemini-generate-content": "contents"}.get(provider, "messages")
+    found = request.get(key)
+    return found if isinstance(found, list) else []
+
+
+# --- a conversation's user turns ----------------------------------------------------------------
+
+
+Slices = list[tuple[int, int]]
+"""Each user turn's model turns: (index of its first, how many)."""
+
+
+def _conversation(session: Session, slices: Slices | None) -> list[Json]:
+    """Each user turn: the message, who wrote it, the answer, and its model turns (`first`,
+    `count` into the session's turns; None when they could not be told apart)."""
+    out = []
+    for k, user_turn in enumerate(session.turns):
+        first, count = slices[k] if slices is not None else (None, None)
+        out.append({"user": clip(user_turn.user), "by": user_turn.by, "output": clip(user_turn.output),
+                    "is_error": user_turn.is_error, "duration_seconds": user_turn.duration_seconds,
+                    "calls": user_turn.calls, "first": first, "count": count})
+    return out
+
+
+def _split(
+    session: Session, provider: str, turns: list[Turn], requests: list[dict[str, Any]]
+) -> tuple[Slices | None, str | None]:
+    """The model turns of each user turn, and how they were found (see the module's doc)."""
+    if not session.turns:
+        return None, None
+    owners = _by_requests(session, provider, requests)
+    if owners is not None:
+        return _slices(owners, len(session.turns)), "messages"
+    owners = _by_calls(session, turns)
+    if owners is not None:
+        return _slices(owners, len(session.turns)), "calls"
+    return None, None
+
+
+def _slices(owners: list[int], count: int) -> Slices:
+    return [(owners.index(k) if k in owners else len(owners), owners.count(k)) for k in range(count)]
+
+
+def _by_requests(session: Session, provider: str, requests: list[dict[str, Any]]) -> list[int] | None:
+    """Each model turn's user turn: the last user message its request's history holds."""
+    messages = [_plain(t.user) for t in session.turns]
+    owners = []
+    for request in requests:
+        seen = 0
+        for text in _user_texts(provider, request):
+            if seen < len(messages) and _says(text, messages[seen]):
+                seen += 1
+        owners.append(seen - 1)
+    return owners if _holds(session, owners) else None
+
+
+def _by_calls(session: Session, turns: list[Turn]) -> list[int] | None:
+    """Each model turn's user turn, from each user turn's count of tool calls: a user turn ends
+    with the first model turn without a call once its calls are made."""
+    owners, k, made = [], 0, 0
+    for turn in turns:
+        if k >= len(session.turns):
+            return None
+        owners.append(k)
+        made += len(turn["calls"])
+        if not turn["calls"] and made >= session.turns[k].calls:
+            if made > session.turns[k].calls:
+                return None
+            k, made = k + 1, 0
+    if made or sum(t.calls for t in session.turns[k:]):
+        return None
+    return owners if _holds(session, owners) else None
+
+
+def _holds(session: Session, owners: list[int]) -> bool:
+    """In order, and every user turn the agent answered has a model turn."""
+    if any(k < 0 for k in owners) or owners != sorted(owners):
+        return False
+    answered = [k for k, t in enumerate(session.turns) if not t.is_error and (t.calls or t.output.strip())]
+    return all(k in owners for k in answered)
+
+
+def _plain(text: str) -> str:
+    return " ".join(REMINDER.sub(" ", text).split())
+
+
+def _says(text: str, message: str) -> bool:
+    """A user text of a request is the message: it, or it after a CLI's own tagged lines
+    (`<current_datetime>…</current_datetime>`), or it before a note the CLI adds."""
+    if not message:
+        return False
+    return text == message or text.endswith((" " + message, ">" + message)) or text.startswith(message + " ")
+
+
+def _user_texts(provider: str, request: dict[str, Any]) -> list[str]:
+    """What the user side of a request's history says, text by text (not tool results)."""
+    found: list[str] = []
+    for item in _history(provider, request):
+        if not _is_user(item):
+            continue
+        content = item.get("parts") if provider == "gemini-generate-content" else item.get("content")
+        if isinstance(content, str):
+            found.append(content)
+            continue
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("type") in (
+                None, "text", "input_text"
+            ) and not part.get("thought"):
+                found.append(part["text"])
+    return [plain for plain in map(_plain, found) if plain]
 
 
 def _answer(provider: str, events: list[SseEvent] | None, body: Any, n: int, live: bool) -> Turn:

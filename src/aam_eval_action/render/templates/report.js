@@ -748,6 +748,8 @@
     if (d.baseline_verdict) facts.push(["without the skill", d.baseline_verdict + (d.baseline_error ? ": " + d.baseline_error : "")]);
     if (d.skill_not_needed) facts.push(["skill not needed", "passes without it as well"]);
     if (d.replay_kind) facts.push(["session", d.replay_kind + (d.live_from_turn ? ", live from turn " + d.live_from_turn : "")]);
+    if (d.turns !== undefined) facts.push(["conversation", plural(d.turns, "user turn") + (d.stopped ? " · stopped: " + d.stopped + " (" + stopWhy(d.stopped) + ")" : "")]);
+    if (d.changed_at_turn !== undefined) facts.push(["re-executed", "differed from its recording from user turn " + d.changed_at_turn]);
     if (d.confinement) facts.push(["sandbox", d.confinement]);
     add(s, kv(facts));
     if (d.attempts && d.attempts.length) add(s, attempts("Attempts", d.attempts));
@@ -846,9 +848,13 @@
     if (choice.rec.note) add(wrap, h("p", {class: "warn"}, choice.rec.note));
     if (sess.note) add(wrap, h("p", {class: "warn"}, sess.note));
     var base = !choice.baseline && choice.n === 0 && d.base ? d.base.rec : null;
+    var changed = !choice.baseline && choice.n === 0 ? d.changed_at_turn : null;
     if (base) {
       var other = base.sessions ? base.sessions[0] : null;
       add(wrap, aligned(sess, other, base, d.first_diff));
+    } else if (talked(sess)) {
+      add(wrap, chat(sess, changed));
+      add(wrap, ending(sess));
     } else {
       add(wrap, h("div", {class: "turns", id: "turns"}, sess.turns.map(function (t) { return turn(t); })));
       add(wrap, ending(sess));
@@ -857,12 +863,96 @@
     return wrap;
   }
 
+  // --- a conversation: the user's messages, each followed by the agent's work and answer -----
+
+  var STOPS = {
+    "turns-done": "every scripted turn was sent",
+    "goal-reached": "the simulated user's goal was reached",
+    "agent-finished": "the agent finished without asking anything",
+    "max-turns": "max-turns was reached",
+    "error": "a turn failed"
+  };
+
+  function stopWhy(stopped) { return Object.prototype.hasOwnProperty.call(STOPS, stopped) ? STOPS[stopped] : "why not known"; }
+
+  function talked(sess) { return !!(sess && sess.conversation && sess.conversation.length); }
+
+  function about(sess) {
+    var n = sess.conversation.length;
+    return h("p", {class: "chat-about", "data-turns": n, "data-stopped": sess.stopped},
+      h("b", null, "Conversation of " + plural(n, "user turn")),
+      sess.stopped ? [" · stopped: ", h("span", {class: "stopped"}, sess.stopped), " (" + stopWhy(sess.stopped) + ")"] : null);
+  }
+
+  function userMessage(u, k, n) {
+    var sim = u.by === "simulated-user";
+    return h("div", {class: "msg user" + (sim ? " simulated" : ""), "data-by": u.by, "data-user-turn": k + 1},
+      h("div", {class: "who"}, sim ? "simulated user" : "user", h("span", {class: "muted"}, " · " + (k + 1) + " of " + n)),
+      h("div", {class: "body"}, u.user));
+  }
+
+  function answerMessage(u, k, last) {
+    var said = u.output !== null && u.output !== undefined && u.output !== "";
+    return h("div", {class: "msg agent" + (u.is_error ? " failed" : ""), "data-user-turn": k + 1},
+      h("div", {class: "who"}, "agent", h("span", {class: "muted"}, (last ? " · model turn " + last.n : "") +
+        (u.duration_seconds ? " · the user turn took " + secs(u.duration_seconds) : ""))),
+      said ? h("div", {class: "body"}, u.output) : h("div", {class: "body muted"}, "(no answer)"),
+      u.is_error ? h("p", {class: "error"}, "this turn failed: the conversation stopped here") : null);
+  }
+
+  // The model turns of one user turn; the last one's text is the answer, shown as such.
+  function work(sess, u) {
+    var mine = sess.turns.slice(u.first, u.first + u.count), last = mine[mine.length - 1];
+    var folds = last && last.text.join("\n\n").trim() === String(u.output || "").trim() && last.text.length;
+    var shown = mine.map(function (t) {
+      if (t !== last || !folds) return turn(t);
+      return last.calls.length || (last.sub || []).length || (last.thinking || []).length ? turn(t, true) : null;
+    });
+    return {turns: shown.filter(Boolean), last: folds ? last : null};
+  }
+
+  function chat(sess, changed) {
+    var split = sess.conversation.every(function (u) { return u.first !== null && u.first !== undefined; });
+    var box = h("div", {class: "chat", id: "chat"}, about(sess));
+    if (sess.split === "calls") add(box, h("p", {class: "muted"}, "model turns matched to the messages by their counts of tool calls"));
+    sess.conversation.forEach(function (u, k) {
+      var part = split ? work(sess, u) : {turns: [], last: null};
+      add(box, h("div", {class: "chat-turn" + (changed === k + 1 ? " changed" : ""), "data-user-turn": k + 1},
+        changed === k + 1 ? h("p", {class: "diff-label"}, "re-executed, the session first differed from its recording in this turn") : null,
+        userMessage(u, k, sess.conversation.length),
+        part.turns.length ? h("div", {class: "turns"}, part.turns) : null,
+        answerMessage(u, k, part.last)));
+    });
+    if (!split) {
+      add(box, h("p", {class: "warn"}, "The model turns could not be matched to the user messages: all of them, in order."));
+      add(box, h("div", {class: "turns", id: "turns"}, sess.turns.map(function (t) { return turn(t); })));
+    }
+    return box;
+  }
+
+  // Beside a base: the user messages that start at each model turn, on either side.
+  function startsAt(sess) {
+    var at = {};
+    if (!talked(sess)) return at;
+    sess.conversation.forEach(function (u, k) {
+      if (u.first === null || u.first === undefined) return;
+      (at[u.first] = at[u.first] || []).push(userMessage(u, k, sess.conversation.length));
+    });
+    return at;
+  }
+
   function aligned(head, base, baseRec, first) {
     var n = Math.max(head.turns.length, base ? base.turns.length : 0);
     var grid = h("div", {class: "aligned", id: "aligned"},
       h("div", {class: "turn-row heading"}, h("h4", null, "head"), h("h4", null, "base")));
+    if (talked(head) || talked(base)) {
+      add(grid, h("div", {class: "turn-row"}, h("div", null, talked(head) ? about(head) : null), h("div", null, talked(base) ? about(base) : null)));
+    }
+    var headAt = startsAt(head), baseAt = startsAt(base);
     if (!base) add(grid, h("div", {class: "turn-row"}, h("div"), missing(baseRec)));
-    for (var i = 0; base && i < n; i++) {
+    for (var i = 0; base && i <= n; i++) {
+      if (headAt[i] || baseAt[i]) add(grid, h("div", {class: "turn-row said"}, h("div", {class: "side head"}, headAt[i] || null), h("div", {class: "side base"}, baseAt[i] || null)));
+      if (i === n) break;
       var mark = first === i + 1;
       add(grid, h("div", {class: "turn-row" + (mark ? " first-diff" : ""), "data-turn": i + 1},
         mark ? h("p", {class: "diff-label"}, "the sessions part here, at turn " + (i + 1)) : null,
@@ -873,10 +963,11 @@
     return h("div", null, grid, h("div", {class: "two"}, ending(head), base ? ending(base) : h("div")));
   }
 
-  function turn(t) {
+  // A model turn; `quiet` leaves its text out (a conversation shows it as the turn's answer).
+  function turn(t, quiet) {
     var box = h("div", {class: "turn", "data-turn": t.n}, h("div", {class: "turn-n"}, "turn " + t.n, t.live ? h("span", {class: "tag"}, "live") : null));
     (t.thinking || []).forEach(function (x) { add(box, h("details", {class: "thinking"}, h("summary", null, "thinking"), pre(x))); });
-    t.text.forEach(function (x) { add(box, h("div", {class: "say"}, x)); });
+    if (!quiet) t.text.forEach(function (x) { add(box, h("div", {class: "say"}, x)); });
     t.calls.forEach(function (c) { add(box, call(c)); });
     (t.sub || []).forEach(function (s) {
       add(box, h("details", {class: "sub", open: true, "data-sub": s.id},
@@ -899,7 +990,8 @@
     if (!sess) return h("div");
     var box = h("div", {class: "ending"});
     (sess.unmatched_hooks || []).forEach(function (e) { add(box, h("div", {class: "hook"}, h("b", null, "blocked by a hook"), pre(e, "text reason"))); });
-    var last = sess.turns.length ? sess.turns[sess.turns.length - 1].text.join("\n\n") : "";
+    var last = talked(sess) ? sess.conversation[sess.conversation.length - 1].output || ""
+      : sess.turns.length ? sess.turns[sess.turns.length - 1].text.join("\n\n") : "";
     if (sess.output && sess.output.trim() !== last.trim()) add(box, [h("h4", null, "final answer"), pre(sess.output, "text answer")]);
     if (sess.error) add(box, h("p", {class: "error"}, sess.error));
     if (sess.stderr) add(box, h("details", null, h("summary", null, "stderr"), pre(sess.stderr, "text code")));
