@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from aam_eval_action.testing.model_server import ModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -56,6 +61,18 @@ def aam_eval(*argv: str) -> Result:
     with redirect_stdout(out), redirect_stderr(err):
         code = main(list(argv))
     return Result(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def scripted_model(scenarios: list[dict[str, Any]], keys: dict[str, str]) -> Iterator[ModelServer]:
+    """The scripted model server, every CLI and judge SDK pointed at it with these (canary) keys."""
+    with pytest.MonkeyPatch.context() as mp, ModelServer(scenarios, api_key=tuple(keys.values())) as server:
+        mp.setenv("ANTHROPIC_BASE_URL", server.url)
+        mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        for name, value in keys.items():
+            mp.setenv(name, value)
+        yield server
 
 
 def example_copy(dest: Path) -> Path:

@@ -17,7 +17,7 @@ import contextlib
 import copy
 import json
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from aam_eval_action.testing.model_server import (
     load_scenarios,
 )
 
-from conftest import ROOT, aam_eval
+from conftest import ROOT, aam_eval, scripted_model
 
 pytestmark = pytest.mark.cli
 PACKAGE = ROOT / "tests/fixtures/conversation-pkg"
@@ -60,16 +60,9 @@ def engine(request: pytest.FixtureRequest) -> str:
     return name
 
 
-@contextlib.contextmanager
-def serving(scenarios: list[dict[str, Any]] = SCENARIOS) -> Iterator[ModelServer]:
+def serving(scenarios: list[dict[str, Any]] = SCENARIOS) -> contextlib.AbstractContextManager[ModelServer]:
     """The scripted model server, every CLI and SDK pointed at it with the canary keys."""
-    with pytest.MonkeyPatch.context() as mp, ModelServer(scenarios, api_key=tuple(KEYS.values())) as server:
-        mp.setenv("ANTHROPIC_BASE_URL", server.url)
-        mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        for name, value in KEYS.items():
-            mp.setenv(name, value)
-        yield server
+    return scripted_model(scenarios, KEYS)
 
 
 def run(pkg: Path, engine: str, cases: Sequence[str], *args: str) -> dict[str, dict[str, Any]]:
@@ -191,6 +184,9 @@ def test_a_changed_second_question_diverges_at_turn_2_and_auto_spends_only_from_
     played = session(pkg, "setup-simulated", engine).turns
     assert [t.user for t in played] == ["Set up a project config for the service I am starting.",
                                         "It is called acme.", "MIT, please."]
+    # The user's live answer to the new question is recorded beside the earlier ones.
+    user_cassette = agent_cassette.user_path(pkg / "evals/cassettes", "setup-simulated", engine)
+    assert "Which license should the project use?" in user_cassette.read_text()
     no_canary(pkg)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from aam_eval_action.engines.base import get_engine
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 
-from conftest import ROOT, aam_eval, example_copy
+from conftest import ROOT, aam_eval, example_copy, scripted_model
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -37,15 +36,9 @@ def engine(request: pytest.FixtureRequest) -> str:
     return name
 
 
-@contextlib.contextmanager
-def serving() -> Iterator[ModelServer]:
+def serving() -> contextlib.AbstractContextManager[ModelServer]:
     """The scripted model server, the CLIs pointed at it with the canary keys."""
-    with pytest.MonkeyPatch.context() as mp, ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
-        mp.setenv("ANTHROPIC_BASE_URL", server.url)
-        mp.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        for name, value in KEYS.items():
-            mp.setenv(name, value)
-        yield server
+    return scripted_model(SCENARIOS, KEYS)
 
 
 def _run(pkg: Path, engine: str, *args: str) -> tuple[dict[str, Any], str]:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline.context import CaseContext
+from aam_eval_action.pipeline.judge import API_PATHS
 from aam_eval_action.pipeline.simulated_user import (
-    API_PATHS,
     UserReply,
     ask,
     build_prompt,

@@ -86,21 +86,52 @@ API_PATHS = {"anthropic": "/v1/messages", "openai": "/v1/responses"}
 """Where each provider's judge request goes (the SDK call and the replay fast path agree)."""
 
 
+@dataclass(frozen=True)
+class Structured:
+    """A request for one structured answer: a forced tool call (Anthropic) or a JSON schema
+    format (OpenAI Responses), under a system prompt (the judge's verdict, the simulated user's
+    reply)."""
+
+    system: str
+    tool: str
+    """The tool's name (Anthropic); the format's name is `format`."""
+    description: str
+    format: str
+    schema: dict[str, Any]
+
+    def params(self, provider: str, model: str, text: str) -> dict[str, Any]:
+        """The request's parameters: passed to the SDK as they are, and sent as its JSON body."""
+        if provider == "anthropic":
+            return {
+                "model": model, "max_tokens": MAX_TOKENS, "system": self.system,
+                "messages": [{"role": "user", "content": text}],
+                "tools": [{"name": self.tool, "description": self.description, "input_schema": self.schema}],
+                "tool_choice": {"type": "tool", "name": self.tool},
+            }
+        return {
+            "model": model, "instructions": self.system, "input": text, "max_output_tokens": MAX_TOKENS,
+            "text": {"format": {"type": "json_schema", "name": self.format, "strict": True,
+                                "schema": self.schema}},
+        }
+
+    def ask(self, provider: str, model: str, text: str, base_url: str | None, api_key: str | None,
+            http_client: Any = None, max_retries: int = 4) -> Any:
+        """Ask the model once (the SDK retries transient errors with backoff): the response body."""
+        params = self.params(provider, model, text)
+        with _client(provider, base_url, api_key, http_client, max_retries) as client:
+            if provider == "anthropic":
+                response = client.messages.create(**params)
+            else:
+                response = client.responses.create(**params)
+        return response.model_dump(mode="json")
+
+
+VERDICT = Structured(SYSTEM, "record_verdict", "Record the verdict.", "verdict", VERDICT_SCHEMA)
+
+
 def request_params(provider: str, model: str, text: str) -> dict[str, Any]:
     """The judge request's parameters: passed to the SDK as they are, and sent as its JSON body."""
-    if provider == "anthropic":
-        return {
-            "model": model, "max_tokens": MAX_TOKENS, "system": SYSTEM,
-            "messages": [{"role": "user", "content": text}],
-            "tools": [{"name": "record_verdict", "description": "Record the verdict.",
-                       "input_schema": VERDICT_SCHEMA}],
-            "tool_choice": {"type": "tool", "name": "record_verdict"},
-        }
-    return {
-        "model": model, "instructions": SYSTEM, "input": text, "max_output_tokens": MAX_TOKENS,
-        "text": {"format": {"type": "json_schema", "name": "verdict", "strict": True,
-                            "schema": VERDICT_SCHEMA}},
-    }
+    return VERDICT.params(provider, model, text)
 
 
 def ask(
@@ -114,13 +145,8 @@ def ask(
     max_retries: int = 4,
 ) -> JudgeAnswer:
     """Ask the judge model once (the SDK retries transient errors with backoff)."""
-    params = request_params(provider, model, text)
-    with _client(provider, base_url, api_key, http_client, max_retries) as client:
-        if provider == "anthropic":
-            response = client.messages.create(**params)
-        else:
-            response = client.responses.create(**params)
-    return answer_from_body(provider, model, response.model_dump(mode="json"))
+    body = VERDICT.ask(provider, model, text, base_url, api_key, http_client, max_retries)
+    return answer_from_body(provider, model, body)
 
 
 def _client(

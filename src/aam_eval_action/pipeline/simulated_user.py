@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aam_eval_action.pipeline.judge import MAX_TOKENS, _client, _output_text, _usage
+from aam_eval_action.pipeline.judge import Structured, _output_text, _usage
 from aam_eval_action.session import ConversationTurn, cap
 from aam_eval_action.spec import SimulatedUser
 
@@ -80,35 +80,19 @@ def build_prompt(user: SimulatedUser, turns: list[ConversationTurn]) -> str:
     )
 
 
-API_PATHS = {"anthropic": "/v1/messages", "openai": "/v1/responses"}
+REPLY = Structured(SYSTEM, TOOL, "Say what the user says next, or stop.", FORMAT, REPLY_SCHEMA)
 
 
 def request_params(provider: str, model: str, text: str) -> dict[str, Any]:
     """The request's parameters: passed to the SDK as they are, and sent as its JSON body."""
-    if provider == "anthropic":
-        return {
-            "model": model, "max_tokens": MAX_TOKENS, "system": SYSTEM,
-            "messages": [{"role": "user", "content": text}],
-            "tools": [{"name": TOOL, "description": "Say what the user says next, or stop.",
-                       "input_schema": REPLY_SCHEMA}],
-            "tool_choice": {"type": "tool", "name": TOOL},
-        }
-    return {
-        "model": model, "instructions": SYSTEM, "input": text, "max_output_tokens": MAX_TOKENS,
-        "text": {"format": {"type": "json_schema", "name": FORMAT, "strict": True, "schema": REPLY_SCHEMA}},
-    }
+    return REPLY.params(provider, model, text)
 
 
 def ask(*, provider: str, model: str, text: str, base_url: str | None, api_key: str | None,
         http_client: Any = None, max_retries: int = 4) -> UserReply:
     """Ask the user model once (the SDK retries transient errors with backoff)."""
-    params = request_params(provider, model, text)
-    with _client(provider, base_url, api_key, http_client, max_retries) as client:
-        if provider == "anthropic":
-            response = client.messages.create(**params)
-        else:
-            response = client.responses.create(**params)
-    return reply_from_body(provider, model, response.model_dump(mode="json"))
+    body = REPLY.ask(provider, model, text, base_url, api_key, http_client, max_retries)
+    return reply_from_body(provider, model, body)
 
 
 def reply_from_body(provider: str, model: str, body: Any) -> UserReply:
