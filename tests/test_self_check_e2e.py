@@ -2,7 +2,7 @@
 
 `tests/fixtures/volatile-pkg` has two cases whose agent runs a script:
 - `build-status`: its output stamps values no pattern of ours knows, in layouts no pattern of
-  ours expects: a duration inline in a `<usage>` block (`checks: 42 duration_ms: 714</usage>`),
+  ours expects: a duration inline in a `<stats>` block (`checks: 42 duration_ms: 714</stats>`),
   a job id of its own shape (`job: bx…`, 16 characters), a date and time;
 - `fortune`: six words picked at random, text no narrow mask may explain away.
 Right after recording, each session is re-executed once against its own traffic: the first
@@ -190,7 +190,8 @@ def test_sub_agents_finishing_in_another_order_than_recorded_leave_the_recording
     case = _cases(recorded)["parallel-count"]
     assert case["verdict"] == "PASS", log
     assert case["self_check"]["clean"], case["self_check"]
-    assert case["self_check"]["learnt"] and all("`duration_ms: `" in m for m in case["self_check"]["learnt"])
+    # A sub-agent's duration in its `<usage>` block is masked by a pattern: nothing left to learn.
+    assert case["self_check"]["learnt"] == [], case["self_check"]
     text = (pkg / "evals/cassettes/parallel-count/claude-code.session.yaml").read_text()
     assert text.index("agentId: $AGENT1") < text.index("agentId: $AGENT2")
     report, log = _run(pkg, "--replay", "--rerun", "parallel-count", scenarios=REORDERED_SCENARIOS)

@@ -93,7 +93,8 @@ VOLATILE_TEXT = (
     # Claude Code's background-task notifications: how long a sub-agent took, and its output
     # file under a temp folder named after the user id.
     (re.compile(r"(<duration_ms>)\d+(</duration_ms>)"), r"\1$MS\2"),
-    (re.compile(r"\b(duration_ms: )\d+"), r"\1$MS"),  # also 2.1.197's `<usage>… duration_ms: 342</usage>`
+    (re.compile(r"^(duration_ms: )\d+$", re.M), r"\1$MS"),
+    (re.compile(r"(duration_ms: )\d+(</usage>)"), r"\1$MS\2"),  # 2.1.197: `<usage>… duration_ms: 342</usage>`
     (re.compile(r"/claude-\d+/"), "/claude-$UID/"),
     # Copilot: how long a background agent has run, in `read_agent`'s status line.
     (re.compile(r"(, elapsed: )\d+s(, total_turns: )"), r"\1$SECONDS\2"),
