@@ -13,11 +13,14 @@ from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aam_eval_action.testing.model_server import ModelServer
+
+if TYPE_CHECKING:
+    from aam_eval_action.engines.base import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -61,6 +64,16 @@ def aam_eval(*argv: str) -> Result:
     with redirect_stdout(out), redirect_stderr(err):
         code = main(list(argv))
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def installed(name: str) -> Engine:
+    """The engine, or the test skipped with why its CLI cannot run here (CI allows no skip)."""
+    from aam_eval_action.engines.base import get_engine
+
+    engine = get_engine(name)
+    if reason := engine.available():
+        pytest.skip(reason)
+    return engine
 
 
 @contextlib.contextmanager

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 import yaml
 
-from aam_eval_action.engines.base import get_engine
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.testing.model_server import (
     ModelServer,
@@ -35,7 +34,7 @@ from aam_eval_action.testing.model_server import (
     load_scenarios,
 )
 
-from conftest import ROOT, aam_eval, scripted_model
+from conftest import ROOT, aam_eval, installed, scripted_model
 
 pytestmark = pytest.mark.cli
 PACKAGE = ROOT / "tests/fixtures/conversation-pkg"
@@ -54,10 +53,7 @@ SECOND_QUESTION = "skills/project-setup/references/second-question.md"
 
 @pytest.fixture(params=list(ENGINES))
 def engine(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if reason := get_engine(name).available():
-        pytest.skip(reason)
-    return name
+    return installed(request.param).name
 
 
 def serving(scenarios: list[dict[str, Any]] = SCENARIOS) -> contextlib.AbstractContextManager[ModelServer]:
@@ -153,9 +149,7 @@ def _license_instead(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_a_changed_second_question_diverges_at_turn_2_and_auto_spends_only_from_there(tmp_path: Path) -> None:
-    engine = "claude-code"
-    if reason := get_engine(engine).available():
-        pytest.skip(reason)
+    engine = installed("claude-code").name
     pkg = package(tmp_path)
     with serving():
         run(pkg, engine, ["setup-simulated"], "--record")
@@ -191,9 +185,7 @@ def test_a_changed_second_question_diverges_at_turn_2_and_auto_spends_only_from_
 
 
 def test_max_turns_and_the_asked_check(tmp_path: Path) -> None:
-    engine = "claude-code"
-    if reason := get_engine(engine).available():
-        pytest.skip(reason)
+    engine = installed("claude-code").name
     pkg = package(tmp_path)
     cases = ("setup-endless", "delete-confirmed", "delete-unconfirmed")
     with serving() as server:

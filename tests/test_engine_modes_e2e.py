@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.engines.base import get_engine
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 
-from conftest import ROOT, aam_eval, example_copy, scripted_model
+from conftest import ROOT, aam_eval, example_copy, installed, scripted_model
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -30,10 +29,7 @@ CASE = "csv-summary-e2e"
 
 @pytest.fixture(params=list(ENGINES))
 def engine(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if reason := get_engine(name).available():
-        pytest.skip(reason)
-    return name
+    return installed(request.param).name
 
 
 def serving() -> contextlib.AbstractContextManager[ModelServer]:

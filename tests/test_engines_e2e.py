@@ -23,6 +23,8 @@ from aam_eval_action.settings import runner_environment
 from aam_eval_action.spec import Sandbox
 from aam_eval_action.testing.model_server import ModelServer, all_text
 
+from conftest import installed
+
 FIXTURES = Path(__file__).parent / "fixtures"
 SKILL_PKG = read_package(FIXTURES / "engine-skill-pkg")
 HOOK_PKG = read_package(FIXTURES / "engine-hook-pkg")
@@ -34,11 +36,7 @@ pytestmark = pytest.mark.cli
 
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> Engine:
-    found = get_engine(request.param)
-    reason = found.available()
-    if reason:
-        pytest.skip(reason)
-    return found
+    return installed(request.param)
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from aam_eval_action.session import Session
 from aam_eval_action.settings import runner_environment
 from aam_eval_action.testing.model_server import ModelServer, RecordedRequest, conversation, is_agent_turn
 
+from conftest import installed
+
 pytestmark = pytest.mark.cli
 
 ENGINES = ("claude-code", "codex", "copilot", "gemini-cli")
@@ -42,11 +44,7 @@ STORED = {
 
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> Engine:
-    found = get_engine(request.param)
-    reason = found.available()
-    if reason:
-        pytest.skip(reason)
-    return found
+    return installed(request.param)
 
 
 @pytest.fixture

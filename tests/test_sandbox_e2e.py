@@ -27,7 +27,7 @@ from aam_eval_action.engines.base import get_engine
 from aam_eval_action.sandbox.plan import probe_namespace
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
-from conftest import ROOT
+from conftest import ROOT, installed
 from support.browser import open_case, report_page
 
 pytestmark = pytest.mark.cli
@@ -208,8 +208,7 @@ judge:
 
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_writable_paths_allows_exactly_its_folders(engine: str, world: tuple[ModelServer, Listener, Path]) -> None:
-    if reason := get_engine(engine).available():
-        pytest.skip(reason)
+    installed(engine)
     server, _, tmp = world
     pkg = _package(world, f"writable-{engine}")
     (pkg / "evals/cases/escape.yaml").unlink()

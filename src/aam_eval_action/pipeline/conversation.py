@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
+from aam_eval_action.pipeline.budget import OverBudget, answered_cost
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.judge import API_PATHS
 from aam_eval_action.pipeline.simulated_user import (
@@ -168,7 +169,7 @@ class UserCalls:
 
     def reply(self, turns: list[ConversationTurn]) -> UserReply:
         """What the user says after these turns: recorded when it was, else asked (and recorded)."""
-        from aam_eval_action.replay.decision import user_miss
+        from aam_eval_action.replay.decision import Miss, user_miss
         from aam_eval_action.replay.judge_cassette import JudgeReplayMiss
 
         s = self.ctx.settings
@@ -196,16 +197,14 @@ class UserCalls:
         except JudgeReplayMiss:
             assert replay is not None
             raise user_miss(s, self.loaded.case.name, replay, len(turns)) from None
-        except Exception as exc:
-            if type(exc).__name__ in ("Miss", "OverBudget"):
-                raise
+        except (Miss, OverBudget):
+            raise
+        except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
             reason = f"the simulated user failed after turn {len(turns)}: {type(exc).__name__}: {exc}"
             if not s.api_key(self.provider):
                 reason += f" (no {PROVIDERS[self.provider].key_var} is set: live calls need it)"
             raise AamEvalError(reason) from None
         if budget.cap is not None:
-            from aam_eval_action.pipeline.budget import answered_cost
-
             budget.charge(answered_cost(answer.usage, self.model, self.provider, self.ctx.estimator.prices))
         return answer
 
