@@ -282,6 +282,26 @@ def test_rerun_ignore_patterns_apply_to_both_sides() -> None:
     assert first_difference(recorded, live, ignore=ignore) is None
 
 
+def _gemini_resumed(*results: dict[str, Any]) -> dict[str, Any]:
+    call = {"functionCall": {"name": "activate_skill", "args": {"name": "project-setup"}}}
+    return {"contents": [{"role": "user", "parts": [{"text": "Set up a project."}]},
+                         {"role": "model", "parts": [call]},
+                         *({"role": "user", "parts": [r]} for r in results),
+                         {"role": "model", "parts": [{"text": "What is it called?"}]},
+                         {"role": "user", "parts": [{"text": "acme"}]}]}
+
+
+def test_a_gemini_tool_result_sent_twice_on_resume_or_once_is_the_same_request() -> None:
+    answer = {"functionResponse": {"name": "activate_skill", "response": {"output": "# Project setup"}}}
+    twice, once = _gemini_resumed(answer, answer), _gemini_resumed(answer)
+    assert first_difference(twice, once) is None and first_difference(once, twice) is None
+    changed = {"functionResponse": {"name": "activate_skill", "response": {"output": "# Project set-up"}}}
+    divergence = first_difference(twice, _gemini_resumed(changed, changed))
+    assert divergence is not None and divergence.path.startswith("contents[2].parts[0]")
+    # A second, different result is not a repeat.
+    assert first_difference(once, _gemini_resumed(answer, changed)) is not None
+
+
 def test_damaged_or_newer_traffic_is_refused_with_the_reason() -> None:
     good = stored(build("claude", "2.1.330", [_exchange(_claude_request())]))
     assert full_requests(parse_traffic(good)) == [NORM.request(_claude_request())]

@@ -21,7 +21,9 @@ one message are put in the order of their calls (`results_in_call_order`). Ids t
 (messages, tool calls, items) are renamed in order of first sight (`toolu_aam001`), in answers
 and where requests echo them, so recording the same session twice gives the same bytes. A user's
 `rerun-ignore` regexes are applied to both sides at comparison time only, so changing them never
-needs a re-recording.
+needs a re-recording. So is `responses_once`: a Gemini history's tool result repeated in the same
+message counts once, and messages of one role in a row count as one (Gemini CLI, resuming a
+session, sends each earlier tool result twice, but not always).
 
 **Storage.** Requests are stored normalised. Every tool schema, every long (>= 1 KiB) text block
 of the system prompt, instructions or messages (the CLI's own prompt) and every `<system-
@@ -552,6 +554,44 @@ def apply_ignore(value: Any, ignore: Sequence[re.Pattern[str]]) -> Any:
     return value
 
 
+def comparable(value: Any, ignore: Sequence[re.Pattern[str]]) -> Any:
+    """A normalised request as it is compared: tool results once (`responses_once`), then the
+    `rerun-ignore` patterns applied."""
+    return apply_ignore(responses_once(value), ignore)
+
+
+def responses_once(body: Any) -> Any:
+    """A Gemini request (`contents`) with consecutive messages of one role as one, and a
+    `functionResponse` part that repeats an earlier one of its message left out; other bodies
+    as they are.
+
+    Gemini CLI rebuilds a resumed session from its chat file, where each tool result is both in
+    the answer's `toolCalls` and in the user message that carried it, so it sends the result
+    twice (0.60, 0.61), one run in a few dozen once: the same session, the same meaning."""
+    contents = body.get("contents") if isinstance(body, dict) else None
+    if not isinstance(contents, list) or not all(isinstance(c, dict) for c in contents):
+        return body
+    merged: list[dict[str, Any]] = []
+    for content in contents:
+        parts = content.get("parts")
+        if merged and isinstance(parts, list) and content.get("role") == merged[-1].get("role") \
+                and isinstance(merged[-1].get("parts"), list):
+            merged[-1] = {**merged[-1], "parts": [*merged[-1]["parts"], *parts]}
+        else:
+            merged.append(content)
+    out = []
+    for content in merged:
+        parts = content.get("parts")
+        if isinstance(parts, list):
+            kept: list[Any] = []
+            for part in parts:
+                if not (isinstance(part, dict) and "functionResponse" in part and part in kept):
+                    kept.append(part)
+            content = {**content, "parts": kept}
+        out.append(content)
+    return {**body, "contents": out}
+
+
 # --- streams -------------------------------------------------------------------------------
 
 
@@ -945,7 +985,7 @@ def first_difference(
     ignore: Sequence[re.Pattern[str]] = (),
 ) -> Divergence | None:
     """The first difference between two normalised requests, or None when they match."""
-    recorded, live = apply_ignore(recorded, ignore), apply_ignore(live, ignore)
+    recorded, live = comparable(recorded, ignore), comparable(live, ignore)
     found = _first(recorded, live, ())
     if found is None:
         return None

@@ -159,10 +159,10 @@ def learn(
 ) -> list[Mask] | None:
     """The masks that make a live request equal to the recorded one, or None when a narrow
     mask cannot explain every difference (`ignore`: patterns already applied to both)."""
-    from aam_eval_action.replay.traffic import apply_ignore
+    from aam_eval_action.replay.traffic import comparable
 
     pairs: list[tuple[str, str]] = []
-    if not _differences(apply_ignore(recorded, ignore), apply_ignore(live, ignore), pairs):
+    if not _differences(comparable(recorded, ignore), comparable(live, ignore), pairs):
         return None
     if not pairs or len(pairs) > MAX_DIFFERENCES:
         return None
