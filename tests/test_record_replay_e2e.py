@@ -17,7 +17,7 @@ import yaml
 from aam_eval_action.engines.base import get_engine
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
-from conftest import ROOT, aam_eval
+from conftest import ROOT, aam_eval, installed
 from support.procs import live_claude
 
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -244,3 +244,23 @@ def test_example_baseline_replays_from_the_shipped_cassettes(example: Path, tmp_
     votes = cases["changelog-entry"]["judge_verdict"]["votes"]
     assert [v["result"] for v in votes] == ["PASS", "FAIL", "PASS"]
     assert cases["changelog-entry"]["judge_verdict"]["result"] == "PASS"
+
+
+SHIPPED_ENGINES = {"claude-code": (), "codex": ("--model", "gpt-5.5"), "copilot": (),
+                   "gemini-cli": ("--model", "gemini-2.5-pro")}
+
+
+@pytest.mark.parametrize("engine", list(SHIPPED_ENGINES))
+def test_the_shipped_cassettes_re_execute_with_their_verdicts(engine: str, example: Path, tmp_path: Path) -> None:
+    """The README's example as shipped: each engine's real CLI re-executed against its recorded
+    traffic, no model and no key, gives every case the verdict of its snapshot replay (a
+    recording made before a change to how a CLI is started would diverge here instead)."""
+    installed(engine)
+    snapshot, rerun = tmp_path / "snapshot.json", tmp_path / "rerun.json"
+    aam_eval("run", "--package", str(example), "--replay", "--no-rerun", "--engine", engine,
+             *SHIPPED_ENGINES[engine], "-o", str(snapshot))
+    aam_eval("run", "--package", str(example), "--replay", "--rerun", "--engine", engine,
+             *SHIPPED_ENGINES[engine], "-o", str(rerun))
+    again = json.loads(rerun.read_text())["cases"]
+    assert again and all(c["replay_kind"] == "rerun" for c in again), [c.get("error") for c in again]
+    assert _verdicts(rerun) == _verdicts(snapshot)

@@ -1,7 +1,7 @@
-"""The OS sandbox around every agent session, with the four real CLIs (Codex in its own): a
-skill's script tries to write to the runner's HOME, to /tmp and beside its workspace, to connect to a listener of ours and
-straight to the model server, to listen, and to find the API key in its environment and in its
-ancestors' /proc entries. `aam-eval` runs as a process, the canary keys in its own environment as
+"""The OS sandbox around every agent session, with the four real CLIs: a skill's script, and the
+package's hook before it, try to write to the runner's HOME, to /tmp and beside their
+workspace, to connect to a listener of ours and straight to the model server, to listen, and to
+find the API key in their environment and in their ancestors' /proc entries. `aam-eval` runs as a process, the canary keys in its own environment as
 a runner's are. Every attempt fails, the model traffic still flows, and re-execution gives the
 same verdicts. A kernel without Landlock (simulated) is reported, and `enforce: required` refuses.
 """
@@ -40,11 +40,6 @@ ENGINES = {"claude-code": (), "codex": ("--model", "gpt-5.5", "--judge", "claude
 NAMESPACE = not probe_namespace()
 """Whether this machine gives each session a network namespace of its own (it must agree with
 `unshare -Urn true`: test_the_namespace_probe_agrees_with_unshare)."""
-CONFINED = {"codex": "writes: codex sandbox; network: codex sandbox"}
-"""How each engine's session is confined: Landlock (and a network namespace where user namespaces
-are allowed), but Codex, whose own bubblewrap sandbox cannot map its user namespace inside
-Landlock (a write to /proc), nor map its uid inside our namespace, and confines its commands
-instead."""
 MARKER = "aam-eval-escaped.txt"
 
 
@@ -145,12 +140,12 @@ def test_every_escape_fails_at_the_syscall_and_the_session_still_works(
     case = report["cases"][0]
     assert case["verdict"] == "PASS", (engine, case.get("error"), case.get("check_details"))
     network = "namespace" if NAMESPACE else "port-only"
-    assert case["confinement"] == CONFINED.get(engine, f"writes: landlock; network: {network}")
+    assert case["confinement"] == f"writes: landlock; network: {network}"
     assert report["config"]["sandbox"]["network_enforced"] is True
     assert report["config"]["sandbox"]["layers"].startswith("landlock ABI ")
     assert ("network namespace" in report["config"]["sandbox"]["layers"]) is NAMESPACE
     assert world[1].accepted == 0
-    if NAMESPACE or engine in CONFINED:  # Landlock alone does not cover UDP (docs/sandbox.md)
+    if NAMESPACE:  # Landlock alone does not cover UDP (docs/sandbox.md)
         assert UDP.received == 0
     assert _escaped() == []
     assert not (pkg.parent / MARKER).exists()
@@ -179,8 +174,9 @@ def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[M
     assert "sandbox: writes: landlock; network: open" in done.stdout
     recorded = yaml.safe_load((pkg / "evals/cassettes/escape/claude-code.session.yaml").read_text())
     probe = json.loads(next(f["text"] for f in recorded["attempts"][0]["files"] if f["path"] == "escape-report.json"))
-    assert probe["connect-listener"] == "done" and listener.accepted == before + 1
-    assert probe["send-udp"] == "done" and _eventually(lambda: UDP.received == datagrams + 1)
+    # Twice each: the package's hook runs the probe before the command does.
+    assert probe["connect-listener"] == "done" and listener.accepted == before + 2
+    assert probe["send-udp"] == "done" and _eventually(lambda: UDP.received == datagrams + 2)
     assert probe["write-runner-home"].startswith("denied") and probe["write-tmp"].startswith("denied")
     assert probe["keys-found"] == "none"
     assert _escaped() == []
@@ -219,7 +215,7 @@ def test_writable_paths_allows_exactly_its_folders(engine: str, world: tuple[Mod
     done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "--engine", engine,
                      *ENGINES[engine], "-o", str(out))
     case = json.loads(out.read_text())["cases"][0]
-    # Denied at the syscall (Landlock; Codex: its own permission profile), not found afterwards.
+    # Denied at the syscall (Landlock), not found afterwards.
     assert case["verdict"] == "PASS", (case.get("error"), done.stdout + done.stderr)
     assert case["deterministic_checks"]["sandbox"] == "PASS"
 
@@ -235,7 +231,7 @@ def test_re_execution_runs_the_script_confined_again_with_the_same_verdict(
     rerun = json.loads(out.read_text())["cases"][0]
     assert (rerun["verdict"], rerun["replay_kind"]) == ("PASS", "rerun"), done.stdout + done.stderr
     assert world[1].accepted == 0 and _escaped() == []
-    if NAMESPACE or engine in CONFINED:
+    if NAMESPACE:
         assert UDP.received == datagrams
 
 

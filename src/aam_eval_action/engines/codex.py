@@ -48,6 +48,11 @@ OFFLINE_CONFIG = ("analytics.enabled=false", "check_for_update_on_startup=false"
 BYPASS_WARNING = "--dangerously-bypass-hook-trust"
 HOOK_BLOCK = re.compile(r"Command blocked by \w+ hook: .*")
 """A blocked call leaves no `--json` item; Codex logs it on stderr in these words."""
+EXTERNALLY_SANDBOXED = "--dangerously-bypass-approvals-and-sandbox"
+"""Codex's own sandbox off: "intended solely for running in environments that are externally
+sandboxed", as every session is inside ours (its bubblewrap cannot set up its namespaces inside
+Landlock, and its Landlock fallback refuses to confine files without bubblewrap). Its prompt
+then says `danger-full-access`; where ours enforces nothing it keeps its own (`sandbox_args`)."""
 
 
 class Codex(RegisteredEngine):
@@ -85,11 +90,15 @@ class Codex(RegisteredEngine):
         return session
 
     def argv(self, run: AgentRun) -> list[str]:
-        """The command line: JSON events, explicit model and provider, the sandbox, hook trust;
+        """The command line: JSON events, explicit model and provider, its own sandbox off inside
+        ours (else on), hook trust;
         a follow-up turn resumes its thread (`exec … resume <thread id>`, see `session_args`)."""
         argv = [CLI, "exec", "--json", "--skip-git-repo-check"]
         argv += ["--cd", str(run.workspace), "--model", run.model]
-        argv += sandbox_args(run.sandbox.network, profile_dirs(run.sandbox, run.workspace))
+        if run.confine is not None and run.confine.writes in ("landlock", "sandbox-exec"):
+            argv.append(EXTERNALLY_SANDBOXED)  # ours confines the whole process
+        else:
+            argv += sandbox_args(run.sandbox.network, profile_dirs(run.sandbox, run.workspace))
         argv += config_args([*OFFLINE_CONFIG, *provider_config(base_url(run))])
         argv += trust_flags(run.workspace)
         return [*argv, *session_args(run), "--", run.prompt]

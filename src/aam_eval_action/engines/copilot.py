@@ -89,8 +89,12 @@ class Copilot(RegisteredEngine):
         # in the file the previous turn left.
         before = read_usage(usage_file) if run.resume else Usage()
         argv, env = self.argv(run, usage_file), self.env(run)
-        # Its unpacked runtime is a cache shared between sessions, written on first use.
-        confine = run.confine.also_writable(shared_cache(runner_env(run))) if run.confine else None
+        # Its unpacked runtime is a cache shared between sessions, written on first use: made
+        # first, as the sandbox can only open a folder that exists (the first run on a machine).
+        cache = shared_cache(runner_env(run))
+        if run.confine:
+            cache.mkdir(parents=True, exist_ok=True)
+        confine = run.confine.also_writable(cache) if run.confine else None
         done = run_process(argv, cwd=run.workspace, env=env, timeout=run.timeout, confine=confine)
         session = new_session(self.name, self.provider_for(run.model), run, done, cli_version(CLI, run))
         parse_events(done.stdout, session)

@@ -56,7 +56,8 @@ ENGINES: dict[str, EngineInfo] = {
                               "aam_eval_action.engines.claude_code:ClaudeCode", cli="claude",
                               npm_package="@anthropic-ai/claude-code", user_agent="claude-cli",
                               host="claude"),
-    # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs.
+    # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs;
+    # it is used where ours has no Landlock (inside ours, Codex's own is off).
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",
                         enforces_no_network=True, host="codex"),

@@ -146,11 +146,12 @@ def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | Non
         user = agent_user(s.runner_env)
     except ValueError as exc:
         raise AamEvalError(f"{exc} (the runner's environment)") from None
-    own = ENGINES[s.engine].enforces_no_network  # Codex: its bubblewrap sandbox, not ours
-    roots = [ws.root] if own else writable_roots(ws.root, s.config.sandbox.writable_paths)
+    roots = writable_roots(ws.root, s.config.sandbox.writable_paths)
     made = confine([*roots, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env),
                    user)
-    if own:
+    if ENGINES[s.engine].enforces_no_network and made.writes == "check":
+        # Codex runs with its own sandbox off inside ours (its bubblewrap cannot nest in
+        # Landlock, nor its Seatbelt in ours); where ours enforces nothing, it keeps its own.
         return dataclasses.replace(made, by=f"{s.engine} sandbox", namespace=False)
     missing = short_of(made, network)
     if missing and s.sandbox_enforce == "required":
@@ -169,7 +170,7 @@ session's local files): writable whatever `writable-paths` says, as the session'
 
 def writable_roots(root: Path, writable_paths: list[str] | None) -> list[Path]:
     """Where the OS lets the session write in its workspace: all of it, or exactly the
-    `writable-paths` folders (made when missing) and the CLIs' state folders. A writable path
+    `writable-paths` folders (made when missing) and the CLIs' state folders the install made. A writable path
     that is a file (or a missing name with a suffix, `CHANGELOG.md`) opens its folder: the OS
     rule is per folder (an editor writes a file beside it, then renames it), and the `sandbox`
     check still fails a write to any other file there."""
@@ -182,9 +183,9 @@ def writable_roots(root: Path, writable_paths: list[str] | None) -> list[Path]:
             path = path.parent
         path.mkdir(parents=True, exist_ok=True)
         found.append(path)
-    for name in CLI_STATE:
-        (root / name).mkdir(exist_ok=True)
-        found.append(root / name)
+    # Only those the installed package made: a folder made for the rule would be one more
+    # the agent sees (Gemini CLI lists the workspace's folders in its prompt).
+    found += [root / name for name in CLI_STATE if (root / name).is_dir()]
     return list(dict.fromkeys(found))
 
 

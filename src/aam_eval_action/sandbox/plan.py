@@ -65,9 +65,8 @@ class Confinement:
     why_not: str = ""
     """Why nothing is enforced, when `abi` is 0."""
     by: str = ""
-    """The engine's own sandbox, when it confines the session's writes instead of ours (Codex's
-    bubblewrap: it cannot run inside Landlock, which forbids its user-namespace setup, nor map
-    its uid inside our network namespace)."""
+    """The engine's own sandbox, when it confines the session's writes instead of ours: Codex's,
+    where ours has no Landlock (inside Landlock, Codex runs with its own off)."""
     namespace: bool = False
     """The session gets a network namespace of its own, its one way out the model proxy's port."""
     seatbelt: bool = False
