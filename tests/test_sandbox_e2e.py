@@ -1,9 +1,11 @@
-"""The OS sandbox around every agent session, with the four real CLIs: a skill's script, and the
-package's hook before it, try to write to the runner's HOME, to /tmp and beside their
-workspace, to connect to a listener of ours and straight to the model server, to listen, and to
-find the API key in their environment and in their ancestors' /proc entries. `aam-eval` runs as a process, the canary keys in its own environment as
-a runner's are. Every attempt fails, the model traffic still flows, and re-execution gives the
-same verdicts. A kernel without Landlock (simulated) is reported, and `enforce: required` refuses.
+"""The OS sandbox around every agent session, with the four real CLIs: a skill's script, the
+package's hook before it and its MCP server as the CLI starts it try to write to the runner's
+HOME, to /tmp and beside their workspace, to connect to a listener of ours and straight to the
+model server, to listen, and to find the API key in their environment and in their ancestors'
+/proc entries. `aam-eval` runs as a process, the canary keys in its own environment as a
+runner's are. Every attempt fails, the model traffic still flows, and re-execution gives the
+same verdicts. A kernel without Landlock (simulated) is reported, and `enforce: required`
+refuses.
 """
 
 from __future__ import annotations
@@ -174,9 +176,10 @@ def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[M
     assert "sandbox: writes: landlock; network: open" in done.stdout
     recorded = yaml.safe_load((pkg / "evals/cassettes/escape/claude-code.session.yaml").read_text())
     probe = json.loads(next(f["text"] for f in recorded["attempts"][0]["files"] if f["path"] == "escape-report.json"))
-    # Twice each: the package's hook runs the probe before the command does.
-    assert probe["connect-listener"] == "done" and listener.accepted == before + 2
-    assert probe["send-udp"] == "done" and _eventually(lambda: UDP.received == datagrams + 2)
+    # Three times each: the package's MCP server as the CLI starts, its hook before the
+    # command, and the command.
+    assert probe["connect-listener"] == "done" and _eventually(lambda: listener.accepted == before + 3)
+    assert probe["send-udp"] == "done" and _eventually(lambda: UDP.received == datagrams + 3)
     assert probe["write-runner-home"].startswith("denied") and probe["write-tmp"].startswith("denied")
     assert probe["keys-found"] == "none"
     assert _escaped() == []
