@@ -49,3 +49,23 @@ def test_a_session_on_macos_is_reported_and_wrapped_by_the_profile() -> None:
         assert argv[2] == seatbelt.profile(["/w", "/dev"], [43121])
     nothing = Confinement(writable=(), tcp_ports=(1,), abi=0, why_not="no")
     assert nothing.describe() == "writes: check; network: none (no)"
+
+
+def test_codex_turns_its_own_sandbox_off_only_inside_ours(tmp_path: Path) -> None:
+    """Inside our Landlock or Seatbelt, Codex runs as its help says to in an external sandbox;
+    where ours enforces nothing, it keeps its own workspace-write sandbox."""
+    import dataclasses
+
+    from aam_eval_action.engines.base import AgentRun
+    from aam_eval_action.engines.codex import EXTERNALLY_SANDBOXED, Codex
+
+    ours = Confinement(writable=(str(tmp_path),), tcp_ports=(43121,), abi=6)
+    run = AgentRun(prompt="p", model="gpt-5.5", workspace=tmp_path / "w", home=tmp_path / "h", env={},
+                   runner_env={}, timeout=5, confine=ours)
+    for inside in (ours, dataclasses.replace(ours, abi=0, seatbelt=True)):
+        argv = Codex().argv(dataclasses.replace(run, confine=inside))
+        assert EXTERNALLY_SANDBOXED in argv and "--sandbox" not in argv
+    alone = dataclasses.replace(ours, abi=0, by="codex sandbox", why_not="the kernel has no Landlock")
+    argv = Codex().argv(dataclasses.replace(run, confine=alone))
+    assert EXTERNALLY_SANDBOXED not in argv and argv[argv.index("--sandbox") + 1] == "workspace-write"
+    assert alone.describe().startswith("writes: codex sandbox; network: codex sandbox")
