@@ -69,3 +69,18 @@ def test_codex_turns_its_own_sandbox_off_only_inside_ours(tmp_path: Path) -> Non
     argv = Codex().argv(dataclasses.replace(run, confine=alone))
     assert EXTERNALLY_SANDBOXED not in argv and argv[argv.index("--sandbox") + 1] == "workspace-write"
     assert alone.describe().startswith("writes: codex sandbox; network: codex sandbox")
+
+
+def test_the_seccomp_filter_is_built_for_both_linux_machines() -> None:
+    """The filter's program, as instructions (the real kernel runs it in test_sandbox_e2e.py):
+    every jump lands inside it, and it ends by refusing; arm64 has no x32 check."""
+    from aam_eval_action.sandbox import seccomp
+
+    for machine in ("x86_64", "aarch64"):
+        code = seccomp.program(machine)
+        assert code[-1] == (seccomp.RET_K, 0, 0, seccomp.RET_ERRNO | 13)  # EACCES
+        for n, (op, jt, jf, _) in enumerate(code):
+            assert op != seccomp.RET_K or (jt, jf) == (0, 0)
+            assert n + 1 + max(jt, jf) < len(code)
+        x32 = any(k == seccomp.X32_BIT for _, _, _, k in code)
+        assert x32 is (machine == "x86_64")

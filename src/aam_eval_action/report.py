@@ -55,8 +55,8 @@ class SandboxInfo(Part):
     """What the OS sandbox enforces around every session here, e.g. `writes: landlock; network:
     namespace` (additive)."""
     layers: str | None = None
-    """The sandbox layers this machine offers: `landlock ABI 7; network namespace`, or why there
-    is none (additive)."""
+    """The sandbox layers this machine offers: `landlock ABI 7; network namespace; seccomp`, or
+    why there is none (additive)."""
     enforce: str | None = None
     """`required` (a session less confined than asked is refused) or `best-effort` (additive)."""
 
@@ -838,7 +838,7 @@ def learnt_masks(cassettes: Path) -> list[VolatileMask]:
 def sandbox_info(s: RunSettings) -> SandboxInfo:
     """`network_enforced` is reported whenever the network is to be off: never silently."""
     from aam_eval_action.engines.registry import ENGINES
-    from aam_eval_action.sandbox.plan import confine, probe, probe_namespace, simulated_none
+    from aam_eval_action.sandbox.plan import confine, probe, probe_namespace, probe_seccomp, simulated_none
 
     network = s.config.sandbox.network
     info = ENGINES.get(s.engine)
@@ -851,6 +851,9 @@ def sandbox_info(s: RunSettings) -> SandboxInfo:
     first = f"landlock ABI {version}" if version else "sandbox-exec" if here.seatbelt else f"none: {why}"
     layers = first + (
         f"; no network namespace ({no_namespace})" if no_namespace else "; network namespace")
+    if first.startswith("landlock"):
+        no_filter = probe_seccomp()
+        layers += f"; no seccomp filter ({no_filter})" if no_filter else "; seccomp"
     return SandboxInfo(network=network, network_enforced=enforced, enforced=here.describe(),
                        layers=layers, enforce=s.sandbox_enforce)
 

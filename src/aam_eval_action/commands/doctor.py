@@ -228,8 +228,8 @@ def key_lines(environ: Mapping[str, str]) -> list[Line]:
 
 
 def sandbox_lines(environ: Mapping[str, str]) -> list[Line]:
-    """What the kernel offers, reported only: Landlock and user namespaces on Linux,
-    sandbox-exec on macOS."""
+    """What the kernel offers, reported only: Landlock, user namespaces and a seccomp filter on
+    Linux, sandbox-exec on macOS."""
     lines: list[Line] = [("", None), ("Sandbox layers this machine offers (reported only)", None)]
     if sys.platform == "darwin":
         tool = shutil.which("sandbox-exec", path=_with_system(environ))
@@ -242,6 +242,12 @@ def sandbox_lines(environ: Mapping[str, str]) -> list[Line]:
                   "green" if abi else "yellow"))
     ok, said = user_namespaces(environ)
     lines.append((f"  {'user namespaces':<16} {said}", "green" if ok else "yellow"))
+    from aam_eval_action.sandbox.plan import probe_seccomp
+
+    no_filter = probe_seccomp()
+    lines.append((f"  {'seccomp':<16} " + (f"not available ({no_filter})" if no_filter else
+                                          "available (UDP sockets refused with the network off)"),
+                  "yellow" if no_filter else "green"))
     return lines
 
 

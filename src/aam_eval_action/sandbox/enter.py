@@ -5,7 +5,8 @@ its tools, hooks, scripts and MCP servers.
 SPEC: `abi` (the Landlock ABI to apply, 0: none), `writable`, `tcp_ports` (None: the network is
 open); when the session gets a network namespace of its own, `netns`: the model proxy's `port`
 and the UNIX `socket` the runner relays to it from; when a root runner hands the session to an
-unprivileged user, `user`: its uid and gid."""
+unprivileged user, `user`: its uid and gid; `no_udp`: the seccomp filter that refuses every IP
+socket but a TCP one."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from aam_eval_action.sandbox import landlock, netns
+from aam_eval_action.sandbox import landlock, netns, seccomp
 
 FAILED = 126
 """The exit status when the sandbox could not be entered: the CLI never ran."""
@@ -41,6 +42,8 @@ def enter(spec: dict[str, Any]) -> None:
         landlock.restrict_self(abi, spec["writable"], spec.get("tcp_ports"))
     else:  # the namespace's capabilities are not the CLI's
         _no_privileges()
+    if spec.get("no_udp"):
+        seccomp.restrict_self()
 
 
 def _become(uid: int, gid: int) -> None:

@@ -21,14 +21,33 @@ Writes = str
 Network = str
 """`open` (sandbox.network: true), `namespace` (a network namespace of its own: nothing but the
 model proxy's port, relayed, TCP or UDP), `port-only` (Landlock: TCP to the model proxy's port
-alone, no listening; UDP not covered), or `none` (nothing enforced: only the CLI's own web tools
-are off)."""
+alone, no listening; a seccomp filter refuses every other IP socket, UDP included, else the
+report adds `udp: open`), or `none` (nothing enforced: only the CLI's own web tools are off)."""
 
 
 @functools.cache
 def probe(simulate_none: bool = False) -> tuple[int, str]:
     """The kernel's Landlock ABI (0: none) and why not, probed once per run."""
     return landlock.abi(simulate_none)
+
+
+@functools.cache
+def probe_seccomp() -> str:
+    """Why this machine cannot refuse a session's UDP sockets ("" when it can): the seccomp
+    filter is tried in a child process, once per run."""
+    from aam_eval_action.sandbox import seccomp
+
+    why = seccomp.supported()
+    if why:
+        return why
+    try:
+        probe = [sys.executable, "-I", "-m", "aam_eval_action.sandbox.seccomp"]
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
+                              check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the seccomp probe did not run: {exc}"
+    said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    return "" if done.returncode == 0 else said
 
 
 @functools.cache
@@ -71,6 +90,9 @@ class Confinement:
     """The session gets a network namespace of its own, its one way out the model proxy's port."""
     seatbelt: bool = False
     """macOS: a generated `sandbox-exec` profile enforces the writes and the port, not Landlock."""
+    no_udp: bool = False
+    """A seccomp filter refuses every IP socket but a TCP one (no UDP, DNS included): with the
+    network off, where the kernel takes the filter."""
     user: tuple[str, int, int] | None = None
     """(name, uid, gid) of the unprivileged user the session runs as: where the runner is root and
     names one in AAM_EVAL_AGENT_USER (the action's live image does). Its writable folders are
@@ -93,6 +115,8 @@ class Confinement:
     def describe(self) -> str:
         """`writes: landlock; network: port-only`, as the report and the console say it."""
         text = f"writes: {self.writes}; network: {self.network}"
+        if self.network == "port-only" and not (self.no_udp or self.seatbelt):
+            text += "; udp: open"
         if self.user and not self.by:
             text += f"; user: {self.user[0]}"
         return text + (f" ({self.why_not})" if self.why_not else "")
@@ -110,11 +134,12 @@ class Confinement:
 
             yield seatbelt.wrap(argv, self.writable, self.tcp_ports)
             return
-        if self.by or not (self.abi or self.namespace or self.user):
+        if self.by or not (self.abi or self.namespace or self.user or self.no_udp):
             yield list(argv)
             return
         spec: dict[str, object] = {"abi": self.abi, "writable": list(self.writable),
-                                   "tcp_ports": list(self.tcp_ports) if self.tcp_ports is not None else None}
+                                   "tcp_ports": list(self.tcp_ports) if self.tcp_ports is not None else None,
+                                   "no_udp": self.no_udp}
         if self.user:
             hand_over([Path(p) for p in self.writable if p != "/dev"], self.user[1], self.user[2])
             spec["user"] = list(self.user[1:])
@@ -186,9 +211,11 @@ def confine(
         hide_environment()
     namespace = not network and proxy_port is not None and not probe_namespace()
     mac = not version and seatbelt_available()
+    no_udp = not network and not mac and not probe_seccomp()
     return Confinement(writable=(*(str(p) for p in writable), "/dev"),
                        tcp_ports=None if network else tuple(p for p in [proxy_port] if p),
-                       abi=version, why_not="" if mac else why, namespace=namespace, seatbelt=mac, user=user)
+                       abi=version, why_not="" if mac else why, namespace=namespace, seatbelt=mac,
+                       no_udp=no_udp, user=user)
 
 
 def seatbelt_available() -> bool:
