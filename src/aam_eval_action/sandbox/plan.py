@@ -37,31 +37,25 @@ def probe_seccomp() -> str:
     filter is tried in a child process, once per run."""
     from aam_eval_action.sandbox import seccomp
 
-    why = seccomp.supported()
-    if why:
-        return why
-    try:
-        probe = [sys.executable, "-I", "-m", "aam_eval_action.sandbox.seccomp"]
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
-                              check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"the seccomp probe did not run: {exc}"
-    said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-    return "" if done.returncode == 0 else said
+    return seccomp.supported() or _tried_in_child("seccomp")
 
 
 @functools.cache
 def probe_namespace() -> str:
     """Why this machine gives a session no network namespace of its own ("" when it does): the
     namespace is tried in a child process, once per run."""
-    if sys.platform != "linux":
-        return "not Linux"
+    return "not Linux" if sys.platform != "linux" else _tried_in_child("netns")
+
+
+def _tried_in_child(layer: str) -> str:
+    """"" when `python -I -m aam_eval_action.sandbox.<layer>` (the layer's probe) exits 0, else
+    the last line it said, or why it did not run."""
     try:
-        probe = [sys.executable, "-I", "-m", "aam_eval_action.sandbox.netns"]
+        probe = [sys.executable, "-I", "-m", f"aam_eval_action.sandbox.{layer}"]
         done = subprocess.run(probe, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
                               check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"the namespace probe did not run: {exc}"
+        return f"the {layer} probe did not run: {exc}"
     said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
     return "" if done.returncode == 0 else said
 
