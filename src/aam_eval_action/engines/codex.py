@@ -95,7 +95,7 @@ class Codex(RegisteredEngine):
         a follow-up turn resumes its thread (`exec … resume <thread id>`, see `session_args`)."""
         argv = [CLI, "exec", "--json", "--skip-git-repo-check"]
         argv += ["--cd", str(run.workspace), "--model", run.model]
-        if run.confine is not None and run.confine.writes in ("landlock", "sandbox-exec"):
+        if run.confine is not None and not run.confine.by:
             argv.append(EXTERNALLY_SANDBOXED)  # ours confines the whole process
         else:
             argv += sandbox_args(run.sandbox.network, profile_dirs(run.sandbox, run.workspace))

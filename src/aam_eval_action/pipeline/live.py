@@ -170,10 +170,10 @@ session's local files): writable whatever `writable-paths` says, as the session'
 
 def writable_roots(root: Path, writable_paths: list[str] | None) -> list[Path]:
     """Where the OS lets the session write in its workspace: all of it, or exactly the
-    `writable-paths` folders (made when missing) and the CLIs' state folders the install made. A writable path
-    that is a file (or a missing name with a suffix, `CHANGELOG.md`) opens its folder: the OS
-    rule is per folder (an editor writes a file beside it, then renames it), and the `sandbox`
-    check still fails a write to any other file there."""
+    `writable-paths` folders (made when missing) and the CLIs' state folders the install made.
+    A writable path that is a file (or a missing name with a suffix, `CHANGELOG.md`) opens its
+    folder: the OS rule is per folder (an editor writes a file beside it, then renames it), and
+    the `sandbox` check still fails a write to any other file there."""
     if writable_paths is None:
         return [root]
     found = []
