@@ -1,8 +1,10 @@
 """The OS sandbox around every agent session, with the four real CLIs: a skill's script, the
 package's hook before it and its MCP server as the CLI starts it try to write to the runner's
-HOME, to /tmp and beside their workspace, to connect to a listener of ours and straight to the
-model server, to listen, and to find the API key in their environment and in their ancestors'
-/proc entries. `aam-eval` runs as a process, the canary keys in its own environment as a
+HOME, to /tmp, to /dev/shm and beside their workspace, to connect to a listener of ours and
+straight to the model server, to listen, to connect to UNIX sockets of ours by path (a stand-in
+for the Docker socket, mode 0666, and an ssh-agent's at a path it can guess, named in the
+runner's SSH_AUTH_SOCK) and by abstract name, to signal this process, and to find the API key in
+their environment and in their ancestors' /proc entries. `aam-eval` runs as a process, the canary keys in its own environment as a
 runner's are. Every attempt fails, the model traffic still flows, and re-execution gives the
 same verdicts. A kernel without Landlock (simulated) is reported, and `enforce: required`
 refuses.
@@ -16,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -86,6 +89,49 @@ class UdpListener:
 UDP = UdpListener()
 
 
+class UnixListener(Listener):
+    """A UNIX socket of the test's, by path (mode 0666: only the sandbox keeps a session out) or
+    by abstract name: it counts the connections it is offered."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        if not path.startswith("\0"):
+            os.chmod(path, 0o666)
+        self.sock.listen(16)
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+
+def _runtime_folder() -> Path:
+    """Where an agent would guess a socket of its user's: /run/user/<uid>, made when this test
+    may (root), else an ssh-agent's /tmp/ssh-* folder."""
+    runtime = Path(f"/run/user/{os.getuid()}")
+    try:
+        runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="aam-eval-", dir=runtime))
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="ssh-", dir="/tmp"))
+
+
+SOCKETS = Path(tempfile.mkdtemp(prefix="aam-eval-sockets-"))
+DOCKER = UnixListener(str(SOCKETS / "docker.sock"))
+"""Stands in for /var/run/docker.sock: outside every session, open to every user."""
+RUNTIME = _runtime_folder()
+SSH_AGENT = UnixListener(str(RUNTIME / "agent.sock"))
+"""An ssh-agent's socket where an agent can guess it; the runner's SSH_AUTH_SOCK names it."""
+ABSTRACT = f"aam-eval-escape-{os.getpid()}"
+ABSTRACT_LISTENER = UnixListener("\0" + ABSTRACT)
+
+
+def _unix_connections() -> int:
+    return DOCKER.accepted + SSH_AGENT.accepted + ABSTRACT_LISTENER.accepted
+
+
+def _shm_left() -> list[Path]:
+    return [p for p in Path("/dev/shm").glob(MARKER)]
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModelServer, Listener, Path]]:
     listener = Listener()
@@ -98,7 +144,8 @@ def _aam_eval(server: ModelServer, *argv: str, env: dict[str, str] | None = None
     """`aam-eval` as a runner starts it: a process whose environment holds the keys."""
     base = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
     base |= {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
-             "GOOGLE_GEMINI_BASE_URL": server.url, **KEYS, **(env or {})}
+             "GOOGLE_GEMINI_BASE_URL": server.url, "SSH_AUTH_SOCK": str(RUNTIME / "agent.sock"), **KEYS,
+             **(env or {})}
     return subprocess.run([sys.executable, "-m", "aam_eval_action", *argv], env=base, capture_output=True,
                           text=True, timeout=600)
 
@@ -108,8 +155,9 @@ def _package(world: tuple[ModelServer, Listener, Path], name: str) -> Path:
     server, listener, tmp = world
     pkg = Path(shutil.copytree(FIXTURE, tmp / name))
     (pkg / "evals/fixtures/targets.json").write_text(json.dumps({
-        "listener": listener.port, "udp_listener": UDP.port, "model_server": int(server.url.rsplit(":", 1)[1]), "marker": MARKER,
-        "canaries": KEYS}))
+        "listener": listener.port, "udp_listener": UDP.port, "model_server": int(server.url.rsplit(":", 1)[1]),
+        "unix_socket": str(SOCKETS / "docker.sock"), "abstract": ABSTRACT, "signal_pid": os.getpid(),
+        "marker": MARKER, "canaries": KEYS}))
     return pkg
 
 
@@ -142,12 +190,13 @@ def test_every_escape_fails_at_the_syscall_and_the_session_still_works(
     case = report["cases"][0]
     assert case["verdict"] == "PASS", (engine, case.get("error"), case.get("check_details"))
     network = "namespace" if NAMESPACE else "port-only"
-    assert case["confinement"] == f"writes: landlock; network: {network}"
+    assert case["confinement"] == f"writes: landlock; network: {network}; unix: session"
     assert report["config"]["sandbox"]["network_enforced"] is True
     assert report["config"]["sandbox"]["layers"].startswith("landlock ABI ")
     assert ("network namespace" in report["config"]["sandbox"]["layers"]) is NAMESPACE
     assert world[1].accepted == 0
     assert UDP.received == 0  # the namespace, and the seccomp filter without one
+    assert _unix_connections() == 0 and _shm_left() == []
     assert _escaped() == []
     assert not (pkg.parent / MARKER).exists()
     cassette = (pkg / f"evals/cassettes/escape/{engine}.session.yaml").read_text()
@@ -171,8 +220,8 @@ def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[M
     before, datagrams = listener.accepted, UDP.received
     done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "-o", str(tmp / "open.json"))
     case = json.loads((tmp / "open.json").read_text())["cases"][0]
-    assert case["confinement"] == "writes: landlock; network: open", done.stdout + done.stderr
-    assert "sandbox: writes: landlock; network: open" in done.stdout
+    assert case["confinement"] == "writes: landlock; network: open; unix: session", done.stdout + done.stderr
+    assert "sandbox: writes: landlock; network: open; unix: session" in done.stdout
     recorded = yaml.safe_load((pkg / "evals/cassettes/escape/claude-code.session.yaml").read_text())
     probe = json.loads(next(f["text"] for f in recorded["attempts"][0]["files"] if f["path"] == "escape-report.json"))
     # Three times each: the package's MCP server as the CLI starts, its hook before the
@@ -181,6 +230,11 @@ def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[M
     assert probe["send-udp"] == "done" and _eventually(lambda: UDP.received == datagrams + 3)
     assert probe["write-runner-home"].startswith("denied") and probe["write-tmp"].startswith("denied")
     assert probe["keys-found"] == "none"
+    # The network is open; UNIX sockets outside the session and /dev/shm are not.
+    for attempt in ("connect-unix-docker", "connect-unix-guessed", "connect-unix-abstract", "write-dev-shm"):
+        assert probe[attempt].startswith("denied"), (attempt, probe[attempt])
+    assert probe["own-unix-socket"] == "done"
+    assert _unix_connections() == 0 and _shm_left() == []
     assert _escaped() == []
 
 
@@ -234,6 +288,7 @@ def test_re_execution_runs_the_script_confined_again_with_the_same_verdict(
     assert (rerun["verdict"], rerun["replay_kind"]) == ("PASS", "rerun"), done.stdout + done.stderr
     assert world[1].accepted == 0 and _escaped() == []
     assert UDP.received == datagrams
+    assert _unix_connections() == 0 and _shm_left() == []
 
 
 def test_the_namespace_probe_agrees_with_unshare() -> None:
@@ -264,7 +319,8 @@ def test_a_kernel_without_landlock_is_reported_and_required_refuses(
                      env=simulated)
     report = json.loads(out.read_text())
     network = "namespace" if NAMESPACE else "none"  # the namespace needs no Landlock
-    assert report["cases"][0]["confinement"].startswith(f"writes: check; network: {network} (simulated")
+    assert report["cases"][0]["confinement"].startswith(
+        f"writes: check; network: {network}; unix: session (simulated")
     assert report["config"]["sandbox"]["layers"].startswith("none: simulated")
     assert "the agent runs less confined than eval-config's sandbox asks" in done.stderr
     refused = _aam_eval(server, "run", "--package", str(pkg), "--record", "--sandbox-enforce", "required",
@@ -272,8 +328,9 @@ def test_a_kernel_without_landlock_is_reported_and_required_refuses(
     case = json.loads((tmp / "required.json").read_text())["cases"][0]
     assert refused.returncode == 1 and case["verdict"] == "ERROR"
     assert "sandbox.enforce is required, but this machine cannot confine the agent's writes" in case["error"]
-    for escaped in _escaped():  # unconfined, the probe did get out: what a missing layer means
+    for escaped in _escaped() + _shm_left():  # unconfined, the probe did get out: what a missing layer means
         escaped.unlink()
+    assert _unix_connections() == 0  # the supervisor needs no Landlock
 
 
 @pytest.mark.parametrize("namespace", [True, False], ids=["namespace", "port-only"])
@@ -297,7 +354,7 @@ def test_only_the_model_port_gets_out(namespace: bool, tmp_path: Path, monkeypat
     made = confine([tmp_path], port, network=False)
     if not namespace:
         made = dataclasses.replace(made, namespace=False)
-    assert made.describe() == f"writes: landlock; network: {'namespace' if namespace else 'port-only'}"
+    assert made.describe() == f"writes: landlock; network: {'namespace' if namespace else 'port-only'}; unix: session"
     assert made.no_udp
     script = f"""
 import json, socket, urllib.request
@@ -358,7 +415,7 @@ def test_a_root_runner_runs_the_session_as_the_agent_user_it_names() -> None:
         ws.mkdir()
         (ws / "given.txt").write_text("the package's file\n")
         made = confine([ws], None, network=True, user=user)
-        assert made.describe() == "writes: landlock; network: open; user: nobody"
+        assert made.describe() == "writes: landlock; network: open; unix: session; user: nobody"
         script = (f"id -u; echo made > out.txt; echo more >> given.txt; "
                   f"cat /proc/{os.getpid()}/environ >/dev/null 2>&1 && echo read || echo denied")
         done = run_process(["/bin/sh", "-c", script], cwd=ws, env={"PATH": "/usr/bin:/bin", "CANARY": "1"},

@@ -9,46 +9,53 @@ from pathlib import Path
 import pytest
 
 from aam_eval_action.sandbox import seatbelt
-from aam_eval_action.sandbox.plan import Confinement, short_of
+from aam_eval_action.sandbox.plan import DEVICES, Confinement, short_of
 
 
 def test_a_profile_allows_writes_beneath_the_session_folders_and_one_port(tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "real", target_is_directory=True)
-    text = seatbelt.profile([str(link), "/dev"], [43121])
+    text = seatbelt.profile([str(link), *DEVICES], [43121])
     lines = text.splitlines()
     assert lines[:4] == ["(version 1)", "(allow default)", "(deny file-write*)", "(allow file-write*"]
     assert f'    (subpath "{link}")' in lines and f'    (subpath "{os.path.realpath(link)}")' in lines
-    assert '    (subpath "/dev")' not in lines and '    (literal "/dev/null")' in lines
-    assert lines[-3:] == ["(deny network*)", '(allow network-outbound (remote tcp "localhost:43121"))',
-                          "(allow network-outbound (remote unix-socket))"]
+    assert not any("/dev/pts" in line or "/dev/shm" in line for line in lines)
+    assert '    (literal "/dev/null")' in lines
+    assert lines[-4:-2] == ["(deny network*)", '(allow network-outbound (remote tcp "localhost:43121"))']
+    # UNIX sockets: only the session's own, by path (both spellings of the folder)
+    assert lines[-2:] == [f'(allow network-outbound (subpath "{p}"))' for p in sorted({str(link), os.path.realpath(link)})]
     assert text.count("(") == text.count(")")
 
 
-def test_an_open_network_adds_no_network_rule() -> None:
-    assert "network" not in seatbelt.profile(["/w"], None)
+def test_an_open_network_still_keeps_unix_sockets_to_the_session() -> None:
+    lines = seatbelt.profile(["/w"], None).splitlines()
+    assert [line for line in lines if "network" in line] == [
+        "(deny network-outbound (remote unix-socket))",
+        f'(allow network-outbound (literal "{seatbelt.MDNS}"))', '(allow network-outbound (subpath "/w"))']
 
 
 def test_a_path_cannot_end_the_string_or_start_a_form() -> None:
     hostile = '/w/") (allow file-write* (subpath "/'
     text = seatbelt.profile([hostile], None)
     assert '(subpath "/w/\\") (allow file-write* (subpath \\"/")' in text
-    assert [line for line in text.splitlines() if line.startswith("(")] == [
-        "(version 1)", "(allow default)", "(deny file-write*)", "(allow file-write*"]
+    assert [line for line in text.splitlines() if line.startswith("(")][:5] == [
+        "(version 1)", "(allow default)", "(deny file-write*)", "(allow file-write*",
+        "(deny network-outbound (remote unix-socket))"]
+    assert text.count('(allow file-write* (subpath \\"/")') == 2  # quoted, in both rules
     assert seatbelt.quote("a\\b") == '"a\\\\b"'
     with pytest.raises(ValueError, match="control character"):
         seatbelt.quote("/w\n(allow default)")
 
 
 def test_a_session_on_macos_is_reported_and_wrapped_by_the_profile() -> None:
-    made = Confinement(writable=("/w", "/dev"), tcp_ports=(43121,), abi=0, seatbelt=True)
-    assert made.describe() == "writes: sandbox-exec; network: port-only"
+    made = Confinement(writable=("/w", *DEVICES), tcp_ports=(43121,), abi=0, seatbelt=True, unix="session")
+    assert made.describe() == "writes: sandbox-exec; network: port-only; unix: session"
     assert short_of(made, network=False) is None
     with made.entered(["claude", "-p", "hi"]) as argv:
         assert argv[:2] == [seatbelt.SANDBOX_EXEC, "-p"] and argv[3:] == ["claude", "-p", "hi"]
-        assert argv[2] == seatbelt.profile(["/w", "/dev"], [43121])
+        assert argv[2] == seatbelt.profile(["/w", *DEVICES], [43121])
     nothing = Confinement(writable=(), tcp_ports=(1,), abi=0, why_not="no")
-    assert nothing.describe() == "writes: check; network: none (no)"
+    assert nothing.describe() == "writes: check; network: none; unix: open (no)"
 
 
 def test_codex_turns_its_own_sandbox_off_only_inside_ours(tmp_path: Path) -> None:

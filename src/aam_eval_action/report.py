@@ -838,7 +838,14 @@ def learnt_masks(cassettes: Path) -> list[VolatileMask]:
 def sandbox_info(s: RunSettings) -> SandboxInfo:
     """`network_enforced` is reported whenever the network is to be off: never silently."""
     from aam_eval_action.engines.registry import ENGINES
-    from aam_eval_action.sandbox.plan import confine, probe, probe_namespace, probe_seccomp, simulated_none
+    from aam_eval_action.sandbox.plan import (
+        confine,
+        probe,
+        probe_namespace,
+        probe_seccomp,
+        simulated_none,
+        unix_layer,
+    )
 
     network = s.config.sandbox.network
     info = ENGINES.get(s.engine)
@@ -854,6 +861,9 @@ def sandbox_info(s: RunSettings) -> SandboxInfo:
     if first.startswith("landlock"):
         no_filter = probe_seccomp()
         layers += f"; no seccomp filter ({no_filter})" if no_filter else "; seccomp"
+    if not here.seatbelt:
+        unix, why_not = unix_layer()
+        layers += "; unix supervisor" if unix == "session" else f"; {why_not}"
     return SandboxInfo(network=network, network_enforced=enforced, enforced=here.describe(),
                        layers=layers, enforce=s.sandbox_enforce)
 

@@ -47,6 +47,8 @@ from support.gitrepo import commit_all, git, init  # noqa: E402
 # Each action and the Dockerfile its image is built from, as .github/workflows/release.yml does.
 LEAN_ACTION, LEAN_DOCKERFILE = ROOT / "action.yml", ROOT / "Dockerfile"
 LIVE_ACTION, LIVE_DOCKERFILE = ROOT / "live" / "action.yml", ROOT / "live" / "Dockerfile"
+AGENT_UID = 10001
+"""The uid of live/Dockerfile's `aam-agent`, the user sessions run as in the live image."""
 # What the Dockerfile adds to the base image (git without Perl, the pinned dependencies).
 MAX_LEAN_LAYERS_MB = 130
 # Perl packages Debian's git pulls in, which the Dockerfile purges (perl-base stays: dpkg needs it).
@@ -296,14 +298,18 @@ class Runner:
             github[var] = f"/github/file_commands/{name}"
         return {**inputs, **github}
 
-    def run(self, engine: Dockerd, image: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    def run(self, engine: Dockerd, image: str, env: dict[str, str],
+            sockets: dict[Path, str] | None = None) -> subprocess.CompletedProcess[str]:
         # As the runner: variable names on the command line, values in the client's environment.
+        # The runner also mounts its Docker socket into every container action: `sockets` stand
+        # in for it (and others) at those paths.
         names = [arg for name in env for arg in ("-e", name)]
         mounts = {
             self.temp / "_github_home": "/github/home",
             self.temp / "_github_workflow": "/github/workflow",
             self.temp / "_runner_file_commands": "/github/file_commands",
             self.pr.workspace: "/github/workspace",
+            **(sockets or {}),
         }
         volumes = [arg for host, inside in mounts.items() for arg in ("-v", f"{host}:{inside}")]
         return engine.docker(
@@ -489,7 +495,10 @@ def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
     """The live image recording a skill whose script tries to leave its sandbox (the package of
     tests/test_sandbox_e2e.py): inside the container, under Docker's default seccomp profile
     and no extra privilege, with `sandbox-enforce: required`, every attempt fails as on the host,
-    and the seccomp filter keeps every UDP datagram in, with no network namespace there."""
+    and the seccomp filter keeps every UDP datagram in, with no network namespace there. A
+    stand-in for the Docker socket is mounted at /var/run/docker.sock, as the runner mounts the
+    real one, and one at /run/user/<the agent's uid>/: mode 0666, so only the sandbox keeps the
+    agent out of them; the host's abstract socket is in reach of the container's network."""
     import socket
     import threading
 
@@ -505,11 +514,25 @@ def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
     threading.Thread(target=lambda: offered.append(listener.accept()), daemon=True).start()
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))
+    stand_ins = work / "escape" / "sockets"
+    stand_ins.mkdir(parents=True)
+    unix: list[socket.socket] = []
+    accepted: list[str] = []
+    for name in ("docker.sock", "agent.sock", "\0aam-eval-escape-container"):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(name if name.startswith("\0") else str(stand_ins / name))
+        if not name.startswith("\0"):
+            os.chmod(stand_ins / name, 0o666)
+        server.listen(8)
+        unix.append(server)
+        threading.Thread(target=lambda s=server, n=name: accepted.append(n) if _accepted(s) else None,
+                         daemon=True).start()
     scenarios = load_scenarios(ROOT / "tests" / "fixtures" / "escape-scenarios.yaml")
     with ModelServer(scenarios, api_key=key) as models, GitHubServer(tokens={TOKEN: "write"}) as server:
         (workspace / "pkg" / "evals" / "fixtures" / "targets.json").write_text(json.dumps({
             "listener": listener.getsockname()[1], "udp_listener": udp.getsockname()[1],
-            "model_server": int(models.url.rsplit(":", 1)[1]),
+            "model_server": int(models.url.rsplit(":", 1)[1]), "unix_socket": "/var/run/docker.sock",
+            "abstract": "aam-eval-escape-container", "signal_pid": 1,
             "marker": "aam-eval-escaped.txt", "canaries": {"ANTHROPIC_API_KEY": key}}))
         sha = commit_all(workspace, "A skill that tries to escape")
         pr = PullRequest(workspace, "pkg", sha, sha, sha, False)
@@ -522,9 +545,13 @@ def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
         })
         live = image_of(LIVE_ACTION)
         with timings.step(f"container run: escape probe ({live})"):
-            proc = runner.run(engine, live, env)
+            proc = runner.run(engine, live, env, sockets={
+                stand_ins / "docker.sock": "/var/run/docker.sock",
+                stand_ins / "agent.sock": f"/run/user/{AGENT_UID}/agent.sock"})
         _show("escape probe", proc, lines=12)
     listener.close()
+    for server in unix:
+        server.close()
     udp.setblocking(False)
     try:  # no user namespace under Docker's default profile: the seccomp filter refuses UDP
         got_out = f"a UDP datagram got out of the container ({len(udp.recv(64))} bytes)"
@@ -535,14 +562,26 @@ def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
     _require(proc.returncode == 0, f"the escape probe run exited {proc.returncode}")
     report = json.loads((workspace / "sandbox-report.json").read_text())
     case = report["cases"][0]
-    _require(case.get("confinement") == "writes: landlock; network: port-only; user: aam-agent",
+    _require(not accepted, f"a UNIX socket outside the session was reached from the container: {accepted}")
+    _require(case.get("confinement") == "writes: landlock; network: port-only; unix: session; user: aam-agent",
              f"the session was not confined by Landlock, as the image's agent user, in the container: "
              f"{case.get('confinement')}")
     layers = report["config"]["sandbox"].get("layers") or ""
-    _require("; no network namespace (" in layers and layers.endswith("; seccomp"), f"the container's layers: {layers}")
+    _require("; no network namespace (" in layers and layers.endswith("; seccomp; unix supervisor"),
+             f"the container's layers: {layers}")
     _require(case["verdict"] == "PASS", f"an escape attempt got through: {case.get('check_details')}")
     _require(not offered, "the listener was offered a connection from the container")
-    timings.note("escape probe", f"{case['confinement']}; every attempt denied, no UDP datagram got out")
+    timings.note("escape probe", f"{case['confinement']}; every attempt denied, no UDP datagram got out, "
+                 "no UNIX socket outside reached (the Docker socket's stand-in included)")
+
+
+def _accepted(server: object) -> bool:
+    """Whether a listening socket is offered a connection before it is closed."""
+    try:
+        server.accept()  # type: ignore[attr-defined]
+    except OSError:
+        return False
+    return True
 
 
 def _edit_the_skill(package: Path) -> None:

@@ -242,12 +242,17 @@ def sandbox_lines(environ: Mapping[str, str]) -> list[Line]:
                   "green" if abi else "yellow"))
     ok, said = user_namespaces(environ)
     lines.append((f"  {'user namespaces':<16} {said}", "green" if ok else "yellow"))
-    from aam_eval_action.sandbox.plan import probe_seccomp
+    from aam_eval_action.sandbox.plan import probe_seccomp, unix_layer
 
     no_filter = probe_seccomp()
     lines.append((f"  {'seccomp':<16} " + (f"not available ({no_filter})" if no_filter else
                                           "available (UDP sockets refused with the network off)"),
                   "yellow" if no_filter else "green"))
+    unix, why_not = unix_layer()
+    said = {"session": "a supervisor answers every connect: only the session's own UNIX sockets",
+            "none": f"every UNIX socket refused but socketpairs ({why_not})"}.get(
+                unix, f"not enforced ({why_not})")
+    lines.append((f"  {'unix sockets':<16} {said}", "green" if unix == "session" else "yellow"))
     return lines
 
 

@@ -5,18 +5,21 @@ its tools, hooks, scripts and MCP servers.
 SPEC: `abi` (the Landlock ABI to apply, 0: none), `writable`, `tcp_ports` (None: the network is
 open); when the session gets a network namespace of its own, `netns`: the model proxy's `port`
 and the UNIX `socket` the runner relays to it from; when a root runner hands the session to an
-unprivileged user, `user`: its uid and gid; `no_udp`: the seccomp filter that refuses every IP
-socket but a TCP one."""
+unprivileged user, `user`: its uid and gid; `no_udp`: the seccomp filter refuses every IP socket
+but a TCP one; `unix`: `session` (the launcher stays as the session's supervisor, answering its
+`connect` calls: a UNIX socket only beneath `folders`, an abstract one only where `abstract` says
+the kernel scopes it) or `none` (the filter refuses every `socket(AF_UNIX)`)."""
 
 from __future__ import annotations
 
 import ctypes
 import json
 import os
+import signal
 import sys
 from typing import Any
 
-from aam_eval_action.sandbox import landlock, netns, seccomp
+from aam_eval_action.sandbox import landlock, netns, seccomp, unixguard
 
 FAILED = 126
 """The exit status when the sandbox could not be entered: the CLI never ran."""
@@ -42,8 +45,8 @@ def enter(spec: dict[str, Any]) -> None:
         landlock.restrict_self(abi, spec["writable"], spec.get("tcp_ports"))
     else:  # the namespace's capabilities are not the CLI's
         _no_privileges()
-    if spec.get("no_udp"):
-        seccomp.restrict_self()
+    if spec.get("unix") != seccomp.SUPERVISE and (spec.get("no_udp") or spec.get("unix")):
+        seccomp.restrict_self(no_udp=bool(spec.get("no_udp")), unix=seccomp.REFUSE)
 
 
 def _become(uid: int, gid: int) -> None:
@@ -67,10 +70,18 @@ def main(argv: list[str]) -> int:
         print("usage: python -m aam_eval_action.sandbox.enter SPEC -- ARGV...", file=sys.stderr)
         return 2
     try:
-        enter(json.loads(argv[1]))
+        spec = json.loads(argv[1])
+        enter(spec)
     except OSError as exc:
         print(f"aam-eval sandbox: not entered: {exc}", file=sys.stderr)
         return FAILED
+    if spec.get("unix") == seccomp.SUPERVISE:  # this process stays, as the session's supervisor
+        status = unixguard.supervise(argv[3:], spec["folders"], bool(spec.get("abstract")),
+                                     bool(spec.get("no_udp")))
+        if status < 0:  # killed by a signal: so is this process, for its runner to see
+            signal.signal(-status, signal.SIG_DFL)
+            os.kill(os.getpid(), -status)
+        return status
     os.execvp(argv[3], argv[3:])
     return FAILED  # execvp does not return
 

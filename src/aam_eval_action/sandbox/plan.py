@@ -1,6 +1,7 @@
-"""What confines one agent session: the folders it may write, the one TCP port it may reach, and
-how that is enforced here (Landlock at the kernel's ABI, else only the after-the-fact checks; a
-network namespace of its own where user namespaces are allowed)."""
+"""What confines one agent session: the folders it may write, the one TCP port it may reach, the
+UNIX sockets it may connect to, and how that is enforced here (Landlock at the kernel's ABI, else
+only the after-the-fact checks; a network namespace of its own where user namespaces are
+allowed; a seccomp filter and the session's supervisor for sockets)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ Network = str
 model proxy's port, relayed, TCP or UDP), `port-only` (Landlock: TCP to the model proxy's port
 alone, no listening; a seccomp filter refuses every other IP socket, UDP included, else the
 report adds `udp: open`), or `none` (nothing enforced: only the CLI's own web tools are off)."""
+Unix = str
+"""`session` (the supervisor answers every `connect`: a UNIX socket only beneath the session's
+own folders), `none` (every `socket(AF_UNIX)` refused: socketpairs only), or "" (not enforced
+here: the report says `unix: open`)."""
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
+           "/dev/pts")
+"""The devices a session may write: what a CLI, its shell and a terminal need. No `/dev/shm`: a
+file there would outlive the session, seen by every process on the machine."""
 
 
 @functools.cache
@@ -38,6 +47,22 @@ def probe_seccomp() -> str:
     from aam_eval_action.sandbox import seccomp
 
     return seccomp.supported() or _tried_in_child("seccomp")
+
+
+@functools.cache
+def probe_unix() -> str:
+    """Why this machine cannot have the session's supervisor answer its connections ("" when it
+    can): a supervised child is tried, once per run. Where not, the filter refuses every
+    `socket(AF_UNIX)` instead."""
+    return probe_seccomp() or _tried_in_child("unixguard")
+
+
+def unix_layer() -> tuple[Unix, str]:
+    """How sessions here are kept from UNIX sockets outside them, and why not better."""
+    if probe_seccomp():
+        return "", f"no seccomp filter ({probe_seccomp()})"
+    why = probe_unix()
+    return ("none", f"no supervisor ({why}): socket(AF_UNIX) refused") if why else ("session", "")
 
 
 @functools.cache
@@ -87,6 +112,8 @@ class Confinement:
     no_udp: bool = False
     """A seccomp filter refuses every IP socket but a TCP one (no UDP, DNS included): with the
     network off, where the kernel takes the filter."""
+    unix: Unix = ""
+    """How the session is kept from UNIX sockets outside it (see `Unix`)."""
     user: tuple[str, int, int] | None = None
     """(name, uid, gid) of the unprivileged user the session runs as: where the runner is root and
     names one in AAM_EVAL_AGENT_USER (the action's live image does). Its writable folders are
@@ -111,9 +138,16 @@ class Confinement:
         text = f"writes: {self.writes}; network: {self.network}"
         if self.network == "port-only" and not (self.no_udp or self.seatbelt):
             text += "; udp: open"
+        if not self.by:
+            text += f"; unix: {self.unix or 'open'}"
         if self.user and not self.by:
             text += f"; user: {self.user[0]}"
         return text + (f" ({self.why_not})" if self.why_not else "")
+
+    def folders(self) -> list[str]:
+        """The session's own folders (and files): what it may write, devices aside. Its UNIX
+        sockets are the ones beneath them."""
+        return [p for p in self.writable if p not in DEVICES]
 
     def also_writable(self, *paths: Path) -> Confinement:
         """The same sandbox with more folders writable (a CLI's shared cache)."""
@@ -128,14 +162,15 @@ class Confinement:
 
             yield seatbelt.wrap(argv, self.writable, self.tcp_ports)
             return
-        if self.by or not (self.abi or self.namespace or self.user or self.no_udp):
+        if self.by or not (self.abi or self.namespace or self.user or self.no_udp or self.unix):
             yield list(argv)
             return
         spec: dict[str, object] = {"abi": self.abi, "writable": list(self.writable),
                                    "tcp_ports": list(self.tcp_ports) if self.tcp_ports is not None else None,
-                                   "no_udp": self.no_udp}
+                                   "no_udp": self.no_udp, "unix": self.unix, "folders": self.folders(),
+                                   "abstract": self.abi >= 6 or self.namespace}
         if self.user:
-            hand_over([Path(p) for p in self.writable if p != "/dev"], self.user[1], self.user[2])
+            hand_over([Path(p) for p in self.folders()], self.user[1], self.user[2])
             spec["user"] = list(self.user[1:])
         relay = None
         if self.namespace and self.tcp_ports:
@@ -199,17 +234,18 @@ def confine(
     user: tuple[str, int, int] | None = None,
 ) -> Confinement:
     """The sandbox of a session that writes beneath `writable` and reaches its model through
-    `proxy_port` (every session may write /dev's null and tty devices too), as `user` when given."""
+    `proxy_port` (every session may write the `DEVICES` too), as `user` when given."""
     version, why = probe(simulate_none)
     if version:
         hide_environment()
     namespace = not network and proxy_port is not None and not probe_namespace()
     mac = not version and seatbelt_available()
     no_udp = not network and not mac and not probe_seccomp()
-    return Confinement(writable=(*(str(p) for p in writable), "/dev"),
+    unix = "session" if mac else unix_layer()[0]
+    return Confinement(writable=(*(str(p) for p in writable), *DEVICES),
                        tcp_ports=None if network else tuple(p for p in [proxy_port] if p),
                        abi=version, why_not="" if mac else why, namespace=namespace, seatbelt=mac,
-                       no_udp=no_udp, user=user)
+                       no_udp=no_udp, unix=unix, user=user)
 
 
 def seatbelt_available() -> bool:
@@ -228,4 +264,6 @@ def short_of(c: Confinement, network: bool) -> str | None:
     if not network and c.network not in ("port-only", "namespace"):
         return (f"this kernel's Landlock (ABI {c.abi}) cannot limit the agent's network to the model's "
                 "port (that needs ABI 4, Linux 6.7)")
+    if not c.unix:
+        return f"this machine cannot keep the agent from UNIX sockets outside its session ({unix_layer()[1]})"
     return None

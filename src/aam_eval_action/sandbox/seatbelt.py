@@ -1,8 +1,9 @@
 """macOS: a generated `sandbox-exec` (Seatbelt) profile around the whole CLI process, the layer
 macOS offers where Linux has Landlock. Everything is allowed but writes outside the session's
-folders and, when the network is off, every network operation but a TCP connection to the model
-proxy's port on localhost (Gemini CLI and Anthropic's sandbox-runtime ship profiles of this
-kind). `sandbox-exec` is deprecated but present on every macOS release to date.
+folders, a connection to a UNIX socket outside them, and, when the network is off, every
+network operation but a TCP connection to the model proxy's port on localhost (Gemini CLI and
+Anthropic's sandbox-runtime ship profiles of this kind). `sandbox-exec` is deprecated but
+present on every macOS release to date.
 
 Strings in a profile are quoted for its Scheme-like language: a path can hold no character
 that would end the string or start another form."""
@@ -18,6 +19,9 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/stdout", "/dev/stderr")
 """Devices every session may write (a terminal's `/dev/ttys*` too)."""
 
 
+MDNS = "/private/var/run/mDNSResponder"
+
+
 def available() -> bool:
     """Whether this machine is macOS with `sandbox-exec`."""
     return sys.platform == "darwin" and os.path.exists(SANDBOX_EXEC)
@@ -31,10 +35,11 @@ def quote(text: str) -> str:
 
 
 def profile(writable: Sequence[str], tcp_ports: Sequence[int] | None) -> str:
-    """The profile: writes only beneath `writable` (their real paths too: `/tmp` is
-    `/private/tmp` on macOS) and the usual devices; with `tcp_ports`, no network but a TCP
-    connection to those ports on localhost."""
-    folders = sorted({p for path in writable if path != "/dev" for p in (path, os.path.realpath(path))})
+    """The profile: writes, and connections to UNIX sockets, only beneath `writable` (their real
+    paths too: `/tmp` is `/private/tmp` on macOS) and the usual devices; with `tcp_ports`, no
+    network but a TCP connection to those ports on localhost."""
+    folders = sorted({p for path in writable if not path.startswith("/dev/")
+                      for p in (path, os.path.realpath(path))})
     lines = ["(version 1)", "(allow default)", "(deny file-write*)", "(allow file-write*"]
     lines += [f"    (subpath {quote(p)})" for p in folders]
     lines += [f"    (literal {quote(d)})" for d in DEVICES]
@@ -42,7 +47,10 @@ def profile(writable: Sequence[str], tcp_ports: Sequence[int] | None) -> str:
     if tcp_ports is not None:
         lines.append("(deny network*)")
         lines += [f'(allow network-outbound (remote tcp "localhost:{int(port)}"))' for port in tcp_ports]
-        lines.append("(allow network-outbound (remote unix-socket))")  # the CLI's own IPC
+    else:  # host names resolve through mDNSResponder's socket
+        lines.append("(deny network-outbound (remote unix-socket))")
+        lines.append(f"(allow network-outbound (literal {quote(MDNS)}))")
+    lines += [f"(allow network-outbound (subpath {quote(p)}))" for p in folders]  # the session's own sockets
     return "\n".join(lines) + "\n"
 
 
