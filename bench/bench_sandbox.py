@@ -6,9 +6,15 @@
 Each row starts one short process (`python3 -c pass`, the shape of a CLI's start-up without its
 own work) as a session would, through `run_process`: unconfined; inside Landlock with the
 network open (`writes: landlock; network: open`); inside Landlock with TCP only to one port
-(`network: port-only`, the namespace off); and, where user namespaces are allowed, in a network
-namespace of its own with the relay to that port (`network: namespace`). The table gives the
-median and the 90th percentile wall time of a start, and what it adds to the unconfined one.
+(`network: port-only`, the namespace off), with every UNIX socket refused by the filter
+(`unix: none`) and with the session's supervisor answering its connections (`unix: session`);
+and, where user namespaces are allowed, in a network namespace of its own with the relay to
+that port (`network: namespace`). The table gives the median and the 90th percentile wall time
+of a start, and what it adds to the unconfined one.
+
+Then what the supervisor costs a connection (200 TCP connections to a local listener from
+inside a session, against the same unconfined), and the launcher's own imports
+(`python -X importtime`): the modules it loads before the CLI starts, and their time.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ def main() -> int:
         rows: list[tuple[str, Confinement | None]] = [
             ("unconfined", None),
             ("landlock, network open", confine([folder], 43121, network=True)),
+            ("landlock, port-only, unix: none", dataclasses.replace(port_only, namespace=False, unix="none")),
             ("landlock, port-only", dataclasses.replace(port_only, namespace=False)),
         ]
         if port_only.namespace:
@@ -71,7 +78,66 @@ def main() -> int:
             table.append([label, made.describe() if made else "-", f"{median * 1000:.0f} ms",
                           f"{p90 * 1000:.0f} ms", f"+{(median - base) * 1000:.0f} ms" if made else "-"])
     print_table(["session", "confinement", "median", "p90", "added"], table)
+    print()
+    print_table(["connections", "confinement", "per connection"], connection_costs(args.runs))
+    print()
+    modules, ms = launcher_imports()
+    print(f"the launcher imports {modules} modules of its own and the standard library's in {ms:.1f} ms "
+          "(python -I -X importtime -m aam_eval_action.sandbox.enter)")
     return 0
+
+
+CONNECTS = """
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+start = time.perf_counter()
+for _ in range(n):
+    socket.create_connection(("127.0.0.1", port)).close()
+print((time.perf_counter() - start) / n)
+"""
+
+
+def connection_costs(runs: int) -> list[list[str]]:
+    """The median time of a TCP connection from a session, unconfined and supervised."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0), backlog=256)
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                server.accept()[0].close()
+            except OSError:
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="aam-bench-sandbox-") as tmp:
+        for made in (None, confine([Path(tmp)], port, network=False)):
+            each = []
+            for _ in range(max(1, runs // 4)):
+                done = run_process([sys.executable, "-I", "-c", CONNECTS, str(port), "200"], cwd=Path(tmp),
+                                   env={"PATH": "/usr/bin:/bin"}, timeout=120, confine=made)
+                if done.exit_code != 0:
+                    raise SystemExit(f"the connections failed: {done.stderr.strip()}")
+                each.append(float(done.stdout))
+            rows.append(["200 TCP", made.describe() if made else "unconfined",
+                         f"{statistics.median(each) * 1e6:.0f} µs"])
+    server.close()
+    return rows
+
+
+def launcher_imports() -> tuple[int, float]:
+    """How many modules the sandbox's launcher imports, and their cumulative time."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-I", "-X", "importtime", "-m", "aam_eval_action.sandbox.enter"],
+                          capture_output=True, text=True, check=False)
+    rows = [line.split("|") for line in done.stderr.splitlines() if line.startswith("import time:")][1:]
+    top = [r for r in rows if len(r) == 3 and not r[2].startswith("  ")]
+    return len(rows), sum(int(r[1]) for r in top) / 1000
 
 
 if __name__ == "__main__":

@@ -17,9 +17,12 @@ import json
 import os
 import signal
 import sys
-from typing import Any
 
 from aam_eval_action.sandbox import landlock, netns, seccomp, unixguard
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing in the launcher
+if TYPE_CHECKING:
+    from typing import Any
 
 FAILED = 126
 """The exit status when the sandbox could not be entered: the CLI never ran."""

@@ -9,10 +9,8 @@ the sandbox's launcher loads it before it runs the agent CLI.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
-import platform
 from collections.abc import Sequence
 
 # Syscall numbers are the same on x86_64 and aarch64 (the generic table).
@@ -59,7 +57,7 @@ def _error(step: str) -> LandlockError:
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    return ctypes.CDLL(None, use_errno=True)
 
 
 SIMULATE_NONE = "AAM_EVAL_SANDBOX_SIMULATE_NO_LANDLOCK"
@@ -69,7 +67,7 @@ does, to see the fallback and `enforce: required` on a machine that has it."""
 
 def abi(simulate_none: bool = False) -> tuple[int, str]:
     """The kernel's Landlock ABI version (0 when there is none) and, when 0, why."""
-    if platform.system() != "Linux" or platform.machine() not in ARCHES:
+    if os.uname().sysname != "Linux" or os.uname().machine not in ARCHES:
         return 0, f"not Linux on {' or '.join(ARCHES[:2])}"
     if simulate_none:
         return 0, f"simulated: {SIMULATE_NONE}=1 in the runner's environment"

@@ -17,12 +17,10 @@ import contextlib
 import ctypes
 import fcntl
 import os
-import shutil
 import signal
 import socket
 import struct
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 
@@ -88,6 +86,8 @@ class OutsideRelay:
     proxy's TCP port."""
 
     def __init__(self, port: int) -> None:
+        import tempfile  # the runner's side only: the launcher does not load it
+
         self.folder = tempfile.mkdtemp(prefix="aam-net-")
         if len(self.folder) > SUN_PATH - 12:  # a UNIX socket's path is short
             os.rmdir(self.folder)
@@ -106,6 +106,8 @@ class OutsideRelay:
             self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
         self.listener.close()
         self.thread.join(timeout=5)
+        import shutil
+
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -28,10 +28,8 @@ is not: the once-per-run probe. Like `landlock`, this module imports nothing of 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
-import platform
 import socket
 import sys
 
@@ -146,10 +144,10 @@ class _Program(ctypes.Structure):
 def supported() -> str:
     """Why this machine cannot have the filter ("" when it can, as far as can be told without
     installing it)."""
-    if platform.system() != "Linux":
+    if os.uname().sysname != "Linux":
         return "not Linux"
-    if platform.machine() not in MACHINES:
-        return f"no filter for {platform.machine()}"
+    if os.uname().machine not in MACHINES:
+        return f"no filter for {os.uname().machine}"
     if sys.byteorder != "little":
         return "a big-endian machine"
     return ""
@@ -161,11 +159,11 @@ def restrict_self(no_udp: bool = True, unix: str = SUPERVISE) -> int | None:
     why = supported()
     if why:
         raise SeccompError(errno.ENOSYS, f"seccomp: {why}")
-    machine = platform.machine()
+    machine = os.uname().machine
     code = program(machine, no_udp, unix)
     filters = (_Filter * len(code))(*(_Filter(*instruction) for instruction in code))
     prog = _Program(len(code), filters)
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0:
         err = ctypes.get_errno()

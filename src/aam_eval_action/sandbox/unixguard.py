@@ -48,7 +48,6 @@ import socket
 import stat
 import struct
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 
@@ -225,6 +224,8 @@ def _forward(child: int, signum: int) -> None:
 
 def main() -> int:
     """The probe: a supervised child reaches a socket in its folder, and not one outside it."""
+    import tempfile
+
     libc = _libc()
     pidfd = libc.syscall(NR_PIDFD_OPEN, os.getpid(), 0)
     if pidfd < 0 or libc.syscall(NR_PIDFD_GETFD, pidfd, 0, 0) < 0:
