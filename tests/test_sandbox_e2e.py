@@ -208,6 +208,35 @@ def test_every_escape_fails_at_the_syscall_and_the_session_still_works(
         assert "sandbox\n" + case["confinement"] in open_case(shown, "escape").replace("\t", "\n")
 
 
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_where_no_supervisor_can_run_every_unix_socket_is_refused_and_the_cli_still_works(
+    engine: str, world: tuple[ModelServer, Listener, Path]
+) -> None:
+    """Where the supervisor is refused (Docker's default seccomp profile has no `pidfd_getfd`;
+    simulated here), the filter refuses every `socket(AF_UNIX)`: the session's own socket too,
+    while each CLI still runs on its socketpairs, and every other attempt is denied as before."""
+    import yaml
+
+    installed(engine)
+    server, _, tmp = world
+    pkg = _package(world, f"no-supervisor-{engine}")
+    case = pkg / "evals/cases/escape.yaml"
+    case.write_text(case.read_text().replace('"own-unix-socket": "done"', '"own-unix-socket": "denied'))
+    out = tmp / f"no-supervisor-{engine}.json"
+    done = _aam_eval(server, "run", "--package", str(pkg), "--record", "--no-self-check", "--engine", engine,
+                     *ENGINES[engine], "--sandbox-enforce", "required", "-o", str(out),
+                     env={"AAM_EVAL_SANDBOX_SIMULATE_NO_SUPERVISOR": "1"})
+    report = json.loads(out.read_text())
+    result = report["cases"][0]
+    assert result["verdict"] == "PASS", (result.get("error"), result.get("check_details"), done.stderr[-2000:])
+    assert result["confinement"].endswith("; unix: none")
+    assert "no supervisor (simulated" in report["config"]["sandbox"]["layers"]
+    recorded = yaml.safe_load((pkg / f"evals/cassettes/escape/{engine}.session.yaml").read_text())
+    probe = json.loads(next(f["text"] for f in recorded["attempts"][0]["files"] if f["path"] == "escape-report.json"))
+    assert probe["own-unix-socket"] == "denied (Permission denied)"
+    assert _unix_connections() == 0 and _shm_left() == [] and _escaped() == []
+
+
 def test_network_true_opens_the_network_and_keeps_the_write_rules(world: tuple[ModelServer, Listener, Path]) -> None:
     import yaml
 
@@ -425,3 +454,103 @@ def test_a_root_runner_runs_the_session_as_the_agent_user_it_names() -> None:
         assert (ws / "given.txt").read_text() == "the package's file\nmore\n"
     finally:
         shutil.rmtree(base)
+
+
+OWN_SOCKETS = r"""
+import ctypes, errno, json, os, socket, sys, threading
+out = {}
+def attempt(name, act):
+    try:
+        act()
+        out[name] = "done"
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, str(exc))
+def reach(path):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+own = socket.socket(socket.AF_UNIX)
+own.bind("own.sock")
+own.listen(64)
+tmp = socket.socket(socket.AF_UNIX)
+tmp.bind(os.path.join(sys.argv[2], "t.sock"))
+tmp.listen(4)
+attempt("own-relative", lambda: reach("own.sock"))
+attempt("own-absolute", lambda: reach(os.path.abspath("own.sock")))
+attempt("own-temp", lambda: reach(os.path.join(sys.argv[2], "t.sock")))
+attempt("outside", lambda: reach(sys.argv[1]))
+os.symlink(sys.argv[1], "link.sock")
+attempt("symlink-to-outside", lambda: reach("link.sock"))
+attempt("hardlink-to-outside", lambda: os.link(sys.argv[1], "hard.sock"))
+attempt("datagram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+attempt("raw", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_RAW))
+attempt("datagram-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+attempt("stream-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM))
+attempt("seqpacket-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET))
+attempt("tcp", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[3])), timeout=5).close())
+nb = socket.socket()
+nb.setblocking(False)
+out["tcp-nonblocking"] = errno.errorcode[nb.connect_ex(("127.0.0.1", int(sys.argv[3])))]
+# Another thread flips the address between the session's socket and the one outside while
+# connect calls are in flight: the supervisor connects to its own copy, never the caller's.
+libc = ctypes.CDLL(None, use_errno=True)
+def sockaddr(path):
+    raw = socket.AF_UNIX.to_bytes(2, sys.byteorder) + path.encode() + b"\0"
+    return raw.ljust(110, b"\0")
+inside, outside = sockaddr(os.path.abspath("own.sock")), sockaddr(sys.argv[1])
+shared = ctypes.create_string_buffer(inside, 110)
+stop = False
+def flip():
+    while not stop:
+        ctypes.memmove(shared, outside, 110)
+        ctypes.memmove(shared, inside, 110)
+threading.Thread(target=flip, daemon=True).start()
+reached = 0
+for _ in range(int(sys.argv[4])):
+    s = socket.socket(socket.AF_UNIX)
+    reached += libc.connect(s.fileno(), shared, 110) == 0
+    s.close()
+    while True:
+        own.setblocking(False)
+        try:
+            own.accept()[0].close()
+        except BlockingIOError:
+            break
+stop = True
+out["raced"] = reached
+print(json.dumps(out))
+"""
+
+
+def test_only_the_sessions_own_unix_sockets_are_reached(tmp_path: Path) -> None:
+    """With no CLI: a session reaches a UNIX socket it made in its workspace or temp folder, by a
+    relative or absolute path, and nothing else: not one outside (mode 0666), nor through a
+    symbolic or hard link to it, nor by flipping the address in memory while connect calls
+    are in flight; no datagram UNIX socket; socketpairs and TCP to the model's port work, a
+    non-blocking connect too. The session's exit status and signal reach the runner."""
+    from aam_eval_action.engines.process import run_process
+    from aam_eval_action.sandbox.plan import confine
+
+    model = socket.create_server(("127.0.0.1", 0), backlog=64)
+    threading.Thread(target=lambda: [model.accept() for _ in iter(int, 1)], daemon=True).start()
+    outside = UnixListener(str(tmp_path / "outside.sock"))
+    ws, tmp = tmp_path / "workspace", tmp_path / "tmp"
+    ws.mkdir()
+    tmp.mkdir()
+    made = confine([ws, tmp], model.getsockname()[1], network=False)
+    assert made.unix == "session"
+    done = run_process([sys.executable, "-I", "-c", OWN_SOCKETS, str(tmp_path / "outside.sock"), str(tmp),
+                        str(model.getsockname()[1]), "400"], cwd=ws, env={"PATH": os.environ["PATH"]},
+                       timeout=120, confine=made)
+    got = json.loads(done.stdout)
+    assert got.pop("raced") > 0, done.stderr  # the session's own socket, reached in the race
+    assert got == {
+        "own-relative": "done", "own-absolute": "done", "own-temp": "done", "outside": "EACCES",
+        "symlink-to-outside": "EACCES", "hardlink-to-outside": "EXDEV", "datagram": "EACCES", "raw": "EACCES",
+        "datagram-pair": "EACCES", "stream-pair": "done", "seqpacket-pair": "done", "tcp": "done",
+        "tcp-nonblocking": "EINPROGRESS"}, done.stderr
+    assert outside.accepted == 0
+    outside.sock.close()
+    model.close()
+    exits = run_process(["/bin/sh", "-c", "exit 3"], cwd=ws, env={}, timeout=30, confine=made)
+    killed = run_process(["/bin/sh", "-c", "kill -KILL $$"], cwd=ws, env={}, timeout=30, confine=made)
+    assert (exits.exit_code, killed.exit_code) == (3, -9)

@@ -843,14 +843,15 @@ def sandbox_info(s: RunSettings) -> SandboxInfo:
         probe,
         probe_namespace,
         probe_seccomp,
+        simulated_no_supervisor,
         simulated_none,
         unix_layer,
     )
 
     network = s.config.sandbox.network
     info = ENGINES.get(s.engine)
-    simulate = simulated_none(s.runner_env)
-    here = confine([], 1, network, simulate)
+    simulate, no_supervisor = simulated_none(s.runner_env), simulated_no_supervisor(s.runner_env)
+    here = confine([], 1, network, simulate, no_supervisor=no_supervisor)
     enforced = None if network else (here.network in ("port-only", "namespace")
                                      or bool(info and info.enforces_no_network))
     version, why = probe(simulate)
@@ -862,7 +863,7 @@ def sandbox_info(s: RunSettings) -> SandboxInfo:
         no_filter = probe_seccomp()
         layers += f"; no seccomp filter ({no_filter})" if no_filter else "; seccomp"
     if not here.seatbelt:
-        unix, why_not = unix_layer()
+        unix, why_not = unix_layer(no_supervisor)
         layers += "; unix supervisor" if unix == "session" else f"; {why_not}"
     return SandboxInfo(network=network, network_enforced=enforced, enforced=here.describe(),
                        layers=layers, enforce=s.sandbox_enforce)

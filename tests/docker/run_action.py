@@ -494,7 +494,8 @@ def nightly_record(engine: Dockerd, work: Path, timings: Timings) -> None:
 def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
     """The live image recording a skill whose script tries to leave its sandbox (the package of
     tests/test_sandbox_e2e.py): inside the container, under Docker's default seccomp profile
-    and no extra privilege, with `sandbox-enforce: required`, every attempt fails as on the host,
+    and no extra privilege, with `sandbox-enforce: required`, every attempt fails as on the host
+    (UNIX sockets: every one refused, as there is no supervisor there),
     and the seccomp filter keeps every UDP datagram in, with no network namespace there. A
     stand-in for the Docker socket is mounted at /var/run/docker.sock, as the runner mounts the
     real one, and one at /run/user/<the agent's uid>/: mode 0666, so only the sandbox keeps the
@@ -508,6 +509,11 @@ def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
     workspace.mkdir(parents=True)
     init(workspace)
     shutil.copytree(ROOT / "tests" / "fixtures" / "escape-pkg", workspace / "pkg")
+    # Docker's default seccomp profile refuses `pidfd_getfd` to a container without
+    # CAP_SYS_PTRACE, so there is no supervisor: every `socket(AF_UNIX)` is refused, the
+    # session's own too.
+    case = workspace / "pkg" / "evals" / "cases" / "escape.yaml"
+    case.write_text(case.read_text().replace('"own-unix-socket": "done"', '"own-unix-socket": "denied'))
     key = "sk-ant-escape-CANARY-5d17"
     listener = socket.create_server(("127.0.0.1", 0))
     offered: list[object] = []
@@ -563,11 +569,11 @@ def escape_in_container(engine: Dockerd, work: Path, timings: Timings) -> None:
     report = json.loads((workspace / "sandbox-report.json").read_text())
     case = report["cases"][0]
     _require(not accepted, f"a UNIX socket outside the session was reached from the container: {accepted}")
-    _require(case.get("confinement") == "writes: landlock; network: port-only; unix: session; user: aam-agent",
+    _require(case.get("confinement") == "writes: landlock; network: port-only; unix: none; user: aam-agent",
              f"the session was not confined by Landlock, as the image's agent user, in the container: "
              f"{case.get('confinement')}")
     layers = report["config"]["sandbox"].get("layers") or ""
-    _require("; no network namespace (" in layers and layers.endswith("; seccomp; unix supervisor"),
+    _require("; no network namespace (" in layers and "; seccomp; no supervisor (pidfd_getfd: " in layers,
              f"the container's layers: {layers}")
     _require(case["verdict"] == "PASS", f"an escape attempt got through: {case.get('check_details')}")
     _require(not offered, "the listener was offered a connection from the container")

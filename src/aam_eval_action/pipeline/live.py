@@ -32,7 +32,14 @@ from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintReco
 from aam_eval_action.replay.fingerprint import Fingerprint
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
-from aam_eval_action.sandbox.plan import Confinement, agent_user, confine, short_of, simulated_none
+from aam_eval_action.sandbox.plan import (
+    Confinement,
+    agent_user,
+    confine,
+    short_of,
+    simulated_no_supervisor,
+    simulated_none,
+)
 from aam_eval_action.session import SelfCheck, Session
 
 DUMMY_KEY = "aam-eval-replay-no-key"
@@ -148,7 +155,7 @@ def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | Non
         raise AamEvalError(f"{exc} (the runner's environment)") from None
     roots = writable_roots(ws.root, s.config.sandbox.writable_paths)
     made = confine([*roots, ws.home, ws.base / "tmp"], proxy_port, network, simulated_none(s.runner_env),
-                   user)
+                   user, no_supervisor=simulated_no_supervisor(s.runner_env))
     if ENGINES[s.engine].enforces_no_network and made.writes == "check":
         # Codex runs with its own sandbox off inside ours (its bubblewrap cannot nest in
         # Landlock, nor its Seatbelt in ours); where ours enforces nothing, it keeps its own.

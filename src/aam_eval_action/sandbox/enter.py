@@ -82,8 +82,10 @@ def main(argv: list[str]) -> int:
         status = unixguard.supervise(argv[3:], spec["folders"], bool(spec.get("abstract")),
                                      bool(spec.get("no_udp")))
         if status < 0:  # killed by a signal: so is this process, for its runner to see
-            signal.signal(-status, signal.SIG_DFL)
+            if -status not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(-status, signal.SIG_DFL)
             os.kill(os.getpid(), -status)
+            return 128 - status
         return status
     os.execvp(argv[3], argv[3:])
     return FAILED  # execvp does not return

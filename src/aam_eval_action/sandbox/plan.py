@@ -57,11 +57,22 @@ def probe_unix() -> str:
     return probe_seccomp() or _tried_in_child("unixguard")
 
 
-def unix_layer() -> tuple[Unix, str]:
-    """How sessions here are kept from UNIX sockets outside them, and why not better."""
+SIMULATE_NO_SUPERVISOR = "AAM_EVAL_SANDBOX_SIMULATE_NO_SUPERVISOR"
+"""Set to 1 in the runner's environment, the supervisor is taken as refused here: what a
+container under Docker's default seccomp profile does (no `pidfd_getfd`), on any machine."""
+
+
+def simulated_no_supervisor(runner_env: Mapping[str, str]) -> bool:
+    return runner_env.get(SIMULATE_NO_SUPERVISOR) == "1"
+
+
+def unix_layer(no_supervisor: bool = False) -> tuple[Unix, str]:
+    """How sessions here are kept from UNIX sockets outside them, and why not better
+    (`no_supervisor`: simulated, see SIMULATE_NO_SUPERVISOR)."""
     if probe_seccomp():
         return "", f"no seccomp filter ({probe_seccomp()})"
-    why = probe_unix()
+    simulated = f"simulated: {SIMULATE_NO_SUPERVISOR}=1 in the runner's environment"
+    why = simulated if no_supervisor else probe_unix()
     return ("none", f"no supervisor ({why}): socket(AF_UNIX) refused") if why else ("session", "")
 
 
@@ -231,7 +242,7 @@ def hand_over(folders: Sequence[Path], uid: int, gid: int) -> None:
 
 def confine(
     writable: Sequence[Path], proxy_port: int | None, network: bool, simulate_none: bool = False,
-    user: tuple[str, int, int] | None = None,
+    user: tuple[str, int, int] | None = None, no_supervisor: bool = False,
 ) -> Confinement:
     """The sandbox of a session that writes beneath `writable` and reaches its model through
     `proxy_port` (every session may write the `DEVICES` too), as `user` when given."""
@@ -241,7 +252,7 @@ def confine(
     namespace = not network and proxy_port is not None and not probe_namespace()
     mac = not version and seatbelt_available()
     no_udp = not network and not mac and not probe_seccomp()
-    unix = "session" if mac else unix_layer()[0]
+    unix = "session" if mac else unix_layer(no_supervisor)[0]
     return Confinement(writable=(*(str(p) for p in writable), *DEVICES),
                        tcp_ports=None if network else tuple(p for p in [proxy_port] if p),
                        abi=version, why_not="" if mac else why, namespace=namespace, seatbelt=mac,
