@@ -517,11 +517,16 @@ def test_the_page_assets_ship_with_the_package() -> None:
 
 
 def test_view_without_the_package_still_writes_the_page(tmp_path: Path, example_run: tuple[Path, Path]) -> None:
+    """The report's package is gone: the page says so. A package in a folder above the report
+    (here one beside it, in the shared temp folder's place) is not taken for it: only the
+    package whose evals/reports/ holds the report is."""
     report_path, _ = example_run
     data = json.loads(report_path.read_text())
     data["config"]["package_path"] = str(tmp_path / "gone")
-    (tmp_path / "r.json").write_text(json.dumps(data))
-    result = aam_eval("view", str(tmp_path / "r.json"), "-o", str(tmp_path / "page.html"))
+    shutil.copytree(EXAMPLE, tmp_path, dirs_exist_ok=True)  # somebody's package, two folders up
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "r.json").write_text(json.dumps(data))
+    result = aam_eval("view", str(tmp_path / "a" / "b" / "r.json"), "-o", str(tmp_path / "page.html"))
     assert result.code == 0, result.err
     blocks = re.findall(r'<script type="application/json" id="case-\d+">(.*?)</script>', (tmp_path / "page.html").read_text())
     details = [json.loads(b) for b in blocks]

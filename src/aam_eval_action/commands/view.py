@@ -60,9 +60,12 @@ def side(report: Report, package_dir: Path | None, *, strict: bool) -> Side:
 
 
 def find_package(report: Report, report_path: Path) -> Path | None:
-    """The report's `--package` as recorded, else the package the report file sits in."""
+    """The report's `--package` as recorded, else the package whose `evals/reports/` the report
+    file sits in; nowhere else (a parent folder such as /tmp may hold anybody's package)."""
     candidates = [Path(report.config.package_path)] if report.config.package_path else []
-    candidates += list(report_path.resolve().parents)[:4]
+    folder = report_path.resolve().parent
+    if folder.parts[-len(REPORTS_DIR):] == tuple(REPORTS_DIR):
+        candidates.append(folder.parents[len(REPORTS_DIR) - 1])
     from aam_eval_action.layouts.detect import is_package
 
     return next((p for p in candidates if is_package(p)), None)
