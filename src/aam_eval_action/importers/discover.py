@@ -1,5 +1,8 @@
 """Where other tools' eval files are, and which format each is, told by its content.
 
+A `claude plugin eval` suite is read from the plugin's eval dir (`experimental.evals` in its
+manifest, else `evals/`): every folder holding `case.yaml` or `prompt.md` is a case.
+
 Looked at, for every skill of a package: `<skill>/evals/*.{json,yaml,yml}`,
 `<skill>/evaluations/*.json`, `<skill>/trigger_tests.yaml`, and in the repository's `evals/`:
 `evals/<skill>/*.{json,yaml,yml}` and the files at the top of `evals/` (but eval-config), and
@@ -15,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.errors import ConfigError
-from aam_eval_action.importers import openai_skills, questions, skill_creator, triggers, waza
+from aam_eval_action.importers import (
+    claude_plugin_eval,
+    openai_skills,
+    questions,
+    skill_creator,
+    triggers,
+    waza,
+)
 from aam_eval_action.importers.common import Imported, Place, load
 from aam_eval_action.layouts.common import Json
 from aam_eval_action.package import Finding, PackageLayout
@@ -89,7 +99,30 @@ def discover(layout: PackageLayout, several: bool = False) -> tuple[list[EvalFil
             continue
         if not _ours(doc.data):
             files.append(_read(place, doc))
+    files += claude_plugin_eval_files(layout)
     return files, findings
+
+
+def claude_plugin_eval_files(layout: PackageLayout) -> list[EvalFile]:
+    """The cases of a `claude plugin eval` suite in the plugin's eval dir: one EvalFile per case
+    folder (its case.yaml or prompt.md), read or refused."""
+
+    try:
+        evals, _ = claude_plugin_eval.eval_dir(layout.root, layout.base)
+    except ConfigError as exc:
+        return [EvalFile(".claude-plugin/plugin.json", claude_plugin_eval.FORMAT, error=str(exc))]
+    found: list[EvalFile] = []
+    for folder in claude_plugin_eval.case_dirs(layout.root, evals):
+        name = "case.yaml" if (layout.root / folder / "case.yaml").is_file() else "prompt.md"
+        rel = f"{folder}/{name}"
+        try:
+            imported = claude_plugin_eval.read_case(layout.root, folder).imported
+        except ConfigError as exc:
+            found.append(EvalFile(rel, claude_plugin_eval.FORMAT, error=str(exc)))
+            continue
+        cases: list[Imported] = [imported]
+        found.append(EvalFile(rel, claude_plugin_eval.FORMAT, cases))
+    return found
 
 
 def _ours(data: Any) -> bool:

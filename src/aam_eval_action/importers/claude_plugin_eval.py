@@ -1,0 +1,419 @@
+"""`claude plugin eval` suites, read as that runner reads them (Claude Code's own eval runner).
+
+Where: the plugin's eval dir, `experimental.evals` in `.claude-plugin/plugin.json` (a relative
+path), else `evals/`. A folder holding `case.yaml` or `prompt.md` is a case, its subfolders not
+scanned; any other folder is a group, scanned to a depth of 16; `.git`, `node_modules`,
+`.claude`, `results` and `mocks` are skipped (and this project's own `cases`, `fixtures`,
+`cassettes` and `reports`, which hold no `case.yaml`).
+
+A case is `case.yaml` (`schema_version`, `name`, `execution.prompt`, `graders`, …), or
+`prompt.md` (frontmatter: the top-level and execution keys; body: the prompt) with one grader
+per `graders/<name>.md` (frontmatter: the grader's fields; body: its `pattern` or `criteria`), or
+both (case.yaml the base, prompt.md's frontmatter over it, the `.md` graders after the yaml ones).
+What that runner refuses is refused here, with the file, the line and what to write instead:
+`schema_version` missing or of a major above 1; a `name` missing; a prompt missing or still the
+`init --bare` template; `max_turns` over 200, `timeout_seconds` over 3600, `runs` over 50; no
+grader, two of one name, a grader of an unknown type or with a key its type does not take (an
+`llm` grader's `target:`, say), a `weight` of 0, a `match` other than contains, not_contains or
+count:N; a `prompt.md` frontmatter key it does not allow (`context` among them). Unknown
+top-level keys of case.yaml are dropped, as there.
+
+Each grader becomes the check of ours that grades the same thing, where there is one: a `regex`
+on the last message (contains, not_contains; its `i`, `m` and `s` flags), `tool_used` (a tool
+by its Claude Code name, `min` 1 unless given, `max`; `Skill` alone: the skill fired, or with
+`max: 0` did not), `tool_order` of two tools by name, `file_exists` of a path with no wildcard,
+and `llm` criteria on the last message (the judge, three votes, as there). The rest is listed
+as not honoured, with why: weights and arms (a case here passes when every check does, which is
+that runner's verdict at its default threshold of 1.0 with every grader scored), other targets
+and match modes, `input_match`, globs, baseline graders, mocks, and the execution fields this
+run does not pass to the CLI.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aam_eval_action.errors import ConfigError
+from aam_eval_action.importers.common import Imported, build, case_name
+from aam_eval_action.layouts.common import Json, frontmatter, load_json
+from aam_eval_action.tools import CLAUDE_TOOLS
+
+FORMAT = "claude-plugin-eval"
+SKIPPED_FOLDERS = frozenset({".git", "node_modules", ".claude", "results", "mocks"})
+OUR_FOLDERS = frozenset({"cases", "fixtures", "cassettes", "reports"})
+MAX_DEPTH = 16
+MAX_TURNS, MAX_TIMEOUT, MAX_RUNS = 200, 3600, 50
+DEFAULT_RUNS = 3
+TEMPLATE_PROMPT = "TODO: describe what the agent should do"
+TEMPLATE_CRITERIA = "TODO: describe what a successful response looks like"
+TOP_KEYS = ("schema_version", "name", "description", "tags", "plugins", "runs", "expected_outcome")
+EXECUTION_KEYS = ("prompt", "max_turns", "timeout_seconds", "model", "allowed_tools", "disallowed_tools",
+                  "append_system_prompt", "env")
+PROMPT_MD_KEYS = (*TOP_KEYS, "model", "max_turns", "timeout_seconds", "allowed_tools", "disallowed_tools",
+                  "artifact_publish", "growthbook_overrides", "append_system_prompt", "env")
+"""The frontmatter keys a prompt.md may hold, in the order that runner lists them."""
+COMMON = ("name", "type", "weight", "arm")
+GRADERS: dict[str, tuple[str, ...]] = {
+    "regex": (*COMMON, "pattern", "target", "match", "flags"),
+    "tool_order": (*COMMON, "before", "after"),
+    "tool_used": (*COMMON, "tool", "input_match", "min", "max"),
+    "file_exists": (*COMMON, "path", "exists"),
+    "llm": (*COMMON, "criteria", "focus"),
+    "baseline": (*COMMON, "baseline_file", "criteria"),
+}
+"""Every grader type and the keys it takes (the runner's schemas are strict)."""
+REQUIRED = {"regex": ("pattern",), "tool_order": ("before", "after"), "tool_used": ("tool",),
+            "file_exists": ("path",), "llm": ("criteria",), "baseline": ("baseline_file", "criteria")}
+BODY_FIELD = {"regex": "pattern", "llm": "criteria", "baseline": "criteria"}
+"""The field a `graders/<name>.md` body becomes, unless its frontmatter sets it."""
+MATCH = re.compile(r"contains|not_contains|count:\d+")
+JUDGE_VOTES = 3
+GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One plugin's eval dir: the plugin's folder and the dir, both relative to the repository."""
+
+    plugin: str
+    evals: str
+
+
+def eval_dir(root: Path, plugin: str) -> tuple[str, str | None]:
+    """The plugin's eval dir (relative to the repository), and where it was set when the manifest
+    set it. A value that is absolute or leaves the plugin is an error."""
+    manifest = f"{plugin}/.claude-plugin/plugin.json" if plugin else ".claude-plugin/plugin.json"
+    named = None
+    if (root / manifest).is_file():
+        doc = load_json(root, manifest)
+        experimental = doc.data.get("experimental") if isinstance(doc.data, dict) else None
+        named = experimental.get("evals") if isinstance(experimental, dict) else None
+        if named is not None:
+            if not isinstance(named, str) or not named.strip() or Path(named).is_absolute() \
+                    or ".." in Path(named).parts:
+                raise ConfigError(f"{doc.at('experimental', 'evals')}: experimental.evals: a folder "
+                                  "below the plugin, such as evals")
+            return _join(plugin, named.strip().strip("/")), manifest
+    return _join(plugin, "evals"), None
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+def case_dirs(root: Path, evals: str) -> Iterator[str]:
+    """Every case folder beneath the eval dir, as that runner finds them, sorted."""
+    top = root / evals
+    if not top.is_dir() or top.is_symlink():
+        return
+
+    def walk(folder: Path, depth: int) -> Iterator[str]:
+        if (folder / "case.yaml").is_file() or (folder / "prompt.md").is_file():
+            yield folder.relative_to(root).as_posix()
+            return
+        if depth >= MAX_DEPTH:
+            return
+        for child in sorted(folder.iterdir()):
+            if child.is_dir() and not child.is_symlink() and child.name not in SKIPPED_FOLDERS \
+                    and not (folder == top and child.name in OUR_FOLDERS):
+                yield from walk(child, depth + 1)
+
+    for child in sorted(top.iterdir()):
+        if child.is_dir() and not child.is_symlink() and child.name not in SKIPPED_FOLDERS | OUR_FOLDERS:
+            yield from walk(child, 1)
+
+
+class _Case:
+    """One case's fields as that runner merges them, each with where it was written."""
+
+    def __init__(self, root: Path, folder: str) -> None:
+        self.root, self.folder = root, folder
+        self.fields: dict[str, Any] = {}
+        self.where: dict[str, str] = {}
+        self.graders: list[tuple[dict[str, Any], str]] = []
+        self.source = ""
+
+    def at(self, key: str) -> str:
+        return self.where.get(key) or self.folder
+
+
+@dataclass(frozen=True)
+class Read:
+    """One case as that runner loads it: ours, its source, and its graders as merged."""
+
+    imported: Imported
+    source: str
+    """`case_yaml`, `prose` or `mixed`."""
+    graders: tuple[dict[str, Any], ...]
+    runs: int
+
+
+def read_case(root: Path, folder: str) -> Read:
+    """The case in `folder`. Raises ConfigError naming the file, the line and what to write
+    instead."""
+    found = _Case(root, folder)
+    has_yaml, has_md = (root / folder / "case.yaml").is_file(), (root / folder / "prompt.md").is_file()
+    found.source = "mixed" if has_yaml and has_md else "case_yaml" if has_yaml else "prose"
+    if has_yaml:
+        _read_yaml(found)
+    if has_md:
+        _read_prompt_md(found)
+    imported = _to_case(found)
+    return Read(imported, found.source, tuple(g for g, _ in found.graders),
+                int(found.fields.get("runs") or DEFAULT_RUNS))
+
+
+def _place(doc: Json, *loc: str | int) -> str:
+    """`file:line` of a field (the nearest line known)."""
+    return f"{doc.rel}:{doc.line(*loc) or 1}"
+
+
+def _read_yaml(found: _Case) -> None:
+    rel = f"{found.folder}/case.yaml"
+    doc = load_json(found.root, rel)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{rel}:1: invalid case.yaml: a mapping of schema_version, name, execution, "
+                          "graders")
+    for key in TOP_KEYS:
+        if key in data:
+            found.fields[key], found.where[key] = data[key], _place(doc, key)
+    if "schema_version" not in data:
+        raise ConfigError(f'{rel}:1: missing required field schema_version: add schema_version: "1.0"')
+    context = data.get("context")
+    if context is not None:
+        if not isinstance(context, dict):
+            raise ConfigError(f"{_place(doc, 'context')}: invalid case.yaml: context: a mapping "
+                              "(scaffold_script, history_file, add_dirs)")
+        found.fields["context"], found.where["context"] = context, _place(doc, "context")
+    execution = data.get("execution")
+    if not isinstance(execution, dict):
+        where = _place(doc, "execution") if "execution" in data else rel + ":1"
+        raise ConfigError(f"{where}: invalid case.yaml: execution: required, a mapping with prompt")
+    for key in EXECUTION_KEYS:
+        if key in execution:
+            found.fields[key], found.where[key] = execution[key], _place(doc, "execution", key)
+    graders = data.get("graders")
+    if not isinstance(graders, list):
+        where = _place(doc, "graders") if "graders" in data else rel + ":1"
+        raise ConfigError(f"{where}: invalid case.yaml: graders: a list of at least one grader")
+    for i, grader in enumerate(graders):
+        found.graders.append((grader, f"{_place(doc, 'graders', i)}: invalid case.yaml: graders.{i}"))
+
+
+def _read_prompt_md(found: _Case) -> None:
+    rel = f"{found.folder}/prompt.md"
+    front, body = _front_and_body(found.root, rel)
+    for key in front:
+        if key not in PROMPT_MD_KEYS:
+            line = _key_line(found.root, rel, key)
+            raise ConfigError(f'{rel}:{line}: prompt.md: unknown frontmatter key "{key}" '
+                              f"(expected one of: {', '.join(PROMPT_MD_KEYS)})"
+                              + ("; context keys go in case.yaml's context:" if key == "context" else ""))
+    for key, value in front.items():
+        if key == "disallowed_tools" and isinstance(found.fields.get(key), list) and isinstance(value, list):
+            value = [*found.fields[key], *value]  # both forms: the lists are joined
+        found.fields[key], found.where[key] = value, f"{rel}:{_key_line(found.root, rel, key)}"
+    found.fields.setdefault("schema_version", "1.1")
+    found.fields.setdefault("name", Path(found.folder).name)
+    found.fields["prompt"], found.where["prompt"] = body.strip(), f"{rel}:1"
+    graders = found.root / found.folder / "graders"
+    if graders.is_dir():
+        for path in sorted(graders.glob("*.md")):
+            g_rel = path.relative_to(found.root).as_posix()
+            g_front, g_body = _front_and_body(found.root, g_rel)
+            if not g_front:
+                continue  # a .md file without frontmatter is not a grader
+            grader = {"name": path.stem, **g_front}
+            field = BODY_FIELD.get(str(g_front.get("type")))
+            if field and field not in g_front:
+                grader[field] = g_body.strip()
+            found.graders.append((grader, f"{g_rel}:1: graders/{path.name}"))
+
+
+def _front_and_body(root: Path, rel: str) -> tuple[dict[str, Any], str]:
+    front, start = frontmatter(root, rel)
+    lines = (root / rel).read_text(encoding="utf-8", errors="replace").splitlines()
+    return front, "\n".join(lines[start - 1:] if front or start > 1 else lines)
+
+
+def _key_line(root: Path, rel: str, key: str) -> int:
+    for n, line in enumerate((root / rel).read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith(f"{key}:"):
+            return n
+    return 1
+
+
+def _to_case(found: _Case) -> Imported:
+    f = found.fields
+    version = str(f.get("schema_version", ""))
+    major = version.split(".", 1)[0]
+    if not major.isdigit():
+        raise ConfigError(f'{found.at("schema_version")}: schema_version: a version such as "1.0"')
+    if int(major) > 1:
+        raise ConfigError(f'{found.at("schema_version")}: schema_version "{version}" is newer than this '
+                          'reader (it reads up to 1.x): write "1.0"')
+    name = f.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{found.at('name')}: invalid case.yaml: name: Required; add name: <case>")
+    prompt = f.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ConfigError(f"{found.at('prompt')}: execution.prompt: Required; write the user prompt to test")
+    if TEMPLATE_PROMPT in prompt:
+        raise ConfigError(f'{found.at("prompt")}: the prompt is still the blank `init` template: replace the '
+                          f'"{TEMPLATE_PROMPT}" line with the user prompt to test')
+    for key, most in (("max_turns", MAX_TURNS), ("timeout_seconds", MAX_TIMEOUT), ("runs", MAX_RUNS)):
+        _bounded(found, key, most)
+    if not found.graders:
+        where = found.at("graders") if "graders" in found.where else found.folder
+        raise ConfigError(f"{where}: graders: at least one grader (case.yaml's graders:, or "
+                          "graders/<name>.md)")
+    skipped: dict[str, str] = {}
+    expected: dict[str, Any] = {}
+    criteria: list[str] = []
+    names: set[str] = set()
+    for grader, where in found.graders:
+        _validate_grader(grader, where, names)
+        _map_grader(grader, expected, criteria, skipped)
+    for key, why in _EXECUTION_SKIPS.items():
+        if f.get(key) not in (None, [], {}, ""):
+            skipped[key] = why
+    for key in ("scaffold_script", "history_file", "add_dirs"):
+        if (f.get("context") or {}).get(key):
+            skipped[f"context.{key}"] = _CONTEXT_SKIPS[key]
+    if f.get("plugins"):
+        skipped["plugins"] = "the package under test is the plugin installed"
+    fields: dict[str, Any] = {
+        "name": case_name(name), "description": f.get("description"), "input": {"prompt": prompt.strip()},
+        "expected": expected, "repeat": int(f.get("runs") or DEFAULT_RUNS), "install-all-skills": True,
+        "tags": [t for t in f.get("tags") or [] if isinstance(t, str)],
+    }
+    if f.get("timeout_seconds"):
+        fields["timeout"] = float(f["timeout_seconds"])
+    if criteria:
+        fields["judge"] = {"criteria": "\n\n".join(criteria), "votes": JUDGE_VOTES}
+    case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
+    file, _, line = found.where.get("prompt", found.folder).partition(":")
+    return Imported(case, int(line) if line.isdigit() else None, skipped, file=file)
+
+
+def _bounded(found: _Case, key: str, most: int) -> None:
+    value = found.fields.get(key)
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{found.at(key)}: {key}: a whole number of at least 1")
+    if value > most:
+        raise ConfigError(f"{found.at(key)}: {key}: Number must be less than or equal to {most}; write "
+                          f"{most} or less")
+
+
+def _validate_grader(grader: Any, where: str, names: set[str]) -> None:
+    if not isinstance(grader, dict):
+        raise ConfigError(f"{where}: a mapping with name and type")
+    kind = grader.get("type")
+    if kind not in GRADERS:
+        raise ConfigError(f"{where}.type: Invalid discriminator value. Expected "
+                          + " | ".join(f"'{k}'" for k in GRADERS))
+    extra = [k for k in grader if k not in GRADERS[kind]]
+    if extra:
+        reads = kind == "llm" and "target" in extra
+        hint = " (it reads the last message; focus: picks another)" if reads else ""
+        article = "an" if kind[0] in "aeiou" or kind == "llm" else "a"
+        raise ConfigError(f"{where}: Unrecognized key(s) in object: {', '.join(repr(k) for k in extra)}; "
+                          f"remove it: {article} {kind} grader takes {', '.join(GRADERS[kind])}{hint}")
+    name = grader.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{where}.name: Required")
+    if name in names:
+        raise ConfigError(f'{where}: duplicate grader name "{name}"; give each grader its own name')
+    names.add(name)
+    for key in REQUIRED[kind]:
+        if grader.get(key) in (None, ""):
+            raise ConfigError(f"{where}.{key}: Required")
+    if TEMPLATE_CRITERIA in str(grader.get("criteria", "")):
+        raise ConfigError(f'{where}: the criteria are still the blank `init` template: replace the '
+                          f'"{TEMPLATE_CRITERIA}" line with what a successful response looks like')
+    weight = grader.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+        raise ConfigError(f"{where}.weight: Number must be greater than 0")
+    if grader.get("arm", "both") not in ("both", "with-only"):
+        raise ConfigError(f"{where}.arm: must be both | with-only")
+    match = grader.get("match", "contains")
+    if kind == "regex" and not (isinstance(match, str) and MATCH.fullmatch(match)):
+        raise ConfigError(f"{where}.match: must be contains | not_contains | count:N")
+
+
+_EXECUTION_SKIPS = {
+    "max_turns": "the CLI is not given a turn limit",
+    "model": "the run's model (eval-config or --model) is used",
+    "allowed_tools": "tools are not granted per case",
+    "disallowed_tools": "tools are not withheld per case",
+    "append_system_prompt": "nothing is added to the system prompt",
+    "env": "the case's EVAL_* variables are not set",
+}
+_CONTEXT_SKIPS = {
+    "scaffold_script": "no scaffold script is run",
+    "history_file": "the case does not resume a recorded session",
+    "add_dirs": "no folder is added",
+}
+
+
+def _map_grader(grader: dict[str, Any], expected: dict[str, Any], criteria: list[str],
+                skipped: dict[str, str]) -> None:
+    """The check of ours that grades what `grader` grades, added to `expected` (or `criteria`);
+    what it cannot honour, into `skipped`."""
+    name, kind = grader["name"], grader["type"]
+    key = f"graders.{name}"
+    if grader.get("weight", 1) != 1:
+        skipped[f"{key}.weight"] = "every check here weighs the same: the verdict needs all of them"
+    if grader.get("arm") == "with-only":
+        skipped[f"{key}.arm"] = "there is no baseline arm here: it is scored"
+    if kind == "regex":
+        target, match = grader.get("target", "last_message"), grader.get("match", "contains")
+        if target != "last_message" or match not in ("contains", "not_contains"):
+            skipped[key] = f"a regex on {target if isinstance(target, str) else 'a file'} with match {match}"
+            return
+        flags = "".join(c for c in str(grader.get("flags") or "") if c in "ims")
+        pattern = (f"(?{flags})" if flags else "") + str(grader["pattern"])
+        expected.setdefault("regex" if match == "contains" else "not-regex", []).append(pattern)
+    elif kind == "tool_used":
+        tool, least, most = grader["tool"], grader.get("min"), grader.get("max")
+        neutral = CLAUDE_TOOLS.get(str(tool))
+        if grader.get("input_match") is not None or neutral is None:
+            skipped[key] = f"tool_used of {tool}" + (" with input_match" if grader.get("input_match") else "")
+            return
+        if neutral == "skill" and (least, most) in ((None, None), (1, None)):
+            expected["skill-triggered"] = True
+        elif neutral == "skill" and least == 0 and most == 0:
+            expected["skill-triggered"] = False
+        else:
+            count: dict[str, Any] = {"tool": neutral, "min": 1 if least is None else least}
+            if most is not None:
+                count["max"] = most
+            expected.setdefault("tool-called", []).append(count)
+    elif kind == "tool_order":
+        before, after = grader["before"], grader["after"]
+        pair = [CLAUDE_TOOLS.get(t) if isinstance(t, str) else None for t in (before, after)]
+        if None in pair:
+            skipped[key] = "tool_order of a tool with input_match, or one without a neutral name"
+            return
+        expected["tool-order"] = pair
+    elif kind == "file_exists":
+        path = str(grader["path"])
+        if GLOB.search(path):
+            skipped[key] = f"file_exists of a glob ({path})"
+            return
+        check = "files-created" if grader.get("exists", True) else "files-absent"
+        expected.setdefault(check, []).append(path)
+    elif kind == "llm":
+        if grader.get("focus", "last_message") != "last_message":
+            skipped[key] = "an llm grader on another focus than the last message"
+            return
+        criteria.append(str(grader["criteria"]).strip())
+    else:
+        skipped[key] = "a baseline grader (against a recorded trajectory)"
