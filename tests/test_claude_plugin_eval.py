@@ -43,7 +43,7 @@ def _ours(root: Path) -> tuple[dict[str, cpe.Read], dict[str, str]]:
     for folder in cpe.case_dirs(root, evals):
         try:
             loaded[folder] = cpe.read_case(root, folder)
-        except Exception as exc:  # noqa: BLE001 - every refusal is kept, to compare
+        except Exception as exc:
             refused[folder] = str(exc)
     return loaded, refused
 
@@ -51,7 +51,7 @@ def _ours(root: Path) -> tuple[dict[str, cpe.Read], dict[str, str]]:
 class _Refusing(http.server.BaseHTTPRequestHandler):
     """Answers every request with a 400: the CLI ends its run at once (no model here)."""
 
-    def do_POST(self) -> None:  # noqa: N802 - the handler's name
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
         body = json.dumps({"type": "error", "error": {"type": "invalid_request_error",
                                                       "message": "refused by the test"}}).encode()
