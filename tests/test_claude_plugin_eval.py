@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,27 +138,76 @@ def test_the_blank_init_template_is_refused(plugin: Path) -> None:
     assert "the prompt is still the blank `init` template" in _ours(plugin)[1]["evals/blank"]
 
 
-def test_each_grader_becomes_our_check_or_is_named_not_honoured(plugin: Path) -> None:
+def test_the_graders_are_kept_and_what_is_not_honoured_is_named(plugin: Path) -> None:
+    """Graded as that runner grades (by score, each grader with its weight): the graders are kept
+    as merged; what this run does not pass to the CLI is named."""
     loaded, _ = _ours(plugin)
-    minutes = loaded["evals/routing/minutes-from-transcript"].imported
-    expected = minutes.case.expected
-    assert (expected.skill_triggered, expected.regex) == (True, ["(?i)IE11"])
-    assert minutes.case.judge is not None and minutes.case.judge.votes == 3
-    assert "Ana as the parser's owner" in minutes.case.judge.criteria
-    assert minutes.case.repeat == 1 and minutes.case.install_all_skills
-    assert minutes.skipped["graders.minutes-quality.weight"].startswith("every check here weighs the same")
-    assert minutes.skipped["max_turns"] == "the CLI is not given a turn limit"
-    quiet = loaded["evals/routing/no-fire-on-weather"].imported.case.expected
-    assert (quiet.skill_triggered, quiet.not_regex) == (False, ["Action items"])
+    minutes = loaded["evals/routing/minutes-from-transcript"]
+    assert [(g["name"], g["type"], g["weight"]) for g in minutes.imported.graders] == [
+        ("skill-fired", "tool_used", 1), ("mentions-decision", "regex", 1), ("minutes-quality", "llm", 2)]
+    assert minutes.imported.case.repeat == 1 and minutes.imported.case.install_all_skills
+    assert minutes.imported.case.judge is None and minutes.imported.case.expected.regex == []
+    assert minutes.imported.skipped == {"allowed_tools": "tools are not granted per case",
+                                        "max_turns": "the CLI is not given a turn limit"}
     changelog = loaded["evals/files/changelog-written"]
     assert [g["name"] for g in changelog.graders] == ["created", "fixed"]  # notes.md has no frontmatter
-    assert changelog.imported.case.expected.files_created == ["CHANGELOG.md"]
-    assert changelog.imported.skipped["graders.fixed"] == "a regex on a file with match contains"
+    assert changelog.graders[1]["pattern"] == "Fixed"  # the body, as the pattern
     mixed = loaded["evals/mixed-form"]
     assert mixed.source == "mixed"
     assert mixed.imported.case.input.prompt == "Turn this into minutes: Bo owns the migration, due March 3."
     assert [g["name"] for g in mixed.graders] == ["answered", "owner"]  # the yaml graders first
-    assert mixed.imported.skipped["graders.answered"] == "a regex on last_message with match count:2"
+    assert mixed.graders[1]["criteria"] == "The minutes name Bo as the owner of the migration."
+    assert mixed.imported.skipped == {"disallowed_tools": "tools are not withheld per case"}
+
+
+def test_a_run_is_scored_as_that_runner_scores_it() -> None:
+    """The pieces, on a session of ours: weights, with-only graders in a two-arm run (and all
+    scored when every grader is with-only), a glob, a count, tool order, input_match, the
+    judge's words and its three votes, the focus cut to its head and tail."""
+    from aam_eval_action.pipeline import plugin_eval as pe
+    from aam_eval_action.session import FileChange, Session, ToolCall
+
+    session = Session(engine="claude-code", model_provider="anthropic", output="Done: minutes written. minutes!",
+                      tool_calls=[ToolCall(name="Skill", input={"skill": "team-notes:meeting-notes"}),
+                                  ToolCall(name="Read", input={"file_path": "a.txt"}),
+                                  ToolCall(name="Write", input={"file_path": "out/minutes.md"})],
+                      files=[FileChange(path="out/minutes.md", status="created", text="x"),
+                             FileChange(path="notes.txt", status="modified", text="y")])
+    asked: list[str] = []
+
+    def ask(prompt: str) -> str:
+        asked.append(prompt)
+        return ["PASS", "Verdict: FAIL", "pass."][len(asked) % 3 - 1]
+
+    graders = [
+        {"name": "fired", "type": "tool_used", "tool": "Skill", "input_match": "meeting-notes", "weight": 1},
+        {"name": "glob", "type": "file_exists", "path": "out/**/*.md", "weight": 2},
+        {"name": "not-modified", "type": "file_exists", "path": "notes.txt", "exists": False, "weight": 1},
+        {"name": "twice", "type": "regex", "pattern": "MINUTES", "flags": "i", "match": "count:2", "weight": 1},
+        {"name": "order", "type": "tool_order", "before": "Write", "after": {"tool": "Read"}, "weight": 3},
+        {"name": "judged", "type": "llm", "criteria": "Minutes were written.", "weight": 1},
+    ]
+    run = pe.RunInputs(session, {"out/minutes.md": "x"}, ask)
+    results = pe.grade_run(graders, run)
+    assert [(r.name, r.passed) for r in results] == [
+        ("fired", True), ("glob", True), ("not-modified", True), ("twice", True), ("order", False), ("judged", True)]
+    assert results[4].explanation == "Write@2 does NOT precede Read@1"
+    assert results[5].votes == [True, False, True] and results[5].explanation == "judge votes: PASS FAIL PASS"
+    assert pe.run_score(results) == 6 / 9
+    assert asked[0] == ("You are grading the output of a coding agent against a criterion.\n\nCriterion:\n"
+                        "Minutes were written.\n\n\nAgent output (last_message):\nDone: minutes written. "
+                        "minutes!\n\n\nRespond with exactly one word: PASS or FAIL.")
+    # Two arms: `tool_used: Skill` with no arm, and `arm: with-only`, are the plugin-fired
+    # indicator: shown unscored with the plugin, not run without it.
+    with_only = [graders[0], {**graders[3], "arm": "with-only"}, graders[1]]
+    assert [(r.name, r.scored, r.with_only) for r in pe.grade_run(with_only, run, "with")] == [
+        ("fired", False, True), ("twice", False, True), ("glob", True, False)]
+    assert [r.name for r in pe.grade_run(with_only, run, "without")] == ["glob"]
+    assert [r.scored for r in pe.grade_run(with_only[:2], run, "with")] == [True, True]  # every one with-only
+    assert [r.scored for r in pe.grade_run(with_only, run)] == [True, True, True]  # one arm: all scored
+    assert pe.case_score([1.0, 0.5, 1.0]) == (2.5 / 3, 2 / 3)
+    long = "a" * 80_000 + "b" * 30_000 + "c" * 20_000
+    assert pe.elide(long) == "a" * 80_000 + "\n[…30000 chars elided…]\n" + "c" * 20_000
 
 
 def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> None:
@@ -166,4 +216,69 @@ def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> N
     for name in ("changelog-written", "minutes-from-transcript", "mixed-form", "no-fire-on-weather"):
         assert re.search(rf"^ok\s+{name}\s+\(evals/.*, claude-plugin-eval\)$", said, flags=re.M), said
     assert "evals/refused-llm-target/case.yaml:7: invalid case.yaml: graders.0: Unrecognized key(s)" in said
-    assert "not honoured: graders.fixed: a regex on a file with match contains" in said
+    assert "not honoured: allowed_tools: tools are not granted per case" in said
+
+
+SCENARIOS = [
+    {"match": "transcript of today's sync", "agent": [
+        {"skill": "meeting-notes"},
+        {"text": "Minutes\nDecisions: drop IE11.\nAction items: Ana, the parser, due Friday."}]},
+    {"match": "Ana as the parser's owner", "judge": {"result": "FAIL", "reason": "scripted"}},
+    {"match": "describe drizzle", "agent": [{"text": "Misty."}]},
+    {"match": "Release notes please", "agent": [
+        {"skill": "release-notes"},
+        {"write": {"path": "CHANGELOG.md", "content": "## Added\n- CSV export\n\n## Fixed\n- Crash on empty input\n"}},
+        {"text": "Wrote CHANGELOG.md."}]},
+    {"match": "Bo owns the migration", "agent": [
+        {"text": "Here are the minutes: Bo owns the migration, due March 3. These minutes are final."}]},
+    {"match": "name Bo as the owner", "judge": {"result": "PASS", "reason": "scripted"}},
+]
+"""The suite's sessions and judge votes: minutes-from-transcript scores 0.5 (its weight-2 llm
+grader fails), the others 1."""
+SCORES = {"minutes-from-transcript": 0.5, "no-fire-on-weather": 1.0, "changelog-written": 1.0, "mixed-form": 1.0}
+
+
+@pytest.mark.cli
+def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> None:
+    """The oracle: the real `claude plugin eval` and `aam-eval run` through the same claude CLI,
+    against the same scripted model server, one run per case and no baseline arm. Every case's
+    score and pass rate, and every grader's verdict, agree; then snapshot replay, with no CLI
+    and no model, gives the same numbers."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    key = "sk-ant-test-plugin-eval"
+    shutil.rmtree(plugin / "evals/refused-llm-target")
+    with ModelServer(SCENARIOS, api_key=key) as server:
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key,
+                "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        theirs_dir = Path(shutil.copytree(plugin, tmp_path / "theirs"))
+        done = subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish", "--ablation", "none",
+                               "--allow-tools", "Write", "--json", str(tmp_path / "theirs.json")], cwd=theirs_dir,
+                              env=env, capture_output=True, text=True, timeout=600, check=False)
+        theirs = {c["name"]: c for c in json.loads((tmp_path / "theirs.json").read_text())["cases"]}
+        assert {n: c["aggregates"]["score"] for n, c in theirs.items()} == SCORES, done.stdout + done.stderr
+        ours_env = {k: v for k, v in env.items() if k != "HOME"}
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+                              "--engine", "claude-code", "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                             env=ours_env, capture_output=True, text=True, timeout=600, check=False)
+    ours = {c["name"]: c for c in json.loads((tmp_path / "ours.json").read_text())["cases"]}
+    assert set(ours) == set(theirs), ran.stdout + ran.stderr
+    for name, case in theirs.items():
+        mine = ours[name]
+        assert (mine["score"], mine["pass_rate"]) == (case["aggregates"]["score"], case["aggregates"]["passRate"]), (
+            name, mine.get("graders"), ran.stdout[-3000:])
+        their_graders = {g["name"]: (g["passed"], g["scored"], g["weight"]) for g in case["arms"]["with"][0]["graders"]}
+        assert {g["name"]: (g["passed"], g["scored"], g["weight"]) for g in mine["graders"]} == their_graders, name
+        assert mine["verdict"] == ("PASS" if case["aggregates"]["score"] >= 1 else "FAIL")
+    replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
+                               "--no-rerun", "-o", str(tmp_path / "replayed.json")],
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert (tmp_path / "replayed.json").is_file(), replayed.stdout + replayed.stderr
+    again = {c["name"]: c for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
+    assert {n: (c["score"], c["replay_kind"]) for n, c in again.items()} == {
+        n: (s, "snapshot") for n, s in SCORES.items()}, replayed.stdout + replayed.stderr

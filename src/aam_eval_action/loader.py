@@ -48,6 +48,9 @@ class LoadedCase:
     """The format of the other tool's eval file it was imported from (`skill-creator`…)."""
     skipped: tuple[tuple[str, str], ...] = ()
     """What that file asks that could not be honoured: (check, why)."""
+    graders: tuple[dict[str, Any], ...] = ()
+    """A `claude plugin eval` case's graders: it is graded as that runner grades
+    (`pipeline/plugin_eval.py`), by score."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ def _import_cases(loaded: LoadedPackage) -> None:
         for item in found.cases:
             name = item.case.name
             loaded_case = LoadedCase(item.case, item.file or found.rel, item.line or 1, found.format,
-                                     tuple(sorted(item.skipped.items())))
+                                     tuple(sorted(item.skipped.items())), item.graders)
             if name in ours:
                 why = f"case {name!r} is also in {ours[name].file}: ours is run, this one is not"
                 loaded.import_findings.append(Finding(found.rel, item.line, why, "skipped"))

@@ -21,6 +21,16 @@ def _shard(value: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _share(value: str) -> float:
+    try:
+        share = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a score from 0 to 1 (e.g. 0.8)") from None
+    if not 0 <= share <= 1:
+        raise argparse.ArgumentTypeError("must be from 0 to 1")
+    return share
+
+
 def _usd(value: str) -> float:
     try:
         amount = float(value)
@@ -78,6 +88,9 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-usd", type=_usd, metavar="USD",
                    help="spend at most this much on model calls: a stale case whose estimated cost "
                         "does not fit is not run (not graded: budget)")
+    p.add_argument("--threshold", type=_share, metavar="SCORE",
+                   help="the score a claude plugin eval case passes at, as that runner's --threshold "
+                        "(default: eval-config threshold, else 1.0)")
     p.add_argument("--judge-gate", choices=("always", "calibrated", "never"),
                    help="whether a judge FAIL fails its case: always, calibrated (only when the judge "
                         "agrees with human labels: eval-config judge-calibration) or never (advisory)")
@@ -227,7 +240,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
             jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
             baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
-            judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce,
+            judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce, threshold=args.threshold,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

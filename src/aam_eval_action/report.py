@@ -432,6 +432,28 @@ class VolatileMask(Part):
     """The case whose recording learnt it."""
 
 
+class GraderOutcome(Part):
+    """One grader of a `claude plugin eval` case in the run shown, as that runner reports it
+    (additive)."""
+
+    name: str
+    """The grader's name."""
+    type: str
+    """`regex`, `tool_used`, `tool_order`, `file_exists`, `llm` or `baseline`."""
+    weight: float = 1
+    """Its weight in the run's score."""
+    passed: bool
+    """Whether it passed."""
+    scored: bool = True
+    """Whether it counts in the score (a with-only grader of a two-arm run does not)."""
+    with_only: bool = False
+    """Shown only: the plugin-fired indicator of a two-arm run."""
+    explanation: str = ""
+    """Why, in that runner's words (`Skill called 1x (expected 1..∞)`)."""
+    votes: list[bool] | None = None
+    """An llm grader's judge votes, in order."""
+
+
 class CaseResult(Part):
     """One case's outcome (seed: `cases[]`)."""
 
@@ -518,6 +540,15 @@ class CaseResult(Part):
     routed_to: str | None = None
     """A trigger case: the skill its prompt fired in at least the threshold share of runs, or
     `none` (additive)."""
+    score: float | None = None
+    """A `claude plugin eval` case: the mean of its runs' scores (each the weighted share of its
+    scored graders that passed); it passes at the threshold (additive)."""
+    pass_rate: float | None = None
+    """A `claude plugin eval` case: the share of its runs that scored 1 (additive)."""
+    run_scores: list[float] | None = None
+    """A `claude plugin eval` case: each run's score, in order (additive)."""
+    graders: list[GraderOutcome] | None = None
+    """A `claude plugin eval` case: its graders in the run shown (additive)."""
     skills_fired: list[str] | None = None
     """A trigger case: the skills the shown session loaded, in order (additive)."""
     fire_rate: float | None = None

@@ -66,6 +66,7 @@ class Overrides:
     max_usd: float | None = None
     judge_gate: str | None = None
     sandbox_enforce: str | None = None
+    threshold: float | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ class RunSettings:
     times as `triggers.runs` says (how many runs were recorded is the recording's choice, and a
     suite recorded before is replayed as it is)."""
     judge_gate: str = "always"
+    threshold: float = 1.0
+    """The score a `claude plugin eval` case passes at (its runner's `--threshold`)."""
     sandbox_enforce: str = "best-effort"
     """`required`: a session the OS cannot confine as the sandbox asks is refused."""
     """Whether a judge FAIL fails its case: always, calibrated or never (`labels.py`)."""
@@ -192,6 +195,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         self_check=cfg.self_check if o.self_check is None else o.self_check,
         max_usd=cfg.max_usd if o.max_usd is None else o.max_usd,
         judge_gate=o.judge_gate or cfg.judge_gate,
+        threshold=cfg.threshold if o.threshold is None else o.threshold,
         sandbox_enforce=o.sandbox_enforce or cfg.sandbox.enforce,
         cassette_stem=cassette_stem(cfg, engine, model),
         trigger_runs=o.repeat or cfg.triggers.runs,

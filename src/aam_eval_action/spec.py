@@ -235,6 +235,9 @@ class EvalConfig(Strict):
     max_usd: float | None = Field(default=None, gt=0, alias="max-usd")
     """The most a run may spend on model calls, in USD: a stale case whose estimated cost does not
     fit is reported as not graded (budget), never sent (additive field)."""
+    threshold: float = Field(default=1.0, ge=0, le=1)
+    """The score at which a `claude plugin eval` case passes, as that runner's `--threshold`
+    (additive field)."""
     judge_gate: Literal["always", "calibrated", "never"] = Field(default="always", alias="judge-gate")
     """Whether a judge FAIL fails its case: `always`, `never` (advisory), or `calibrated` (only
     when the judge agrees with human labels well enough: `judge-calibration`) (additive field)."""

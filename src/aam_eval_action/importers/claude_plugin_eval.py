@@ -18,15 +18,10 @@ grader, two of one name, a grader of an unknown type or with a key its type does
 count:N; a `prompt.md` frontmatter key it does not allow (`context` among them). Unknown
 top-level keys of case.yaml are dropped, as there.
 
-Each grader becomes the check of ours that grades the same thing, where there is one: a `regex`
-on the last message (contains, not_contains; its `i`, `m` and `s` flags), `tool_used` (a tool
-by its Claude Code name, `min` 1 unless given, `max`; `Skill` alone: the skill fired, or with
-`max: 0` did not), `tool_order` of two tools by name, `file_exists` of a path with no wildcard,
-and `llm` criteria on the last message (the judge, three votes, as there). The rest is listed
-as not honoured, with why: weights and arms (a case here passes when every check does, which is
-that runner's verdict at its default threshold of 1.0 with every grader scored), other targets
-and match modes, `input_match`, globs, baseline graders, mocks, and the execution fields this
-run does not pass to the CLI.
+The case keeps its graders, and is graded as that runner grades (`pipeline/plugin_eval.py`):
+by score, each grader with its weight. What is listed as not honoured, with why: the `trace`
+and `mock_calls` targets and `baseline` graders (shown unscored), the execution fields this run
+does not pass to the CLI, `context`, `plugins` and mocks.
 """
 
 from __future__ import annotations
@@ -40,7 +35,6 @@ from typing import Any
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.importers.common import Imported, build, case_name
 from aam_eval_action.layouts.common import Json, frontmatter, load_json
-from aam_eval_action.tools import CLAUDE_TOOLS
 
 FORMAT = "claude-plugin-eval"
 SKIPPED_FOLDERS = frozenset({".git", "node_modules", ".claude", "results", "mocks"})
@@ -273,12 +267,12 @@ def _to_case(found: _Case) -> Imported:
         raise ConfigError(f"{where}: graders: at least one grader (case.yaml's graders:, or "
                           "graders/<name>.md)")
     skipped: dict[str, str] = {}
-    expected: dict[str, Any] = {}
-    criteria: list[str] = []
     names: set[str] = set()
     for grader, where in found.graders:
         _validate_grader(grader, where, names)
-        _map_grader(grader, expected, criteria, skipped)
+        why = _not_graded(grader)
+        if why:
+            skipped[f"graders.{grader['name']}"] = why
     for key, why in _EXECUTION_SKIPS.items():
         if f.get(key) not in (None, [], {}, ""):
             skipped[key] = why
@@ -289,16 +283,15 @@ def _to_case(found: _Case) -> Imported:
         skipped["plugins"] = "the package under test is the plugin installed"
     fields: dict[str, Any] = {
         "name": case_name(name), "description": f.get("description"), "input": {"prompt": prompt.strip()},
-        "expected": expected, "repeat": int(f.get("runs") or DEFAULT_RUNS), "install-all-skills": True,
+        "repeat": int(f.get("runs") or DEFAULT_RUNS), "install-all-skills": True,
         "tags": [t for t in f.get("tags") or [] if isinstance(t, str)],
     }
     if f.get("timeout_seconds"):
         fields["timeout"] = float(f["timeout_seconds"])
-    if criteria:
-        fields["judge"] = {"criteria": "\n\n".join(criteria), "votes": JUDGE_VOTES}
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
-    return Imported(case, int(line) if line.isdigit() else None, skipped, file=file)
+    graders = tuple({"weight": 1, **grader} for grader, _ in found.graders)
+    return Imported(case, int(line) if line.isdigit() else None, skipped, file=file, graders=graders)
 
 
 def _bounded(found: _Case, key: str, most: int) -> None:
@@ -363,57 +356,11 @@ _CONTEXT_SKIPS = {
 }
 
 
-def _map_grader(grader: dict[str, Any], expected: dict[str, Any], criteria: list[str],
-                skipped: dict[str, str]) -> None:
-    """The check of ours that grades what `grader` grades, added to `expected` (or `criteria`);
-    what it cannot honour, into `skipped`."""
-    name, kind = grader["name"], grader["type"]
-    key = f"graders.{name}"
-    if grader.get("weight", 1) != 1:
-        skipped[f"{key}.weight"] = "every check here weighs the same: the verdict needs all of them"
-    if grader.get("arm") == "with-only":
-        skipped[f"{key}.arm"] = "there is no baseline arm here: it is scored"
-    if kind == "regex":
-        target, match = grader.get("target", "last_message"), grader.get("match", "contains")
-        if target != "last_message" or match not in ("contains", "not_contains"):
-            skipped[key] = f"a regex on {target if isinstance(target, str) else 'a file'} with match {match}"
-            return
-        flags = "".join(c for c in str(grader.get("flags") or "") if c in "ims")
-        pattern = (f"(?{flags})" if flags else "") + str(grader["pattern"])
-        expected.setdefault("regex" if match == "contains" else "not-regex", []).append(pattern)
-    elif kind == "tool_used":
-        tool, least, most = grader["tool"], grader.get("min"), grader.get("max")
-        neutral = CLAUDE_TOOLS.get(str(tool))
-        if grader.get("input_match") is not None or neutral is None:
-            skipped[key] = f"tool_used of {tool}" + (" with input_match" if grader.get("input_match") else "")
-            return
-        if neutral == "skill" and (least, most) in ((None, None), (1, None)):
-            expected["skill-triggered"] = True
-        elif neutral == "skill" and least == 0 and most == 0:
-            expected["skill-triggered"] = False
-        else:
-            count: dict[str, Any] = {"tool": neutral, "min": 1 if least is None else least}
-            if most is not None:
-                count["max"] = most
-            expected.setdefault("tool-called", []).append(count)
-    elif kind == "tool_order":
-        before, after = grader["before"], grader["after"]
-        pair = [CLAUDE_TOOLS.get(t) if isinstance(t, str) else None for t in (before, after)]
-        if None in pair:
-            skipped[key] = "tool_order of a tool with input_match, or one without a neutral name"
-            return
-        expected["tool-order"] = pair
-    elif kind == "file_exists":
-        path = str(grader["path"])
-        if GLOB.search(path):
-            skipped[key] = f"file_exists of a glob ({path})"
-            return
-        check = "files-created" if grader.get("exists", True) else "files-absent"
-        expected.setdefault(check, []).append(path)
-    elif kind == "llm":
-        if grader.get("focus", "last_message") != "last_message":
-            skipped[key] = "an llm grader on another focus than the last message"
-            return
-        criteria.append(str(grader["criteria"]).strip())
-    else:
-        skipped[key] = "a baseline grader (against a recorded trajectory)"
+def _not_graded(grader: dict[str, Any]) -> str | None:
+    """Why a grader is shown unscored here, or None (see `pipeline/plugin_eval.py`)."""
+    target = grader.get("target", grader.get("focus"))
+    if grader["type"] == "baseline":
+        return "a baseline grader (against a recorded trajectory) is shown unscored"
+    if target in ("trace", "mock_calls"):
+        return f"the {target} target is not kept: the grader is shown unscored"
+    return None

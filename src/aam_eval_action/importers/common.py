@@ -26,6 +26,8 @@ class Imported:
     """Checks of the file that could not be honoured, each with its reason."""
     file: str | None = None
     """The file the case is written in when it is not the one found (a waza suite's task)."""
+    graders: tuple[dict[str, Any], ...] = ()
+    """A `claude plugin eval` case's graders, graded as that runner grades them."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from aam_eval_action.labels import digest
 from aam_eval_action.loader import LoadedCase
+from aam_eval_action.pipeline import plugin_eval
 from aam_eval_action.pipeline.budget import OverBudget, answered_cost
 from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks, trigger_expectation
 from aam_eval_action.pipeline.context import CaseContext
@@ -18,9 +19,12 @@ from aam_eval_action.pipeline.judge import (
     JudgeAnswer,
     answer_from_body,
     ask,
+    ask_plain,
     build_prompt,
     evidence,
+    plain_params,
     request_params,
+    text_of,
 )
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
@@ -29,6 +33,7 @@ from aam_eval_action.report import (
     NO_SKILL,
     Attempt,
     CaseResult,
+    GraderOutcome,
     JudgedHashes,
     JudgeVerdict,
     JudgeVote,
@@ -50,6 +55,10 @@ class Graded:
     judge: JudgeVerdict | None
     error: str | None
     miss: Miss | None = None
+    score: float | None = None
+    """A `claude plugin eval` case: this run's score."""
+    graders: tuple[plugin_eval.Graded, ...] = ()
+    """A `claude plugin eval` case: its graders in this run."""
 
 
 def grade_all(
@@ -85,6 +94,8 @@ def check_inputs(ctx: CaseContext, loaded: LoadedCase, session: Session) -> Chec
 
 
 def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
+    if loaded.graders:
+        return grade_by_score(ctx, loaded, session, judge)
     checks = run_checks(loaded.case.expected, session, check_inputs(ctx, loaded, session))
     if session.timed_out:
         return Graded("FAIL", checks, not_asked("the session timed out"), session.error or "timed out")
@@ -112,6 +123,39 @@ def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCa
     jv = majority(answers, replayed)
     error = None if jv.result == "PASS" else f"judge: {jv.reason}"
     return Graded(jv.result, checks, jv, error)
+
+
+def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
+    """A `claude plugin eval` case's run, graded as that runner grades it: its score, and PASS
+    at 1. A run that ended on an API error (or did not run) scores 0 without grading, as there;
+    a timed-out run is still graded."""
+    if session.is_error and not session.timed_out:
+        why = session.error or "the agent session failed"
+        return Graded("ERROR", [], not_asked("the agent session failed"), why, score=0.0)
+    finished = FinishedWorkspace(ctx.settings.package.layout, loaded.case, session)
+
+    def ask(text: str) -> str:
+        return judge.ask_text(plugin_eval.JUDGE_SYSTEM, text)
+
+    run = plugin_eval.RunInputs(session, finished.files, ask, ctx.settings.engine)
+    try:
+        arm = ("without" if judge.variant else "with") if ctx.settings.baseline else None
+        results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget))
+    except Miss as miss:
+        return Graded("ERROR", [], not_asked("no recorded judge answer"), miss.message, miss=miss)
+    score = plugin_eval.run_score(results)
+    checks = [Check(r.name, r.passed, r.explanation) for r in results if r.scored]
+    failed = [r for r in results if r.scored and not r.passed]
+    error = None if score >= 1 else "; ".join(f"{r.name}: {r.explanation}" for r in failed) or "score 0"
+    return Graded("PASS" if score >= 1 else "FAIL", checks, not_asked("graded by its graders"), error,
+                  score=score, graders=tuple(results))
+
+
+def _usage_of(body: dict[str, object]) -> dict[str, int]:
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {k: v for k, v in usage.items() if k in ("input_tokens", "output_tokens") and isinstance(v, int)}
 
 
 def majority(answers: list[JudgeAnswer], replayed: bool) -> JudgeVerdict:
@@ -183,6 +227,34 @@ class JudgeCalls:
             budget.charge(answered_cost(answer.usage, s.judge_model, s.judge_provider, prices))
         return answer, replayed
 
+    def ask_text(self, system: str, text: str) -> str:
+        """A plain text answer to `text` (a `claude plugin eval` judge's vote): recorded in and
+        played from the case's judge cassette like a verdict."""
+        from aam_eval_action.replay.judge_cassette import JudgeReplayMiss
+
+        s = self.ctx.settings
+        replay = self._open()
+        jc = replay.cassette if replay else None
+        played_before = jc.played if jc else 0
+        params = plain_params(s.judge_provider, s.judge_model, system, text)
+        recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider], params) if jc else None
+        if recorded is not None:
+            return text_of(s.judge_provider, recorded)
+        budget = self.ctx.budget
+        paid = s.mode != "replay" and budget.cap is not None
+        estimate = self.ctx.estimator.case(self.loaded, 1, with_agent=False) if paid else None
+        try:
+            with budget.paid(estimate) if estimate else contextlib.nullcontext():
+                body = ask_plain(s.judge_provider, s.judge_model, system, text, s.base_url(s.judge_provider),
+                                 s.api_key(s.judge_provider), jc.http_client() if jc else None)
+        except JudgeReplayMiss:
+            assert replay is not None
+            raise judge_miss(s, self.loaded.case.name, replay, self.variant) from None
+        if not (jc and jc.played > played_before):
+            prices = self.ctx.estimator.prices if budget.cap is not None else {}
+            budget.charge(answered_cost(_usage_of(body), s.judge_model, s.judge_provider, prices))
+        return text_of(s.judge_provider, body)
+
     def close(self) -> None:
         if self.replay is not None:
             self.replay.cassette.save({"digest": self.jfp.digest, "inputs": self.jfp.inputs})
@@ -197,6 +269,8 @@ def combine(
     routed = route(loaded, sessions, graded, s.trigger_threshold) if loaded.case.is_trigger else None
     if routed is not None:
         verdict, shown = routed.verdict, graded[routed.shown]
+    elif loaded.graders:
+        verdict, shown = _by_score(graded, s.threshold)
     else:
         verdict, shown = _by_attempts(graded, s.min_pass)
     session = sessions[graded.index(shown)]
@@ -224,6 +298,13 @@ def combine(
         result.skill_triggered = skill_triggered(session.tool_calls, target.removeprefix("skill:"))
     if routed is not None:
         _add_route(result, loaded, routed, session)
+    if loaded.graders:
+        scores = [g.score or 0.0 for g in graded]
+        result.score, result.pass_rate = (round(x, 6) for x in plugin_eval.case_score(scores))
+        result.run_scores = [round(x, 6) for x in scores]
+        result.graders = [GraderOutcome(name=r.name, type=r.type, weight=r.weight, passed=r.passed,
+                                        scored=r.scored, with_only=r.with_only, explanation=r.explanation,
+                                        votes=r.votes) for r in shown.graders]
     if len(graded) > 1:
         result.attempts = [
             Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3),
@@ -232,6 +313,18 @@ def combine(
         ]
         result.flaky = len({g.verdict for g in graded}) > 1
     return result, session
+
+
+def _by_score(graded: list[Graded], threshold: float) -> tuple[Verdict, Graded]:
+    """A `claude plugin eval` case: PASS when the mean of its runs' scores reaches the threshold
+    (ERROR when every run errored); the run shown is the lowest-scoring one."""
+    scores = [g.score or 0.0 for g in graded]
+    shown = graded[scores.index(min(scores))]
+    if plugin_eval.case_score(scores)[0] >= threshold:
+        return "PASS", shown
+    if all(g.verdict == "ERROR" for g in graded):
+        return "ERROR", shown
+    return "FAIL", shown
 
 
 def _by_attempts(graded: list[Graded], min_pass: int) -> tuple[Verdict, Graded]:

@@ -149,6 +149,35 @@ def ask(
     return answer_from_body(provider, model, body)
 
 
+def plain_params(provider: str, model: str, system: str, text: str) -> dict[str, Any]:
+    """A request for a plain text answer (a `claude plugin eval` judge's one word)."""
+    if provider == "anthropic":
+        return {"model": model, "max_tokens": MAX_TOKENS, "system": system,
+                "messages": [{"role": "user", "content": text}]}
+    return {"model": model, "instructions": system, "input": text, "max_output_tokens": MAX_TOKENS}
+
+
+def ask_plain(provider: str, model: str, system: str, text: str, base_url: str | None, api_key: str | None,
+              http_client: Any = None, max_retries: int = 4) -> dict[str, Any]:
+    """Ask for a plain text answer once: the response body."""
+    params = plain_params(provider, model, system, text)
+    with _client(provider, base_url, api_key, http_client, max_retries) as client:
+        create = client.messages.create if provider == "anthropic" else client.responses.create
+        response = create(**params)
+    body: dict[str, Any] = response.model_dump(mode="json")
+    return body
+
+
+def text_of(provider: str, body: Any) -> str:
+    """The answer's text in a response body (every text block, joined)."""
+    if not isinstance(body, dict):
+        return ""
+    if provider == "anthropic":
+        return "\n".join(str(b.get("text", "")) for b in body.get("content") or []
+                         if isinstance(b, dict) and b.get("type") == "text")
+    return _output_text(body)
+
+
 def _client(
     provider: str, base_url: str | None, api_key: str | None, http_client: Any, max_retries: int
 ) -> Any:

@@ -35,6 +35,9 @@ each chosen by a substring of the request:
       - error: {status: 500, message: "overloaded"}
     judge: {result: "PASS", reason: "why"}     # or {status: 529, times: 2, then: {...}}
                                                # or a list: successive calls, cycling
+                                               # (a `claude plugin eval` judge, whose prompt
+                                               # holds the criterion, not the task: a scenario
+                                               # matching the criterion answers it in one word)
     needs-skill: "pdf-tools"    # optional: when the request does not list this skill ...
     without-skill:              # ... these steps answer instead of `agent` (a no-skill baseline)
       - text: "I can't read PDFs."
@@ -332,6 +335,20 @@ def is_judge(body: dict[str, Any]) -> bool:
     return asks_for(body, JUDGE_TOOL, JUDGE_FORMAT)
 
 
+PLUGIN_EVAL_JUDGE = ("You are grading the output of a coding agent against a criterion.",
+                     "You are comparing a NEW coding-agent trajectory against a BASELINE.")
+"""How a `claude plugin eval` judge prompt starts (an llm grader's, a baseline grader's)."""
+
+
+def is_plugin_eval_judge(body: dict[str, Any]) -> bool:
+    """A `claude plugin eval` judge's request (Claude Code's own, or ours grading as it does): no
+    tool, and a user message in that runner's words; it is answered with one word."""
+    if body.get("tools"):
+        return False
+    texts = _texts_of_messages(body) + ([body["input"]] if isinstance(body.get("input"), str) else [])
+    return any(text.lstrip().startswith(PLUGIN_EVAL_JUDGE) for text in texts)
+
+
 def is_simulated_user(body: dict[str, Any]) -> bool:
     """A simulated user's request: it asks for the `reply_as_user` tool or the `user_reply` format."""
     return asks_for(body, USER_TOOL, USER_FORMAT)
@@ -503,7 +520,9 @@ class Script:
                 return (i, s), asked[1]
         return None
 
-    def judge_reply(self, body: dict[str, Any]) -> Reply:
+    def judge_reply(self, body: dict[str, Any], plain: bool = False) -> Reply:
+        """The scenario's `judge` verdict: as a `record_verdict` call, or (`plain`) the one word
+        a `claude plugin eval` judge answers."""
         found = self.find(all_text(body), judge=True)
         if found is None:
             excerpt = " ".join(prompt_text(body).split())[:200]
@@ -516,7 +535,8 @@ class Script:
         judge = dict(judge)
         if "status" in judge and self._take_failure(index, int(judge.get("times", 1))):
             return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
-        return verdict_reply(judge.get("then", judge))
+        verdict = judge.get("then", judge)
+        return Reply(text=str(verdict.get("result", "PASS"))) if plain else verdict_reply(verdict)
 
     def user_reply(self, body: dict[str, Any]) -> Reply:
         """A simulated user's reply: the scenario whose `match` is in the conversation (its first
@@ -1331,6 +1351,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             reply = owner.script.judge_reply(body) if is_gemini_judge(body) else owner.gemini_reply(body)
         else:
             reply = (owner.script.judge_reply(body) if is_judge(body)
+                     else owner.script.judge_reply(body, plain=True) if is_plugin_eval_judge(body)
                      else owner.script.user_reply(body) if is_simulated_user(body)
                      else owner.script.draft_reply(body) if is_draft(body) else owner.agent_reply(body))
         owner.sub_agent_asked(headers)

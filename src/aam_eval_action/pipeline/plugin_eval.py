@@ -1,0 +1,285 @@
+"""Grading a `claude plugin eval` case as that runner grades it (Claude Code 2.1.330's own code,
+read from its bundle, and its runs against the scripted model server, are the reference).
+
+Each grader gives passed or not, with that runner's explanation:
+
+* `regex` over its target: `last_message` (the agent's last answer), `files` (the paths of the
+  files the run created, one a line, sorted) or `{source: file, path}` (that file at the end of
+  the run; missing: "grader threw"); `match` contains, not_contains or count:N (the number of
+  matches, the JS flags `i`, `m`, `s` kept);
+* `tool_used`: the calls of that tool (by its Claude Code name) whose input, as compact JSON,
+  `input_match` finds, counted, and passed when `min` (1 unless given) ≤ n ≤ `max`;
+* `tool_order`: the first call matching `before` comes before the first matching `after`;
+* `file_exists`: a created file matches the glob (`*`, `**`, `**/`, `?`) as `exists` says;
+* `llm`: the judge asked three times in that runner's words ("You are grading the output of a
+  coding agent against a criterion. …"), a vote PASS when the reply has the word PASS and not
+  FAIL, passed on a majority; a focus over 100,000 characters keeps its first 80,000 and its
+  last 20,000 around `[…N chars elided…]`.
+
+A run's score is the weight of the scored graders that passed over the weight of all scored
+ones (0 when none is scored), and the run passes at 1. With both arms, a grader is with-only
+(shown, not scored, not run without the plugin) when it says `arm: with-only`, or is `tool_used`
+of `Skill` with no `arm`; unless every grader of the case is, and then all are scored. A case's
+score is the mean of its runs' scores, its pass rate the share of runs at 1, and it passes when
+its score reaches the threshold (1.0 unless set).
+
+The `trace` and `mock_calls` targets, the `baseline` grader and an image focus are not graded
+here: such a grader is shown unscored, with why.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aam_eval_action.session import Session, ToolCall
+from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
+
+JUDGE_SYSTEM = "You are a strict, terse evaluation judge for coding-agent traces."
+VOTES = 3
+FOCUS_LIMIT, FOCUS_TAIL = 100_000, 20_000
+WITH_ONLY_TOOL = "Skill"
+UNGRADED = ("trace", "mock_calls")
+
+
+@dataclass
+class Graded:
+    """One grader's outcome in one run."""
+
+    name: str
+    type: str
+    weight: float
+    passed: bool
+    explanation: str
+    with_only: bool = False
+    scored: bool = True
+    votes: list[bool] | None = None
+
+
+@dataclass
+class RunInputs:
+    """What the graders read of one finished run."""
+
+    session: Session
+    files: dict[str, str | None] = field(default_factory=dict)
+    """Every file at the end of the run: path → text."""
+    ask: Callable[[str], str] | None = None
+    """The judge: the prompt's text → its reply."""
+    engine: str = "claude-code"
+    """Whose tool calls these are: another CLI's are matched by the neutral name of the Claude
+    Code tool a grader names (`Skill` is its `skill`, `Write` its `write`…)."""
+
+
+def with_only(grader: dict[str, Any]) -> bool:
+    skill = grader.get("type") == "tool_used" and grader.get("tool") == WITH_ONLY_TOOL
+    return grader.get("arm") == "with-only" or (grader.get("arm") is None and skill)
+
+
+def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None = None,
+              passthrough: tuple[type[BaseException], ...] = ()) -> list[Graded]:
+    """Every grader of the case on one run of `arm` (`with`, `without`, or None: one arm). A
+    grader that throws fails with why, as there; `passthrough` exceptions (a replay miss, the
+    budget) stop the grading instead."""
+    all_with_only = all(with_only(g) for g in graders)
+    chosen = [g for g in graders if arm != "without" or all_with_only or not with_only(g)]
+    out = []
+    for grader in chosen:
+        try:
+            result = _grade(grader, run)
+        except Exception as exc:
+            result = _failed(grader, f"grader threw: {exc}")
+        if arm is not None and not all_with_only and with_only(grader):
+            result.with_only, result.scored = True, False
+        out.append(result)
+    return out
+
+
+def run_score(results: Sequence[Graded]) -> float:
+    total = sum(r.weight for r in results if r.scored)
+    passed = sum(r.weight for r in results if r.scored and r.passed)
+    return passed / total if total > 0 else 0.0
+
+
+def case_score(scores: Sequence[float]) -> tuple[float, float]:
+    """(score, pass rate) of a case from its runs' scores."""
+    if not scores:
+        return 0.0, 0.0
+    return sum(scores) / len(scores), sum(1 for s in scores if s >= 1) / len(scores)
+
+
+def _failed(grader: dict[str, Any], why: str) -> Graded:
+    return Graded(grader["name"], grader["type"], float(grader.get("weight", 1)), False, why)
+
+
+def _grade(grader: dict[str, Any], run: RunInputs) -> Graded:
+    kind = grader["type"]
+    if kind == "regex":
+        return _regex(grader, run)
+    if kind == "tool_used":
+        return _tool_used(grader, run)
+    if kind == "tool_order":
+        return _tool_order(grader, run)
+    if kind == "file_exists":
+        return _file_exists(grader, run)
+    if kind == "llm":
+        return _llm(grader, run)
+    unscored = _failed(grader, "not graded here: a baseline grader compares with a recorded trajectory")
+    unscored.scored = False
+    return unscored
+
+
+def _label(target: Any) -> str:
+    return f"file {target.get('path')}" if isinstance(target, dict) else str(target)
+
+
+def _text(target: Any, run: RunInputs) -> str | None:
+    """The text a target names, or None where it is not available here."""
+    if isinstance(target, dict):
+        path = str(target.get("path", ""))
+        if path not in run.files:
+            raise FileNotFoundError(f"focus file {path} does not exist")
+        return run.files[path] or ""
+    if target == "last_message":
+        return run.session.output
+    if target == "files":
+        return "\n".join(created(run.session))
+    return None
+
+
+def created(session: Session) -> list[str]:
+    return sorted(f.path for f in session.files if f.status == "created")
+
+
+def _js_flags(flags: str) -> int:
+    return (re.I if "i" in flags else 0) | (re.M if "m" in flags else 0) | (re.S if "s" in flags else 0)
+
+
+def _not_here(grader: dict[str, Any], what: str) -> Graded:
+    result = _failed(grader, f"not graded here: the {what} target is not kept")
+    result.scored = False
+    return result
+
+
+def _regex(grader: dict[str, Any], run: RunInputs) -> Graded:
+    target = grader.get("target", "last_message")
+    text = _text(target, run)
+    if text is None:
+        return _not_here(grader, str(target))
+    pattern = re.compile(str(grader["pattern"]), _js_flags(str(grader.get("flags") or "")))
+    match = str(grader.get("match", "contains"))
+    if match == "contains":
+        passed = pattern.search(text) is not None
+        why = f"matched {grader['pattern']}" if passed else f"pattern not found in {_label(target)}"
+    elif match == "not_contains":
+        passed = pattern.search(text) is None
+        why = "pattern absent as expected" if passed else "pattern found (expected absent)"
+    else:
+        wanted, found = int(match.removeprefix("count:")), sum(1 for _ in pattern.finditer(text))
+        passed, why = found == wanted, f"found {found} matches (expected {wanted})"
+    return Graded(grader["name"], "regex", float(grader.get("weight", 1)), passed, why)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _matches(call: ToolCall, side: Any, engine: str) -> bool:
+    if isinstance(side, dict):
+        tool, input_match = side.get("tool"), side.get("input_match")
+    else:
+        tool, input_match = side, None
+    if engine == "claude-code" and call.name != tool:
+        return False
+    if engine != "claude-code" and CLAUDE_TOOLS.get(str(tool)) not in neutral_names(call):
+        return False
+    return input_match is None or re.search(str(input_match), _compact(call.input)) is not None
+
+
+def _tool_used(grader: dict[str, Any], run: RunInputs) -> Graded:
+    side = {"tool": grader["tool"], "input_match": grader.get("input_match")}
+    n = sum(1 for c in run.session.tool_calls if _matches(c, side, run.engine))
+    least, most = grader.get("min", 1), grader.get("max")
+    passed = least <= n and (most is None or n <= most)
+    why = f"{grader['tool']} called {n}x (expected {least}..{'∞' if most is None else most})"
+    return Graded(grader["name"], "tool_used", float(grader.get("weight", 1)), passed, why)
+
+
+def _first(run: RunInputs, side: Any) -> int:
+    return next((i for i, c in enumerate(run.session.tool_calls) if _matches(c, side, run.engine)), -1)
+
+
+def _tool_order(grader: dict[str, Any], run: RunInputs) -> Graded:
+    before, after = grader["before"], grader["after"]
+    name = {k: (v.get("tool") if isinstance(v, dict) else v) for k, v in (("before", before),
+                                                                          ("after", after))}
+    b, a = _first(run, before), _first(run, after)
+    if b == -1:
+        return _failed(grader, f'"before" tool {name["before"]} never called')
+    if a == -1:
+        return _failed(grader, f'"after" tool {name["after"]} never called')
+    why = f"{name['before']}@{b} {'precedes' if b < a else 'does NOT precede'} {name['after']}@{a}"
+    return Graded(grader["name"], "tool_order", float(grader.get("weight", 1)), b < a, why)
+
+
+def glob_pattern(glob: str) -> re.Pattern[str]:
+    """That runner's path glob: `**/` any folders (or none), `**` anything, `*` within a folder."""
+    out, i = "^", 0
+    while i < len(glob):
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+            continue
+        if glob.startswith("**", i):
+            out, i = out + ".*", i + 2
+            continue
+        out += "[^/]*" if c == "*" else "." if c == "?" else re.escape(c)
+        i += 1
+    return re.compile(out + "$")
+
+
+def _file_exists(grader: dict[str, Any], run: RunInputs) -> Graded:
+    path, exists = str(grader["path"]), bool(grader.get("exists", True))
+    found = any(glob_pattern(path).match(p) for p in created(run.session))
+    passed = found == exists
+    if passed:
+        why = f"{path} {'exists' if exists else 'absent'} as expected"
+    else:
+        why = f"{path} {'exists' if found else 'missing'} (expected {'present' if exists else 'absent'})"
+    return Graded(grader["name"], "file_exists", float(grader.get("weight", 1)), passed, why)
+
+
+def elide(text: str) -> str:
+    """A focus longer than that runner shows the judge: its head and tail around a marker."""
+    if len(text) <= FOCUS_LIMIT:
+        return text
+    head = FOCUS_LIMIT - FOCUS_TAIL
+    return text[:head] + f"\n[…{len(text) - FOCUS_LIMIT} chars elided…]\n" + text[-FOCUS_TAIL:]
+
+
+def judge_prompt(criteria: str, focus: Any, text: str) -> str:
+    return ("You are grading the output of a coding agent against a criterion.\n\n"
+            f"Criterion:\n{criteria}\n\n\nAgent output ({_label(focus)}):\n{elide(text)}\n\n\n"
+            "Respond with exactly one word: PASS or FAIL.")
+
+
+def vote(reply: str) -> bool:
+    return re.search(r"\bPASS\b", reply, re.I) is not None and re.search(r"\bFAIL\b", reply, re.I) is None
+
+
+def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
+    focus = grader.get("focus", "last_message")
+    text = _text(focus, run)
+    if text is None:
+        return _not_here(grader, str(focus))
+    if text == "" and focus == "files":
+        text = "(no file changes)"
+    if run.ask is None:
+        raise RuntimeError("no judge for an llm grader")
+    prompt = judge_prompt(str(grader["criteria"]), focus, text)
+    votes = [vote(run.ask(prompt)) for _ in range(VOTES)]
+    passed = sum(votes) > len(votes) / 2
+    why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
+    return Graded(grader["name"], "llm", float(grader.get("weight", 1)), passed, why, votes=votes)
