@@ -220,29 +220,36 @@ def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> N
 
 
 SCENARIOS = [
-    {"match": "transcript of today's sync", "agent": [
+    {"match": "transcript of today's sync", "needs-skill": "meeting-notes", "agent": [
         {"skill": "meeting-notes"},
-        {"text": "Minutes\nDecisions: drop IE11.\nAction items: Ana, the parser, due Friday."}]},
+        {"text": "Minutes\nDecisions: drop IE11.\nAction items: Ana, the parser, due Friday."}],
+     "without-skill": [{"text": "Here is a summary of the sync."}]},
     {"match": "Ana as the parser's owner", "judge": {"result": "FAIL", "reason": "scripted"}},
     {"match": "describe drizzle", "agent": [{"text": "Misty."}]},
-    {"match": "Release notes please", "agent": [
+    {"match": "Release notes please", "needs-skill": "release-notes", "agent": [
         {"skill": "release-notes"},
         {"write": {"path": "CHANGELOG.md", "content": "## Added\n- CSV export\n\n## Fixed\n- Crash on empty input\n"}},
-        {"text": "Wrote CHANGELOG.md."}]},
+        {"text": "Wrote CHANGELOG.md."}],
+     "without-skill": [{"write": {"path": "CHANGELOG.md", "content": "- CSV export\n- Crash fix\n"}},
+                       {"text": "Wrote CHANGELOG.md."}]},
     {"match": "Bo owns the migration", "agent": [
         {"text": "Here are the minutes: Bo owns the migration, due March 3. These minutes are final."}]},
     {"match": "name Bo as the owner", "judge": {"result": "PASS", "reason": "scripted"}},
 ]
-"""The suite's sessions and judge votes: minutes-from-transcript scores 0.5 (its weight-2 llm
-grader fails), the others 1."""
-SCORES = {"minutes-from-transcript": 0.5, "no-fire-on-weather": 1.0, "changelog-written": 1.0, "mixed-form": 1.0}
+"""The suite's sessions and judge votes, with the plugin and without it. With both arms,
+`tool_used: Skill` is the with-only indicator: minutes-from-transcript scores 1/3 with the
+plugin (its weight-2 llm grader fails) and 0 without; changelog-written 1 and 1/2 (no Fixed
+heading); the others 1 and 1."""
+SCORES = {"minutes-from-transcript": (1 / 3, 0.0), "no-fire-on-weather": (1.0, 1.0),
+          "changelog-written": (1.0, 0.5), "mixed-form": (1.0, 1.0)}
 
 
 @pytest.mark.cli
 def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> None:
     """The oracle: the real `claude plugin eval` and `aam-eval run` through the same claude CLI,
-    against the same scripted model server, one run per case and no baseline arm. Every case's
-    score and pass rate, and every grader's verdict, agree; then snapshot replay, with no CLI
+    against the same scripted model server, one run per case, with and without the plugin (both
+    tools' default). Every case's score, score without the plugin, delta and pass rate, every
+    grader's verdict in each arm, and the mean delta agree; then snapshot replay, with no CLI
     and no model, gives the same numbers."""
     from aam_eval_action.testing.model_server import ModelServer
 
@@ -256,29 +263,35 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key,
                 "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
         theirs_dir = Path(shutil.copytree(plugin, tmp_path / "theirs"))
-        done = subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish", "--ablation", "none",
+        done = subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish",
                                "--allow-tools", "Write", "--json", str(tmp_path / "theirs.json")], cwd=theirs_dir,
                               env=env, capture_output=True, text=True, timeout=600, check=False)
-        theirs = {c["name"]: c for c in json.loads((tmp_path / "theirs.json").read_text())["cases"]}
-        assert {n: c["aggregates"]["score"] for n, c in theirs.items()} == SCORES, done.stdout + done.stderr
+        their_report = json.loads((tmp_path / "theirs.json").read_text())
+        theirs = {c["name"]: c for c in their_report["cases"]}
+        assert {n: (c["aggregates"]["score"], c["aggregates"]["scoreWithout"]) for n, c in theirs.items()} == SCORES, (
+            done.stdout + done.stderr)
         ours_env = {k: v for k, v in env.items() if k != "HOME"}
         ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
                               "--engine", "claude-code", "--no-self-check", "-o", str(tmp_path / "ours.json")],
                              env=ours_env, capture_output=True, text=True, timeout=600, check=False)
-    ours = {c["name"]: c for c in json.loads((tmp_path / "ours.json").read_text())["cases"]}
+    our_report = json.loads((tmp_path / "ours.json").read_text())
+    ours = {c["name"]: c for c in our_report["cases"]}
     assert set(ours) == set(theirs), ran.stdout + ran.stderr
     for name, case in theirs.items():
-        mine = ours[name]
-        assert (mine["score"], mine["pass_rate"]) == (case["aggregates"]["score"], case["aggregates"]["passRate"]), (
+        mine, agg = ours[name], case["aggregates"]
+        assert [round(mine[k], 6) for k in ("score", "pass_rate", "score_without", "pass_rate_without", "delta")] == [
+            round(agg[k], 6) for k in ("score", "passRate", "scoreWithout", "passRateWithout", "delta")], (
             name, mine.get("graders"), ran.stdout[-3000:])
         their_graders = {g["name"]: (g["passed"], g["scored"], g["weight"]) for g in case["arms"]["with"][0]["graders"]}
         assert {g["name"]: (g["passed"], g["scored"], g["weight"]) for g in mine["graders"]} == their_graders, name
-        assert mine["verdict"] == ("PASS" if case["aggregates"]["score"] >= 1 else "FAIL")
+        assert mine["verdict"] == ("PASS" if agg["score"] >= 1 else "FAIL")
+    assert round(our_report["summary"]["mean_delta"], 6) == round(their_report["aggregates"]["meanDelta"], 6)
+    assert round(our_report["summary"]["score"], 6) == round(their_report["aggregates"]["overallScore"], 6)
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
                                "--no-rerun", "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
                               timeout=300, check=False)
     assert (tmp_path / "replayed.json").is_file(), replayed.stdout + replayed.stderr
     again = {c["name"]: c for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
-    assert {n: (c["score"], c["replay_kind"]) for n, c in again.items()} == {
-        n: (s, "snapshot") for n, s in SCORES.items()}, replayed.stdout + replayed.stderr
+    assert {n: (round(c["score"], 6), round(c["score_without"], 6), c["replay_kind"]) for n, c in again.items()} == {
+        n: (round(w, 6), round(wo, 6), "snapshot") for n, (w, wo) in SCORES.items()}, replayed.stdout + replayed.stderr

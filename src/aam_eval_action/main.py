@@ -91,6 +91,12 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--threshold", type=_share, metavar="SCORE",
                    help="the score a claude plugin eval case passes at, as that runner's --threshold "
                         "(default: eval-config threshold, else 1.0)")
+    p.add_argument("--ablation", choices=("none", "with-without"),
+                   help="claude plugin eval cases: with-without also runs each without the plugin and "
+                        "reports the score's delta (default: eval-config ablation, else with-without); "
+                        "none runs one arm")
+    p.add_argument("--runs", type=int, dest="runs", metavar="N",
+                   help="runs per case, as claude plugin eval's --runs (the same as --repeat)")
     p.add_argument("--judge-gate", choices=("always", "calibrated", "never"),
                    help="whether a judge FAIL fails its case: always, calibrated (only when the judge "
                         "agrees with human labels: eval-config judge-calibration) or never (advisory)")
@@ -238,9 +244,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         overrides = Overrides(
             engine=args.engine, model=args.model, judge=args.judge, mode=args.mode,
-            jobs=args.jobs, repeat=args.repeat, cassettes=args.cassettes, timeout=args.timeout,
+            jobs=args.jobs, repeat=args.repeat or args.runs, cassettes=args.cassettes, timeout=args.timeout,
             baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
             judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce, threshold=args.threshold,
+            ablation=args.ablation,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

@@ -228,6 +228,10 @@ class Summary(Part):
     cost) (additive)."""
     baseline_pass_rate: float | None = None
     """Pass rate of the cases run without the skill, over cases with a baseline verdict (additive)."""
+    score: float | None = None
+    """`claude plugin eval` cases: the mean of their scores (that runner's overall score) (additive)."""
+    mean_delta: float | None = None
+    """`claude plugin eval` cases run with both arms: the mean of their deltas (additive)."""
     lift_pp: float | None = None
     """Pass rate with the skill minus without it, in percentage points, over the same cases (additive)."""
     skill_not_needed: int | None = None
@@ -549,6 +553,13 @@ class CaseResult(Part):
     """A `claude plugin eval` case: each run's score, in order (additive)."""
     graders: list[GraderOutcome] | None = None
     """A `claude plugin eval` case: its graders in the run shown (additive)."""
+    score_without: float | None = None
+    """A `claude plugin eval` case run with both arms: its score without the plugin (additive)."""
+    pass_rate_without: float | None = None
+    """A `claude plugin eval` case run with both arms: its pass rate without the plugin (additive)."""
+    delta: float | None = None
+    """A `claude plugin eval` case run with both arms: score minus score without the plugin;
+    withheld when the arm without errored (additive)."""
     skills_fired: list[str] | None = None
     """A trigger case: the skills the shown session loaded, in order (additive)."""
     fire_rate: float | None = None
@@ -700,6 +711,7 @@ def summarize(cases: list[CaseResult]) -> Summary:
         over_budget=sum(c.budget is not None for c in cases) or None,
     )
     _add_lift(summary, cases)
+    _add_scores(summary, cases)
     _add_triggers(summary, cases)
     summary.routing = routing(cases)
     summary.drafted_unreviewed = sum(c.draft == "unreviewed" for c in cases) or None
@@ -716,6 +728,16 @@ def _add_lift(summary: Summary, cases: list[CaseResult]) -> None:
     summary.baseline_pass_rate = round(without, 4)
     summary.lift_pp = round((with_skill - without) * 100, 2) + 0.0
     summary.skill_not_needed = sum(bool(c.skill_not_needed) for c in both)
+
+
+def _add_scores(summary: Summary, cases: list[CaseResult]) -> None:
+    """`claude plugin eval` cases: the overall score and the mean delta, as that runner gives them."""
+    scored = [c.score for c in cases if c.score is not None]
+    if scored:
+        summary.score = round(sum(scored) / len(scored), 6)
+    deltas = [c.delta for c in cases if c.delta is not None]
+    if deltas:
+        summary.mean_delta = round(sum(deltas) / len(deltas), 6) + 0.0
 
 
 def _add_triggers(summary: Summary, cases: list[CaseResult]) -> None:

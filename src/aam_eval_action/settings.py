@@ -67,6 +67,7 @@ class Overrides:
     judge_gate: str | None = None
     sandbox_enforce: str | None = None
     threshold: float | None = None
+    ablation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,12 +114,20 @@ class RunSettings:
     judge_gate: str = "always"
     threshold: float = 1.0
     """The score a `claude plugin eval` case passes at (its runner's `--threshold`)."""
+    ablation: str = "with-without"
+    """`claude plugin eval` cases: `with-without` also runs each without the plugin (its
+    runner's default), `none` runs the one arm."""
     sandbox_enforce: str = "best-effort"
     """`required`: a session the OS cannot confine as the sandbox asks is refused."""
     """Whether a judge FAIL fails its case: always, calibrated or never (`labels.py`)."""
     cassette_stem: str = ""
     """The file stem of this engine + model's cassettes: the engine's name for the model it
     runs by default, `<engine>@<model>` for any other, so each pair of a matrix keeps its own."""
+
+    def two_arms(self, graders: tuple[object, ...]) -> bool:
+        """Whether a case also runs without the package: `--baseline` for any case, and the
+        ablation for a `claude plugin eval` case (one with graders)."""
+        return self.baseline or (bool(graders) and self.ablation == "with-without")
 
     @property
     def config(self) -> EvalConfig:
@@ -196,6 +205,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         max_usd=cfg.max_usd if o.max_usd is None else o.max_usd,
         judge_gate=o.judge_gate or cfg.judge_gate,
         threshold=cfg.threshold if o.threshold is None else o.threshold,
+        ablation=o.ablation or cfg.ablation,
         sandbox_enforce=o.sandbox_enforce or cfg.sandbox.enforce,
         cassette_stem=cassette_stem(cfg, engine, model),
         trigger_runs=o.repeat or cfg.triggers.runs,

@@ -238,6 +238,9 @@ class EvalConfig(Strict):
     threshold: float = Field(default=1.0, ge=0, le=1)
     """The score at which a `claude plugin eval` case passes, as that runner's `--threshold`
     (additive field)."""
+    ablation: Literal["none", "with-without"] = "with-without"
+    """`claude plugin eval` cases: `with-without` (that runner's default) also runs each without
+    the plugin and reports the score's delta; `none` runs one arm (additive field)."""
     judge_gate: Literal["always", "calibrated", "never"] = Field(default="always", alias="judge-gate")
     """Whether a judge FAIL fails its case: `always`, `never` (advisory), or `calibrated` (only
     when the judge agrees with human labels well enough: `judge-calibration`) (additive field)."""

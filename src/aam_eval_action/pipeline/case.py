@@ -81,7 +81,7 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
         result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
         result.replay_kind = decision.kind
         result.self_check = summary(checks)
-    if s.baseline:
+    if s.two_arms(loaded.graders):
         add_baseline(ctx, loaded, result)
     return result, session
 
@@ -188,6 +188,9 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     result.baseline_verdict = verdict
     result.baseline_error = error
     result.baseline_attempts = attempts
+    if loaded.graders and verdict in ("PASS", "FAIL") and result.score is not None:
+        result.score_without, result.pass_rate_without = base.score, base.pass_rate
+        result.delta = round(result.score - (base.score or 0.0), 6) + 0.0
     result.skill_not_needed = result.verdict == "PASS" and verdict == "PASS"
 
 

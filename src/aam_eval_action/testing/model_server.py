@@ -38,7 +38,8 @@ each chosen by a substring of the request:
                                                # (a `claude plugin eval` judge, whose prompt
                                                # holds the criterion, not the task: a scenario
                                                # matching the criterion answers it in one word)
-    needs-skill: "pdf-tools"    # optional: when the request does not list this skill ...
+    needs-skill: "pdf-tools"    # optional: when the request does not list this skill (a
+                                # plugin's `<plugin>:pdf-tools` counts) ...
     without-skill:              # ... these steps answer instead of `agent` (a no-skill baseline)
       - text: "I can't read PDFs."
 
@@ -747,7 +748,8 @@ def agent_step(
     """
     key = "agent"
     needed = scenario.get("needs-skill")
-    if needed and skills is not None and str(needed) not in skills:
+    bare = {name.rsplit(":", 1)[-1] for name in skills or ()}  # a plugin's skill: `plugin:skill`
+    if needed and skills is not None and str(needed) not in skills | bare:
         key = "without-skill"
     steps = [s for s in scenario.get(key) or [] if not (waits and s.get("background"))]
     if turn < len(steps):
