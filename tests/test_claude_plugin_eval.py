@@ -295,3 +295,51 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     again = {c["name"]: c for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
     assert {n: (round(c["score"], 6), round(c["score_without"], 6), c["replay_kind"]) for n, c in again.items()} == {
         n: (round(w, 6), round(wo, 6), "snapshot") for n, (w, wo) in SCORES.items()}, replayed.stdout + replayed.stderr
+
+
+@pytest.mark.cli
+def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(plugin: Path, tmp_path: Path) -> None:
+    """The base recorded; a pull request edits release-notes, and with it the notes lose their
+    Fixed heading: the comment's headline gives the score and the mean delta base → head, and a
+    table the one case whose score and delta moved (with its score without the plugin); the
+    HTML report shows its graders with their weights."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    from support.browser import open_case, report_page
+
+    installed("claude-code")
+    key = "sk-ant-test-plugin-eval-pr"
+    shutil.rmtree(plugin / "evals/refused-llm-target")
+    head_scenarios = [dict(s) for s in SCENARIOS]
+    head_scenarios[3] = {**SCENARIOS[3], "agent": [
+        {"skill": "release-notes"}, {"write": {"path": "CHANGELOG.md", "content": "- CSV export\n"}},
+        {"text": "Wrote CHANGELOG.md."}]}
+
+    def run(scenarios: list[dict[str, Any]], out: str) -> subprocess.CompletedProcess[str]:
+        with ModelServer(scenarios, api_key=key) as server:
+            env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+            env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+            return subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin),
+                                   "--mode", "auto", "--no-self-check", "-o", str(tmp_path / out)], env=env,
+                                  capture_output=True, text=True, timeout=600, check=False)
+
+    base = run(SCENARIOS, "base.json")
+    assert (tmp_path / "base.json").is_file(), base.stdout + base.stderr
+    skill = plugin / "skills/release-notes/SKILL.md"
+    skill.write_text(skill.read_text().replace("Group the titles", "List the titles, then group them"))
+    head = run(head_scenarios, "head.json")
+    # (0.50 + 1/3 + 1 + 1) / 4, and the deltas (0 + 1/3 + 0 + 0) / 4
+    assert "claude plugin eval score 0.71, mean Δ +0.08 (with the plugin − without)" in head.stdout, head.stdout
+    comment = aam_eval("diff", str(tmp_path / "base.json"), str(tmp_path / "head.json"), "--format", "markdown").out
+    assert "**claude plugin eval score 0.83 → 0.71 (-0.12) · mean Δ (with the plugin − without) +0.21 → +0.08**" in comment
+    table = comment.split("| case | score | without the plugin | Δ |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 1 and "changelog-written" in rows[0], comment
+    assert rows[0].endswith("| 1.00 → 0.50 | 0.50 | +0.50 → +0.00 |"), rows[0]
+    page = tmp_path / "head.html"
+    assert aam_eval("view", str(tmp_path / "head.json"), "-o", str(page)).code == 0
+    with report_page(page) as shown:
+        text = open_case(shown, "changelog-written")
+        graders = shown.js("[...document.querySelectorAll('#graders tbody tr')].map(tr => tr.innerText.split('\\t'))")
+    assert "claude plugin eval score 0.50 · pass rate 0.0% · without the plugin 0.50 · Δ 0.00" in text
+    assert [(g[0], g[2], g[3].strip()) for g in graders] == [("created", "1", "PASS"), ("fixed", "1", "FAIL")]

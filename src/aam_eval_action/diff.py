@@ -117,6 +117,16 @@ class CaseDiff(BaseModel):
     live_from_user_turn: int | None = None
     """That conversation went on live from this conversation turn (under `auto`): its turns
     from there on were run live, not answered from the recording."""
+    base_score: float | None = None
+    """A `claude plugin eval` case: its score on the base."""
+    head_score: float | None = None
+    """A `claude plugin eval` case: its score on the head."""
+    score_without: float | None = None
+    """A `claude plugin eval` case run with both arms: its score without the plugin, on the head."""
+    base_delta: float | None = None
+    """A `claude plugin eval` case run with both arms: score minus score without, on the base."""
+    head_delta: float | None = None
+    """A `claude plugin eval` case run with both arms: score minus score without, on the head."""
 
 
 class RunTotals(BaseModel):
@@ -170,6 +180,10 @@ class RunTotals(BaseModel):
     """Which skill each trigger prompt fired: the confusion matrix, precision and recall."""
     drafted_unreviewed: int | None = None
     """Cases drafted by `aam-eval init` that no person has reviewed yet."""
+    score: float | None = None
+    """`claude plugin eval` cases: the mean of their scores."""
+    mean_delta: float | None = None
+    """`claude plugin eval` cases run with both arms: the mean of their deltas."""
 
 
 class MovedPrompt(BaseModel):
@@ -671,6 +685,11 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         budget=head.error if head and head.budget else None,
         unstable=head.self_check.unstable if head and head.self_check else None,
         **_conversation(base, head),
+        base_score=base.score if base else None,
+        head_score=head.score if head else None,
+        score_without=head.score_without if head else None,
+        base_delta=base.delta if base else None,
+        head_delta=head.delta if head else None,
     )
 
 
@@ -843,6 +862,8 @@ def _totals(report: Report) -> RunTotals:
         unstable=sum(bool(c.self_check and c.self_check.unstable) for c in report.cases) or None,
         routing=s.routing,
         drafted_unreviewed=s.drafted_unreviewed,
+        score=s.score,
+        mean_delta=s.mean_delta,
     )
 
 

@@ -360,12 +360,20 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "verdicts": _plain(d.verdict_change),
     "judge_cell": judge_cell,
     "lift": _plain(d.lift_line),
+    "scores": _plain(d.score_line),
+    "score": _plain(d.fmt_score),
+    "signed_score": _plain(d.fmt_signed),
     "triggers": _plain(d.trigger_line),
     "interval": _plain(d.interval_line),
     "thousands": _plain("{:,}".format),
     "routing_table": lambda v: routing_md.markdown(unwrap(v), md),
     "moved_table": lambda v: routing_md.moved_markdown([unwrap(m) for m in v], md),
 }
+
+
+def _scores_changed(diff: object) -> list[View]:
+    """The `claude plugin eval` cases whose score or delta moved, as views (escaped)."""
+    return [View(c) for c in d.scores_changed(unwrap(diff))]
 
 
 def _inert(value: object) -> Markup:
@@ -430,6 +438,7 @@ def _template(path: Path | None) -> jinja2.Template:
     )
     env.filters.update(REPLACED_FILTERS)
     env.filters.update(FILTERS)
+    env.filters["scores_changed"] = _scores_changed
     try:
         return env.get_template(USER_NAME if path else BUILTIN_NAME)
     except jinja2.TemplateSyntaxError as exc:

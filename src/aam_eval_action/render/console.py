@@ -125,7 +125,9 @@ class Console:
             judge = c.judge_verdict.result if c.judge_verdict else "-"
             source = _source(c)
             name = f"{c.name} ({c.engine} · {c.model})" if c.engine else c.name
-            table.add_row(name, c.verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
+            verdict = c.verdict if c.score is None else f"{c.verdict} {c.score:.2f}" + (
+                f" Δ{c.delta:+.2f}" if c.delta is not None else "")
+            table.add_row(name, verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,
                           style=STYLES.get(c.verdict) if self.color else None)
         buffer = io.StringIO()
         rich = RichConsole(file=buffer, highlight=False, no_color=not self.color,
@@ -194,6 +196,9 @@ def measures(s: Summary) -> list[str]:
     if s.lift_pp is not None and s.baseline_pass_rate is not None:
         lines.append(f"skill lift {s.lift_pp:+.1f} pp (without the skill {s.baseline_pass_rate * 100:.1f}%), "
                      f"{s.skill_not_needed or 0} case(s) pass as well without it")
+    if s.score is not None:
+        delta = "" if s.mean_delta is None else f", mean Δ {s.mean_delta:+.2f} (with the plugin − without)"
+        lines.append(f"claude plugin eval score {s.score:.2f}{delta}")
     if s.trigger_cases:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v * 100:.1f}%"

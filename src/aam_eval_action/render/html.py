@@ -514,6 +514,7 @@ def _grading(case: CaseResult) -> dict[str, Any]:
         "cassette_changed", "cassette_provenance", "judge_verdict", "miss", "session_id", "source",
         "skipped_checks", "self_check", "budget", "label", "judge_advisory", "expected_skill", "routed_to",
         "skills_fired", "fire_rate", "canary", "draft", "confinement", "turns", "stopped", "changed_at_turn",
+        "score", "pass_rate", "score_without", "pass_rate_without", "delta", "run_scores", "graders",
     })
     out["checks"] = [{"name": n, "result": r, "detail": details.get(n)}
                      for n, r in case.deterministic_checks.items()]

@@ -112,6 +112,38 @@ def lift_line(d: ReportDiff) -> str:
     return line
 
 
+def fmt_score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def fmt_signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.2f}"
+
+
+def score_line(d: ReportDiff) -> str:
+    """`claude plugin eval score 0.67 → 0.83 (+0.17) · mean Δ +0.17 → +0.33`; '' without such cases."""
+    h, b = d.head, d.base
+    if h.score is None:
+        return ""
+    line = "claude plugin eval score "
+    if b is not None and b.score is not None:
+        line += f"{fmt_score(b.score)} → {fmt_score(h.score)} ({fmt_signed(h.score - b.score)})"
+    else:
+        line += fmt_score(h.score)
+    if h.mean_delta is not None:
+        line += " · mean Δ (with the plugin − without) "
+        if b is not None and b.mean_delta is not None:
+            line += f"{fmt_signed(b.mean_delta)} → "
+        line += fmt_signed(h.mean_delta)
+    return line
+
+
+def scores_changed(d: ReportDiff) -> list[CaseDiff]:
+    """The `claude plugin eval` cases whose score or delta is not what it was on the base."""
+    return [c for c in d.cases if c.head_score is not None
+            and (c.base_score != c.head_score or c.base_delta != c.head_delta)]
+
+
 def trigger_line(d: ReportDiff) -> str:
     """`trigger precision 100.0% · recall 50.0% (4 cases)`; '' without trigger cases."""
     h = d.head

@@ -704,6 +704,21 @@
         if (k.detail) add(s, h("div", {class: "check-detail"}, h("b", null, k.name + ": "), pre(k.detail)));
       });
     }
+    if (d.graders && d.graders.length) {
+      var fixed = function (x) { return x === undefined || x === null ? "–" : Number(x).toFixed(2); };
+      add(s, h("p", {id: "plugin-eval-score"}, h("b", null, "claude plugin eval score " + fixed(d.score)),
+        " · pass rate " + pct(d.pass_rate) +
+        (d.score_without !== undefined ? " · without the plugin " + fixed(d.score_without) + " · Δ " +
+          (d.delta === undefined ? "withheld" : (d.delta > 0 ? "+" : "") + fixed(d.delta)) : "") +
+        (d.run_scores && d.run_scores.length > 1 ? " · runs " + d.run_scores.map(fixed).join(", ") : "")));
+      add(s, h("table", {class: "graders", id: "graders"}, h("thead", null, h("tr", null,
+        ["grader", "type", "weight", "", "why"].map(function (c) { return h("th", null, c); }))),
+        h("tbody", null, d.graders.map(function (g) {
+          return h("tr", {"data-grader": g.name}, h("td", null, g.name), h("td", null, g.type), h("td", null, String(g.weight)),
+            h("td", null, badge(g.passed ? "PASS" : "FAIL"), g.scored ? "" : h("span", {class: "muted"}, g.with_only ? " with-only, not scored" : " not scored")),
+            h("td", null, g.explanation));
+        }))));
+    }
     if (d.skipped_checks) {
       add(s, h("div", {class: "warn", id: "not-honoured"}, h("p", null, "Imported from " + (d.source || "another tool's file") +
         ": what it asks that this run could not check"), h("ul", null, Object.keys(d.skipped_checks).map(function (k) {
