@@ -343,3 +343,39 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
         graders = shown.js("[...document.querySelectorAll('#graders tbody tr')].map(tr => tr.innerText.split('\\t'))")
     assert "claude plugin eval score 0.50 · pass rate 0.0% · without the plugin 0.50 · Δ 0.00" in text
     assert [(g[0], g[2], g[3].strip()) for g in graders] == [("created", "1", "PASS"), ("fixed", "1", "FAIL")]
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("engine", ["codex", "copilot", "gemini-cli"])
+def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, plugin: Path, tmp_path: Path) -> None:
+    """The same suite on Codex, Copilot CLI and Gemini CLI, recorded and then snapshot-replayed
+    with no CLI: a grader's Claude Code tool name is matched by what it does on that engine
+    (`Skill` is reading a SKILL.md on Codex, `skill` on Copilot, `activate_skill` on Gemini CLI),
+    so each case scores as it does on Claude Code."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed(engine)
+    keys = {"ANTHROPIC_API_KEY": "sk-ant-test-plugin-eval", "OPENAI_API_KEY": "sk-test-plugin-eval",
+            "GEMINI_API_KEY": "gemini-test-plugin-eval"}
+    shutil.rmtree(plugin / "evals/refused-llm-target")
+    flags = {"codex": ["--model", "gpt-5.5", "--judge", "claude-sonnet-4-6"],
+             "gemini-cli": ["--judge", "claude-sonnet-4-6"]}.get(engine, [])
+    with ModelServer(SCENARIOS, api_key=tuple(keys.values())) as server:
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
+                "GOOGLE_GEMINI_BASE_URL": server.url, **keys}
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+                              "--engine", engine, *flags, "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                             env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert (tmp_path / "ours.json").is_file(), ran.stdout + ran.stderr
+    ours = {c["name"]: (round(c["score"], 6), round(c["score_without"], 6))
+            for c in json.loads((tmp_path / "ours.json").read_text())["cases"]}
+    assert ours == {n: (round(w, 6), round(wo, 6)) for n, (w, wo) in SCORES.items()}, ran.stdout[-4000:]
+    replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
+                               "--no-rerun", "--engine", engine, *flags, "-o", str(tmp_path / "replayed.json")],
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert (tmp_path / "replayed.json").is_file(), replayed.stdout + replayed.stderr
+    again = {c["name"]: (round(c["score"], 6), round(c["score_without"], 6))
+             for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
+    assert again == ours
