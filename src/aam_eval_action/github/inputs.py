@@ -22,7 +22,7 @@ INPUTS = (
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
-    "max-usd", "judge-gate", "allow-empty", "sandbox-enforce",
+    "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
 )
 
 
@@ -49,6 +49,13 @@ class ActionInputs(BaseModel):
     asks; default from eval-config (best-effort, reporting what was enforced)."""
     max_usd: float | None = Field(None, alias="max-usd", gt=0)
     """Spend at most this many USD on model calls; default from eval-config (no cap)."""
+    threshold: float | None = Field(None, ge=0, le=1)
+    """The score a `claude plugin eval` case passes at; default from eval-config (1.0)."""
+    ablation: Literal["none", "with-without"] | None = None
+    """`claude plugin eval` cases: also run without the plugin (with-without) or not (none);
+    default from eval-config (with-without)."""
+    runs: int | None = Field(None, ge=1, le=100)
+    """Runs per case, as `claude plugin eval --runs` (the same as a repeat); default: each case's."""
     cases: list[str] = Field(default_factory=list)
     """Case names to run (space- or comma-separated); all when empty."""
     target: str | None = None
