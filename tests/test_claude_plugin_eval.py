@@ -242,6 +242,8 @@ plugin (its weight-2 llm grader fails) and 0 without; changelog-written 1 and 1/
 heading); the others 1 and 1."""
 SCORES = {"minutes-from-transcript": (1 / 3, 0.0), "no-fire-on-weather": (1.0, 1.0),
           "changelog-written": (1.0, 0.5), "mixed-form": (1.0, 1.0)}
+ONE_ARM = {"minutes-from-transcript": 0.5, "no-fire-on-weather": 1.0, "changelog-written": 1.0, "mixed-form": 1.0}
+"""With one arm every grader is scored: `tool_used: Skill` passes, the llm grader (weight 2) fails."""
 
 
 @pytest.mark.cli
@@ -287,6 +289,26 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         assert mine["verdict"] == ("PASS" if agg["score"] >= 1 else "FAIL")
     assert round(our_report["summary"]["mean_delta"], 6) == round(their_report["aggregates"]["meanDelta"], 6)
     assert round(our_report["summary"]["score"], 6) == round(their_report["aggregates"]["overallScore"], 6)
+    # Our report as that runner's aggregate-result.json: the same cases, graders, arms and numbers.
+    exported = aam_eval("export", "--format", "claude-plugin-eval", "--package", str(plugin), "--report",
+                        str(tmp_path / "ours.json"), "-o", str(tmp_path / "aggregate-result.json"))
+    assert exported.code == 0, exported.err
+    again = json.loads((tmp_path / "aggregate-result.json").read_text())
+
+    def numbers(doc: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "aggregates": {k: round(v, 6) for k, v in doc["aggregates"].items() if isinstance(v, (int, float))},
+            "threshold": doc["suite"]["threshold"], "ablation": doc["suite"]["ablation"],
+            "cases": {c["name"]: (c["dir"], c["source"], c["runsPerCase"], c["timeoutSeconds"],
+                                  [(g["name"], g["type"], g["weight"], g["config"]) for g in c["graders"]],
+                                  {k: round(v, 6) for k, v in c["aggregates"].items()},
+                                  {arm: [(r["score"], r["passed"], [(g["name"], g["passed"], g["scored"], g["withOnly"],
+                                                                     g.get("judgeVotes")) for g in r["graders"]])
+                                         for r in runs] for arm, runs in c["arms"].items() if runs})
+                      for c in doc["cases"]},
+        }
+
+    assert numbers(again) == numbers(their_report)
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
                                "--no-rerun", "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
@@ -351,7 +373,7 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
     """The same suite on Codex, Copilot CLI and Gemini CLI, recorded and then snapshot-replayed
     with no CLI: a grader's Claude Code tool name is matched by what it does on that engine
     (`Skill` is reading a SKILL.md on Codex, `skill` on Copilot, `activate_skill` on Gemini CLI),
-    so each case scores as it does on Claude Code."""
+    so each case scores as it does on Claude Code (one arm, as `--ablation none`)."""
     from aam_eval_action.testing.model_server import ModelServer
 
     installed(engine)
@@ -365,17 +387,17 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
         env |= {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
                 "GOOGLE_GEMINI_BASE_URL": server.url, **keys}
         ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
-                              "--engine", engine, *flags, "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                              "--engine", engine, *flags, "--ablation", "none", "--no-self-check",
+                              "-o", str(tmp_path / "ours.json")],
                              env=env, capture_output=True, text=True, timeout=900, check=False)
     assert (tmp_path / "ours.json").is_file(), ran.stdout + ran.stderr
-    ours = {c["name"]: (round(c["score"], 6), round(c["score_without"], 6))
-            for c in json.loads((tmp_path / "ours.json").read_text())["cases"]}
-    assert ours == {n: (round(w, 6), round(wo, 6)) for n, (w, wo) in SCORES.items()}, ran.stdout[-4000:]
+    ours = {c["name"]: c["score"] for c in json.loads((tmp_path / "ours.json").read_text())["cases"]}
+    assert ours == ONE_ARM, ran.stdout[-4000:]
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
-                               "--no-rerun", "--engine", engine, *flags, "-o", str(tmp_path / "replayed.json")],
+                               "--no-rerun", "--engine", engine, *flags, "--ablation", "none",
+                               "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
                               timeout=300, check=False)
     assert (tmp_path / "replayed.json").is_file(), replayed.stdout + replayed.stderr
-    again = {c["name"]: (round(c["score"], 6), round(c["score_without"], 6))
-             for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
+    again = {c["name"]: c["score"] for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
     assert again == ours

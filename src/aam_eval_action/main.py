@@ -200,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the agent model(s) whose recordings to export")
     x.add_argument("--cassettes", type=Path, help="cassette directory (default: evals/cassettes)")
     x.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
+    x.add_argument("--format", choices=("claude-plugin-eval",),
+                   help="claude-plugin-eval: the --report's claude plugin eval cases as that runner's "
+                        "aggregate-result.json (-o FILE)")
+    x.add_argument("-o", "--output", type=Path, help="where --format writes its file")
     m = sub.add_parser("merge", help="join shard reports into one report")
     m.add_argument("reports", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, help="write the merged report here")
@@ -302,8 +306,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return label(args.package, args.case, args.verdict, args.reason, engine=args.engine, model=args.model,
                      by=args.by, output=args.output, attempt=args.attempt, plugins=args.plugin)
     if args.command == "export":
-        from aam_eval_action.commands.export import export
+        from aam_eval_action.commands.export import export, export_plugin_eval
 
+        if args.format == "claude-plugin-eval":
+            return export_plugin_eval(args.package, args.report, args.output)
         return export(args.package, args.cases, atif=args.atif, otlp=args.otlp, report=args.report,
                       engine=args.engine, model=args.model, cassettes=args.cassettes, plugins=args.plugin)
     if args.command == "doctor":

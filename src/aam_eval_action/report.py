@@ -80,6 +80,11 @@ class RunConfig(Part):
     """The package directory as given to --package, relative when it can be (additive)."""
     sandbox: SandboxInfo | None = None
     """The sandbox asked for and whether its network rule was enforced (additive)."""
+    threshold: float | None = None
+    """The score `claude plugin eval` cases passed at, when the run had any (additive)."""
+    ablation: str | None = None
+    """`with-without` or `none`: whether `claude plugin eval` cases also ran without the
+    plugin, when the run had any (additive)."""
 
 
 class AgentInfo(Part):
@@ -295,6 +300,28 @@ class JudgeVerdict(Part):
     """Every vote, in the order asked, when `judge.votes` is above 1; the majority is `result` (additive)."""
 
 
+class GraderOutcome(Part):
+    """One grader of a `claude plugin eval` case in the run shown, as that runner reports it
+    (additive)."""
+
+    name: str
+    """The grader's name."""
+    type: str
+    """`regex`, `tool_used`, `tool_order`, `file_exists`, `llm` or `baseline`."""
+    weight: float = 1
+    """Its weight in the run's score."""
+    passed: bool
+    """Whether it passed."""
+    scored: bool = True
+    """Whether it counts in the score (a with-only grader of a two-arm run does not)."""
+    with_only: bool = False
+    """Shown only: the plugin-fired indicator of a two-arm run."""
+    explanation: str = ""
+    """Why, in that runner's words (`Skill called 1x (expected 1..∞)`)."""
+    votes: list[bool] | None = None
+    """An llm grader's judge votes, in order."""
+
+
 class Attempt(Part):
     """One attempt of a repeated case (additive)."""
 
@@ -306,6 +333,10 @@ class Attempt(Part):
     """Wall time of this attempt's agent session."""
     skills_fired: list[str] | None = None
     """A trigger case's attempt: the skills its session loaded, in order."""
+    score: float | None = None
+    """A `claude plugin eval` case's run: its score."""
+    graders: list[GraderOutcome] | None = None
+    """A `claude plugin eval` case's run: its graders."""
 
 
 class ReplayDivergence(Part):
@@ -436,28 +467,6 @@ class VolatileMask(Part):
     """The case whose recording learnt it."""
 
 
-class GraderOutcome(Part):
-    """One grader of a `claude plugin eval` case in the run shown, as that runner reports it
-    (additive)."""
-
-    name: str
-    """The grader's name."""
-    type: str
-    """`regex`, `tool_used`, `tool_order`, `file_exists`, `llm` or `baseline`."""
-    weight: float = 1
-    """Its weight in the run's score."""
-    passed: bool
-    """Whether it passed."""
-    scored: bool = True
-    """Whether it counts in the score (a with-only grader of a two-arm run does not)."""
-    with_only: bool = False
-    """Shown only: the plugin-fired indicator of a two-arm run."""
-    explanation: str = ""
-    """Why, in that runner's words (`Skill called 1x (expected 1..∞)`)."""
-    votes: list[bool] | None = None
-    """An llm grader's judge votes, in order."""
-
-
 class CaseResult(Part):
     """One case's outcome (seed: `cases[]`)."""
 
@@ -555,6 +564,9 @@ class CaseResult(Part):
     """A `claude plugin eval` case: its graders in the run shown (additive)."""
     score_without: float | None = None
     """A `claude plugin eval` case run with both arms: its score without the plugin (additive)."""
+    graders_without: list[GraderOutcome] | None = None
+    """A `claude plugin eval` case run with both arms: its graders without the plugin, in the
+    run shown (additive)."""
     pass_rate_without: float | None = None
     """A `claude plugin eval` case run with both arms: its pass rate without the plugin (additive)."""
     delta: float | None = None
@@ -734,10 +746,10 @@ def _add_scores(summary: Summary, cases: list[CaseResult]) -> None:
     """`claude plugin eval` cases: the overall score and the mean delta, as that runner gives them."""
     scored = [c.score for c in cases if c.score is not None]
     if scored:
-        summary.score = round(sum(scored) / len(scored), 6)
+        summary.score = sum(scored) / len(scored)
     deltas = [c.delta for c in cases if c.delta is not None]
     if deltas:
-        summary.mean_delta = round(sum(deltas) / len(deltas), 6) + 0.0
+        summary.mean_delta = sum(deltas) / len(deltas)
 
 
 def _add_triggers(summary: Summary, cases: list[CaseResult]) -> None:
@@ -858,6 +870,8 @@ def build_report(
             judge=s.judge_model, timeout=s.timeout, model=s.model, mode=s.mode,
             package_path=display_path(s.package.layout.root),
             sandbox=sandbox_info(s),
+            **({"threshold": s.threshold, "ablation": s.ablation} if any(r.score is not None for r in results)
+               else {}),
         ),
         agent=AgentInfo(
             runtime=s.engine, runtime_version=first.runtime_version if first else None,

@@ -21,6 +21,25 @@ from aam_eval_action.settings import Overrides, resolve_matrix, runner_environme
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]")
 
 
+def export_plugin_eval(package: Path, report: Path | None, output: Path | None) -> int:
+    """The report's `claude plugin eval` cases as that runner's `aggregate-result.json`."""
+    import json
+
+    from aam_eval_action.export.plugin_eval import aggregate
+    from aam_eval_action.report import load_report
+
+    if report is None or output is None:
+        raise UsageError("--format claude-plugin-eval needs --report REPORT (one of ours) and -o FILE "
+                         "(the aggregate-result.json to write)")
+    loaded = load_report(report)
+    root = package.resolve() if (package / "evals").is_dir() else None
+    found = aggregate(loaded, root)
+    atomic_write(output, json.dumps(found, indent=2, ensure_ascii=False) + "\n",
+                 runner_checkout(runner_environment()))
+    print(f"wrote {output}: {len(found['cases'])} claude plugin eval case(s) of {len(loaded.cases)}")
+    return EXIT_OK
+
+
 def export(
     package: Path, cases: list[str], *, atif: Path | None, otlp: Path | None, report: Path | None = None,
     engine: str | None = None, model: str | None = None, cassettes: Path | None = None,

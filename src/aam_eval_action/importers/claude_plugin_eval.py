@@ -62,6 +62,12 @@ GRADERS: dict[str, tuple[str, ...]] = {
 """Every grader type and the keys it takes (the runner's schemas are strict)."""
 REQUIRED = {"regex": ("pattern",), "tool_order": ("before", "after"), "tool_used": ("tool",),
             "file_exists": ("path",), "llm": ("criteria",), "baseline": ("baseline_file", "criteria")}
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "regex": {"target": "last_message", "flags": "", "match": "contains"},
+    "file_exists": {"exists": True},
+    "llm": {"focus": "last_message"},
+}
+"""What that runner fills in for a field a grader leaves out."""
 BODY_FIELD = {"regex": "pattern", "llm": "criteria", "baseline": "criteria"}
 """The field a `graders/<name>.md` body becomes, unless its frontmatter sets it."""
 MATCH = re.compile(r"contains|not_contains|count:\d+")
@@ -157,8 +163,7 @@ def read_case(root: Path, folder: str) -> Read:
     if has_md:
         _read_prompt_md(found)
     imported = _to_case(found)
-    return Read(imported, found.source, tuple(g for g, _ in found.graders),
-                int(found.fields.get("runs") or DEFAULT_RUNS))
+    return Read(imported, found.source, imported.graders, int(found.fields.get("runs") or DEFAULT_RUNS))
 
 
 def _place(doc: Json, *loc: str | int) -> str:
@@ -290,7 +295,8 @@ def _to_case(found: _Case) -> Imported:
         fields["timeout"] = float(f["timeout_seconds"])
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
-    graders = tuple({"weight": 1, **grader} for grader, _ in found.graders)
+    graders = tuple({**DEFAULTS.get(str(grader["type"]), {}), "weight": 1, **grader}
+                    for grader, _ in found.graders)
     return Imported(case, int(line) if line.isdigit() else None, skipped, file=file, graders=graders)
 
 

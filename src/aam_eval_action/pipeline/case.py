@@ -190,7 +190,8 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     result.baseline_attempts = attempts
     if loaded.graders and verdict in ("PASS", "FAIL") and result.score is not None:
         result.score_without, result.pass_rate_without = base.score, base.pass_rate
-        result.delta = round(result.score - (base.score or 0.0), 6) + 0.0
+        result.graders_without = base.graders
+        result.delta = result.score - (base.score or 0.0)
     result.skill_not_needed = result.verdict == "PASS" and verdict == "PASS"
 
 

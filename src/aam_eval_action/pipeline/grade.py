@@ -300,19 +300,24 @@ def combine(
         _add_route(result, loaded, routed, session)
     if loaded.graders:
         scores = [g.score or 0.0 for g in graded]
-        result.score, result.pass_rate = (round(x, 6) for x in plugin_eval.case_score(scores))
-        result.run_scores = [round(x, 6) for x in scores]
-        result.graders = [GraderOutcome(name=r.name, type=r.type, weight=r.weight, passed=r.passed,
-                                        scored=r.scored, with_only=r.with_only, explanation=r.explanation,
-                                        votes=r.votes) for r in shown.graders]
+        result.score, result.pass_rate = plugin_eval.case_score(scores)
+        result.run_scores = scores
+        result.graders = _outcomes(shown.graders)
     if len(graded) > 1:
         result.attempts = [
             Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3),
-                    skills_fired=skills_fired(x.tool_calls) if routed is not None else None)
+                    skills_fired=skills_fired(x.tool_calls) if routed is not None else None,
+                    score=g.score,
+                    graders=_outcomes(g.graders) if loaded.graders else None)
             for g, x in zip(graded, sessions, strict=True)
         ]
         result.flaky = len({g.verdict for g in graded}) > 1
     return result, session
+
+
+def _outcomes(results: tuple[plugin_eval.Graded, ...]) -> list[GraderOutcome]:
+    return [GraderOutcome(name=r.name, type=r.type, weight=r.weight, passed=r.passed, scored=r.scored,
+                          with_only=r.with_only, explanation=r.explanation, votes=r.votes) for r in results]
 
 
 def _by_score(graded: list[Graded], threshold: float) -> tuple[Verdict, Graded]:
