@@ -401,3 +401,28 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
     assert (tmp_path / "replayed.json").is_file(), replayed.stdout + replayed.stderr
     again = {c["name"]: c["score"] for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
     assert again == ours
+
+
+def test_check_warns_of_a_grader_that_can_never_pass(plugin: Path) -> None:
+    """As that runner warns before it runs: `max: 0` without `min: 0` (min is 1 unless given), a
+    tool the case does not grant or withholds, a file check where no granted tool can write."""
+    doomed = plugin / "evals/doomed"
+    doomed.mkdir()
+    (doomed / "case.yaml").write_text(
+        'schema_version: "1.0"\nname: doomed\nexecution:\n  prompt: "Minutes, please."\n'
+        "  allowed_tools: [Skill, Read]\n  disallowed_tools: [Bash]\nruns: 1\ngraders:\n"
+        "  - {name: never-fires, type: tool_used, tool: Skill, max: 0}\n"
+        "  - {name: greps, type: tool_used, tool: Grep}\n"
+        "  - {name: shells, type: tool_order, before: Read, after: Bash}\n"
+        "  - {name: wrote, type: file_exists, path: minutes.md}\n"
+        "  - {name: quiet, type: tool_used, tool: Skill, min: 0, max: 0}\n")
+    said = aam_eval("check", "--package", str(plugin))
+    text = said.out + said.err
+    assert 'evals/doomed/case.yaml:9: grader "never-fires" can never pass: min is 1 unless given, and max is 0; ' \
+           "add min: 0" in text
+    assert "evals/doomed/case.yaml:10: grader \"greps\" can never pass: it needs a Grep call, but the case's " \
+           "allowed_tools does not grant Grep; add it to allowed_tools" in text
+    assert "evals/doomed/case.yaml:11: grader \"shells\" can never pass: it needs a Bash call, but the case's " \
+           "disallowed_tools lists Bash" in text
+    assert 'evals/doomed/case.yaml:12: grader "wrote" can never pass: it checks a file the run creates' in text
+    assert '"quiet"' not in text and "4 warning(s)" in text

@@ -150,6 +150,8 @@ class Read:
     """`case_yaml`, `prose` or `mixed`."""
     graders: tuple[dict[str, Any], ...]
     runs: int
+    never_pass: tuple[tuple[str, int | None, str], ...] = ()
+    """Graders that can never pass, as (file, line, why)."""
 
 
 def read_case(root: Path, folder: str) -> Read:
@@ -163,7 +165,8 @@ def read_case(root: Path, folder: str) -> Read:
     if has_md:
         _read_prompt_md(found)
     imported = _to_case(found)
-    return Read(imported, found.source, imported.graders, int(found.fields.get("runs") or DEFAULT_RUNS))
+    return Read(imported, found.source, imported.graders, int(found.fields.get("runs") or DEFAULT_RUNS),
+                tuple(never_passes(found)))
 
 
 def _place(doc: Json, *loc: str | int) -> str:
@@ -370,3 +373,54 @@ def _not_graded(grader: dict[str, Any]) -> str | None:
     if target in ("trace", "mock_calls"):
         return f"the {target} target is not kept: the grader is shown unscored"
     return None
+
+
+WRITERS = ("Write", "Edit", "MultiEdit", "NotebookEdit", "Bash")
+"""The Claude Code tools that can create a file."""
+
+
+def never_passes(found: _Case) -> list[tuple[str, int | None, str]]:
+    """Graders that can never pass, as that runner warns of them: `max: 0` without `min: 0`; a
+    tool the case's `allowed_tools` does not list, or its `disallowed_tools` does; a file check
+    in a case whose tools cannot write a file."""
+    allowed = found.fields.get("allowed_tools")
+    allowed = [str(t) for t in allowed] if isinstance(allowed, list) else None
+    withheld = {str(t) for t in found.fields.get("disallowed_tools") or []}
+    out = []
+    for grader, where in found.graders:
+        file, _, rest = where.partition(":")
+        line = int(rest.split(":", 1)[0]) if rest.split(":", 1)[0].isdigit() else None
+        name, kind = grader["name"], grader["type"]
+        if kind == "tool_used" and grader.get("max") == 0 and grader.get("min") is None:
+            out.append((file, line, f'grader "{name}" can never pass: min is 1 unless given, and max is 0; '
+                                    "add min: 0 (the tool must not be called)"))
+            continue
+        needs = []
+        if kind == "tool_used" and grader.get("min", 1) >= 1:
+            needs = [grader["tool"]]
+        elif kind == "tool_order":
+            needs = [s.get("tool") if isinstance(s, dict) else s for s in (grader["before"], grader["after"])]
+        for tool in dict.fromkeys(str(t) for t in needs):
+            if tool in withheld:
+                why = f"the case's disallowed_tools lists {tool}; take it off, or drop the grader"
+                out.append((file, line, f'grader "{name}" can never pass: it needs a {tool} call, but {why}'))
+            elif allowed is not None and tool not in allowed and not tool.startswith("mcp__"):
+                why = f"the case's allowed_tools does not grant {tool}; add it to allowed_tools"
+                out.append((file, line, f'grader "{name}" can never pass: it needs a {tool} call, but {why}'))
+        can_write = allowed is None or any(t in allowed and t not in withheld for t in WRITERS)
+        if _checks_a_file(grader) and not can_write:
+            why = ("it checks a file the run creates, but no tool the case grants can create one; add "
+                   "Write (or Edit, Bash) to allowed_tools")
+            out.append((file, line, f'grader "{name}" can never pass: {why}'))
+    return out
+
+
+def _checks_a_file(grader: dict[str, Any]) -> bool:
+    target = grader.get("target", grader.get("focus"))
+    if grader["type"] == "file_exists":
+        return bool(grader.get("exists", True))
+    if isinstance(target, dict) and target.get("source") == "file":
+        return grader["type"] in ("regex", "llm")
+    match = str(grader.get("match", "contains"))
+    absent = match == "not_contains" or match == "count:0"
+    return grader["type"] == "regex" and target == "files" and not absent

@@ -99,30 +99,32 @@ def discover(layout: PackageLayout, several: bool = False) -> tuple[list[EvalFil
             continue
         if not _ours(doc.data):
             files.append(_read(place, doc))
-    files += claude_plugin_eval_files(layout)
-    return files, findings
+    found, warned = claude_plugin_eval_files(layout)
+    return files + found, findings + warned
 
 
-def claude_plugin_eval_files(layout: PackageLayout) -> list[EvalFile]:
+def claude_plugin_eval_files(layout: PackageLayout) -> tuple[list[EvalFile], list[Finding]]:
     """The cases of a `claude plugin eval` suite in the plugin's eval dir: one EvalFile per case
-    folder (its case.yaml or prompt.md), read or refused."""
-
+    folder (its case.yaml or prompt.md), read or refused; and a warning for each grader that can
+    never pass."""
     try:
         evals, _ = claude_plugin_eval.eval_dir(layout.root, layout.base)
     except ConfigError as exc:
-        return [EvalFile(".claude-plugin/plugin.json", claude_plugin_eval.FORMAT, error=str(exc))]
+        return [EvalFile(".claude-plugin/plugin.json", claude_plugin_eval.FORMAT, error=str(exc))], []
     found: list[EvalFile] = []
+    warned: list[Finding] = []
     for folder in claude_plugin_eval.case_dirs(layout.root, evals):
         name = "case.yaml" if (layout.root / folder / "case.yaml").is_file() else "prompt.md"
         rel = f"{folder}/{name}"
         try:
-            imported = claude_plugin_eval.read_case(layout.root, folder).imported
+            read = claude_plugin_eval.read_case(layout.root, folder)
         except ConfigError as exc:
             found.append(EvalFile(rel, claude_plugin_eval.FORMAT, error=str(exc)))
             continue
-        cases: list[Imported] = [imported]
+        cases: list[Imported] = [read.imported]
         found.append(EvalFile(rel, claude_plugin_eval.FORMAT, cases))
-    return found
+        warned += [Finding(file, line, why) for file, line, why in read.never_pass]
+    return found, warned
 
 
 def _ours(data: Any) -> bool:
