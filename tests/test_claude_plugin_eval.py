@@ -147,8 +147,9 @@ def test_the_graders_are_kept_and_what_is_not_honoured_is_named(plugin: Path) ->
         ("skill-fired", "tool_used", 1), ("mentions-decision", "regex", 1), ("minutes-quality", "llm", 2)]
     assert minutes.imported.case.repeat == 1 and minutes.imported.case.install_all_skills
     assert minutes.imported.case.judge is None and minutes.imported.case.expected.regex == []
-    assert minutes.imported.skipped == {"allowed_tools": "tools are not granted per case",
-                                        "max_turns": "the CLI is not given a turn limit"}
+    assert minutes.imported.skipped == {}
+    execution = minutes.imported.case.execution
+    assert execution is not None and (execution.max_turns, execution.allowed_tools) == (8, ["Skill", "Read", "Write"])
     changelog = loaded["evals/files/changelog-written"]
     assert [g["name"] for g in changelog.graders] == ["created", "fixed"]  # notes.md has no frontmatter
     assert changelog.graders[1]["pattern"] == "Fixed"  # the body, as the pattern
@@ -157,7 +158,9 @@ def test_the_graders_are_kept_and_what_is_not_honoured_is_named(plugin: Path) ->
     assert mixed.imported.case.input.prompt == "Turn this into minutes: Bo owns the migration, due March 3."
     assert [g["name"] for g in mixed.graders] == ["answered", "owner"]  # the yaml graders first
     assert mixed.graders[1]["criteria"] == "The minutes name Bo as the owner of the migration."
-    assert mixed.imported.skipped == {"disallowed_tools": "tools are not withheld per case"}
+    assert mixed.imported.skipped == {}
+    assert mixed.imported.case.execution is not None
+    assert mixed.imported.case.execution.disallowed_tools == ["WebFetch", "WebSearch"]  # joined
 
 
 def test_a_run_is_scored_as_that_runner_scores_it() -> None:
@@ -216,7 +219,7 @@ def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> N
     for name in ("changelog-written", "minutes-from-transcript", "mixed-form", "no-fire-on-weather"):
         assert re.search(rf"^ok\s+{name}\s+\(evals/.*, claude-plugin-eval\)$", said, flags=re.M), said
     assert "evals/refused-llm-target/case.yaml:7: invalid case.yaml: graders.0: Unrecognized key(s)" in said
-    assert "not honoured: allowed_tools: tools are not granted per case" in said
+    assert "not honoured:" not in said
 
 
 SCENARIOS = [
@@ -426,3 +429,32 @@ def test_check_warns_of_a_grader_that_can_never_pass(plugin: Path) -> None:
            "disallowed_tools lists Bash" in text
     assert 'evals/doomed/case.yaml:12: grader "wrote" can never pass: it checks a file the run creates' in text
     assert '"quiet"' not in text and "4 warning(s)" in text
+
+
+def test_the_execution_fields_reach_claude_code_as_that_runner_passes_them(plugin: Path, tmp_path: Path) -> None:
+    """`max_turns`, `allowed_tools` (what is not listed is withheld: `dontAsk`),
+    `disallowed_tools` and `append_system_prompt` become the claude flags that runner passes;
+    `env` sets EVAL_* variables only, and any other key is refused with the case's name."""
+    from aam_eval_action.engines.base import AgentRun
+    from aam_eval_action.engines.claude_code import ClaudeCode
+    from aam_eval_action.errors import AamEvalError
+    from aam_eval_action.pipeline.live import case_env
+
+    case = plugin / "evals/routing/minutes-from-transcript/case.yaml"
+    case.write_text(case.read_text().replace("  max_turns: 8\n", "  max_turns: 8\n  disallowed_tools: [WebFetch]\n"
+                                             "  append_system_prompt: Answer in English.\n"
+                                             "  env: {EVAL_TEAM: core}\n"))
+    execution = _ours(plugin)[0]["evals/routing/minutes-from-transcript"].imported.case.execution
+    run = AgentRun(prompt="p", model="claude-sonnet-4-6", workspace=tmp_path, home=tmp_path, env={},
+                   runner_env={}, timeout=5, execution=execution)
+    argv = ClaudeCode().argv(run)
+    assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
+    assert argv[argv.index("--max-turns") + 1] == "8"
+    assert "--allowed-tools=Skill,Read,Write" in argv and "--disallowed-tools=WebFetch" in argv
+    assert "--append-system-prompt=Answer in English." in argv
+    assert execution is not None and case_env("minutes", execution.env) == {"EVAL_TEAM": "core"}
+    with pytest.raises(AamEvalError, match=r"case .minutes. execution\.env key .HOME. is not allowed"):
+        case_env("minutes", {"HOME": "/tmp"})
+    plain = ClaudeCode().argv(AgentRun(prompt="p", model="m", workspace=tmp_path, home=tmp_path, env={},
+                                       runner_env={}, timeout=5))
+    assert "--max-turns" not in plain and plain[plain.index("--permission-mode") + 1] != "dontAsk"

@@ -528,6 +528,23 @@ def _target(value: str) -> str:
     return value
 
 
+class Execution(Strict):
+    """What a `claude plugin eval` case asks of its CLI run (`execution:` there), honoured on
+    Claude Code as that runner passes it: a turn limit, the tools the run may use and the ones it
+    may not, text added to the system prompt, `EVAL_*` variables."""
+
+    max_turns: int = Field(default=10, ge=1, le=200, alias="max-turns")
+    """The CLI's turn limit (`--max-turns`)."""
+    allowed_tools: list[str] | None = Field(default=None, alias="allowed-tools")
+    """The only tools the run may use (`--permission-mode dontAsk --allowed-tools`); None: ours."""
+    disallowed_tools: list[str] = Field(default_factory=list, alias="disallowed-tools")
+    """Tools withheld from the run (`--disallowed-tools`)."""
+    append_system_prompt: str | None = Field(default=None, alias="append-system-prompt")
+    """Text added to the end of the system prompt (`--append-system-prompt`)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables set for the run: `EVAL_*` names only, as that runner allows."""
+
+
 class Case(Strict):
     """One eval case: written in `evals/cases/*.yaml`, or imported from an eval file of another
     tool (`importers/`)."""
@@ -552,6 +569,9 @@ class Case(Strict):
     """Attempts for this case instead of the run's `repeat` (additive)."""
     timeout: float | None = Field(default=None, gt=0)
     """Seconds for this case instead of the run's `timeout` (additive)."""
+    execution: Execution | None = None
+    """A `claude plugin eval` case's execution fields, as that runner passes them to Claude Code
+    (additive)."""
     tags: list[Annotated[str, AfterValidator(_tag)]] = Field(default_factory=list)
     """Labels to select cases by (`--tags 'sql && !slow'`) (additive)."""
     draft: Draft | None = None

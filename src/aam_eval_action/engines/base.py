@@ -12,7 +12,7 @@ from aam_eval_action.engines.registry import engine_info
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.sandbox.plan import Confinement
 from aam_eval_action.session import Session
-from aam_eval_action.spec import Sandbox
+from aam_eval_action.spec import Execution, Sandbox
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class AgentRun:
     """Network and writable-path settings to enforce with the engine's own mechanisms."""
     confine: Confinement | None = None
     """The OS sandbox the CLI process runs in (everything it starts inherits it); None: none."""
+    execution: Execution | None = None
+    """A `claude plugin eval` case's execution fields (turn limit, tools, system prompt text),
+    for the engines that honour them."""
     resume: str | None = None
     """The session id (`Session.session_id`) of this conversation's previous turn, run in the same
     workspace and HOME: the CLI continues that session with `prompt` as the next user message

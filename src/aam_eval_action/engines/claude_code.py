@@ -90,12 +90,24 @@ class ClaudeCode(RegisteredEngine):
         under `~/.claude/projects/`, continued under the same id)."""
         mode, permissions = permission_settings(run.sandbox, mcp_names(run.workspace))
         resume = ["--resume", run.resume] if run.resume else []
+        execution: list[str] = []
+        ex = run.execution
+        if ex is not None:  # a claude plugin eval case: its CLI options, as that runner passes them
+            execution = ["--max-turns", str(ex.max_turns)]
+            if ex.allowed_tools is not None:
+                mode = "dontAsk"  # what is not allowed is withheld
+                execution.append("--allowed-tools=" + ",".join(ex.allowed_tools))
+            if ex.disallowed_tools:
+                execution.append("--disallowed-tools=" + ",".join(ex.disallowed_tools))
+            if ex.append_system_prompt:
+                execution.append("--append-system-prompt=" + ex.append_system_prompt)
         return [
             CLI, "-p", *resume,
             "--output-format", "stream-json", "--verbose", "--include-hook-events",
             "--model", run.model,
             "--permission-mode", mode,
             "--settings", json.dumps({"permissions": permissions}),
+            *execution,
             "--", run.prompt,
         ]  # fmt: skip
 

@@ -296,6 +296,13 @@ def _to_case(found: _Case) -> Imported:
     }
     if f.get("timeout_seconds"):
         fields["timeout"] = float(f["timeout_seconds"])
+    env: dict[Any, Any] = f["env"] if isinstance(f.get("env"), dict) else {}
+    fields["execution"] = {
+        "max-turns": f.get("max_turns") or 10, "allowed-tools": _names(f.get("allowed_tools")),
+        "disallowed-tools": _names(f.get("disallowed_tools")) or [],
+        "append-system-prompt": f.get("append_system_prompt") or None,
+        "env": {str(k): str(v) for k, v in env.items()},
+    }
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
     graders = tuple({**DEFAULTS.get(str(grader["type"]), {}), "weight": 1, **grader}
@@ -351,13 +358,9 @@ def _validate_grader(grader: Any, where: str, names: set[str]) -> None:
 
 
 _EXECUTION_SKIPS = {
-    "max_turns": "the CLI is not given a turn limit",
     "model": "the run's model (eval-config or --model) is used",
-    "allowed_tools": "tools are not granted per case",
-    "disallowed_tools": "tools are not withheld per case",
-    "append_system_prompt": "nothing is added to the system prompt",
-    "env": "the case's EVAL_* variables are not set",
 }
+"""The execution fields not passed on (the others are, on Claude Code: see `spec.Execution`)."""
 _CONTEXT_SKIPS = {
     "scaffold_script": "no scaffold script is run",
     "history_file": "the case does not resume a recorded session",
@@ -424,3 +427,12 @@ def _checks_a_file(grader: dict[str, Any]) -> bool:
     match = str(grader.get("match", "contains"))
     absent = match == "not_contains" or match == "count:0"
     return grader["type"] == "regex" and target == "files" and not absent
+
+
+def _names(value: Any) -> list[str] | None:
+    """A tools list as written (a list, or one comma- or space-separated string)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v for v in re.split(r"[,\s]+", value) if v]
+    return [str(v) for v in value] if isinstance(value, list) else None

@@ -112,10 +112,13 @@ def run_session(
             env = {k: v for k, v in s.agent_env.items() if k not in KEY_VARS}  # no provider's key
             env |= proxy_env(s.engine, proxy.url, s.model)
             env[PROVIDERS[engine.provider_for(s.model)].key_var] = route.key or SESSION_KEY
+            execution = loaded.case.execution
+            if execution is not None:
+                env |= case_env(loaded.case.name, execution.env)
             run = AgentRun(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
-                confine=sandbox_for(ctx, ws, _port(proxy.url)),
+                confine=sandbox_for(ctx, ws, _port(proxy.url)), execution=execution,
             )
             if loaded.case.input.conversation:
                 from aam_eval_action.pipeline.conversation import converse
@@ -139,6 +142,17 @@ def _attribute(proxy: Proxy, turn: int) -> None:
     """A re-executed conversation's divergence, once it happened, is told which turn it was in."""
     if isinstance(proxy, ReplayProxy) and proxy.divergence is not None and proxy.divergence.user_turn is None:
         proxy.divergence = proxy.divergence.model_copy(update={"user_turn": turn})
+
+
+def case_env(name: str, env: dict[str, str]) -> dict[str, str]:
+    """A `claude plugin eval` case's `execution.env`: `EVAL_*` variables only, as that runner
+    refuses any other (a key must come from the runner, never from the repository)."""
+    for key in env:
+        if not key.startswith("EVAL_"):
+            raise AamEvalError(f"case {name!r} execution.env key {key!r} is not allowed: only EVAL_* keys "
+                               "can be set from case.yaml; anything else must come from the runner's "
+                               "environment")
+    return dict(env)
 
 
 def sandbox_for(ctx: CaseContext, ws: workspace.Workspace, proxy_port: int | None) -> Confinement:

@@ -89,6 +89,8 @@ def agent_fingerprint(
         user = {"case": case.input.user.model_dump(by_alias=True),
                 "config": config.user.model_dump(by_alias=True)}
         inputs["user"] = _h(json.dumps(user, sort_keys=True).encode())
+    if case.execution is not None:  # a claude plugin eval case's CLI options reach the agent
+        inputs["execution"] = _h(case.execution.model_dump_json(by_alias=True).encode())
     if layout.baseline:  # only baseline sessions carry it, so existing fingerprints stay as they are
         inputs["baseline"] = layout.baseline_label(case.target)
     secret = set(config.secret_env)
