@@ -224,13 +224,13 @@ def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> N
 
 SCENARIOS = [
     {"match": "transcript of today's sync", "needs-skill": "meeting-notes", "agent": [
-        {"skill": "meeting-notes"},
+        {"skill": "team-notes:meeting-notes"},
         {"text": "Minutes\nDecisions: drop IE11.\nAction items: Ana, the parser, due Friday."}],
      "without-skill": [{"text": "Here is a summary of the sync."}]},
     {"match": "Ana as the parser's owner", "judge": {"result": "FAIL", "reason": "scripted"}},
     {"match": "describe drizzle", "agent": [{"text": "Misty."}]},
     {"match": "Release notes please", "needs-skill": "release-notes", "agent": [
-        {"skill": "release-notes"},
+        {"skill": "team-notes:release-notes"},
         {"write": {"path": "CHANGELOG.md", "content": "## Added\n- CSV export\n\n## Fixed\n- Crash on empty input\n"}},
         {"text": "Wrote CHANGELOG.md."}],
      "without-skill": [{"write": {"path": "CHANGELOG.md", "content": "- CSV export\n- Crash fix\n"}},
@@ -256,7 +256,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     tools' default). Every case's score, score without the plugin, delta and pass rate, every
     grader's verdict in each arm, and the mean delta agree; then snapshot replay, with no CLI
     and no model, gives the same numbers."""
-    from aam_eval_action.testing.model_server import ModelServer
+    from aam_eval_action.testing.model_server import ModelServer, listed_skills
 
     installed("claude-code")
     key = "sk-ant-test-plugin-eval"
@@ -276,9 +276,16 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         assert {n: (c["aggregates"]["score"], c["aggregates"]["scoreWithout"]) for n, c in theirs.items()} == SCORES, (
             done.stdout + done.stderr)
         ours_env = {k: v for k, v in env.items() if k != "HOME"}
+        theirs_asked = len(server.requests)
         ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
                               "--engine", "claude-code", "--no-self-check", "-o", str(tmp_path / "ours.json")],
                              env=ours_env, capture_output=True, text=True, timeout=600, check=False)
+        # Loaded as Claude Code loads a plugin (`--plugin-dir`), by both: the same skill names.
+        def listed(requests: list[Any]) -> set[str]:
+            return set().union(*(listed_skills(r.body) for r in requests if r.body.get("tools")))
+
+        assert "team-notes:meeting-notes" in listed(server.requests[:theirs_asked])
+        assert "team-notes:meeting-notes" in listed(server.requests[theirs_asked:])
     our_report = json.loads((tmp_path / "ours.json").read_text())
     ours = {c["name"]: c for c in our_report["cases"]}
     assert set(ours) == set(theirs), ran.stdout + ran.stderr
@@ -337,7 +344,7 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
     shutil.rmtree(plugin / "evals/refused-llm-target")
     head_scenarios = [dict(s) for s in SCENARIOS]
     head_scenarios[3] = {**SCENARIOS[3], "agent": [
-        {"skill": "release-notes"}, {"write": {"path": "CHANGELOG.md", "content": "- CSV export\n"}},
+        {"skill": "team-notes:release-notes"}, {"write": {"path": "CHANGELOG.md", "content": "- CSV export\n"}},
         {"text": "Wrote CHANGELOG.md."}]}
 
     def run(scenarios: list[dict[str, Any]], out: str) -> subprocess.CompletedProcess[str]:

@@ -41,6 +41,9 @@ class AgentRun:
     execution: Execution | None = None
     """A `claude plugin eval` case's execution fields (turn limit, tools, system prompt text),
     for the engines that honour them."""
+    plugin_dirs: tuple[Path, ...] = ()
+    """Plugins the CLI loads as plugins (Claude Code's `--plugin-dir`), read-only, outside the
+    workspace."""
     resume: str | None = None
     """The session id (`Session.session_id`) of this conversation's previous turn, run in the same
     workspace and HOME: the CLI continues that session with `prompt` as the next user message

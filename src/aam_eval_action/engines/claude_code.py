@@ -101,6 +101,8 @@ class ClaudeCode(RegisteredEngine):
                 execution.append("--disallowed-tools=" + ",".join(ex.disallowed_tools))
             if ex.append_system_prompt:
                 execution.append("--append-system-prompt=" + ex.append_system_prompt)
+        for plugin in run.plugin_dirs:  # loaded as Claude Code loads a plugin: `plugin:skill` names
+            execution += ["--plugin-dir", str(plugin)]
         return [
             CLI, "-p", *resume,
             "--output-format", "stream-json", "--verbose", "--include-hook-events",

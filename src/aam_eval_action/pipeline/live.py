@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -102,7 +103,8 @@ def run_session(
     layout = layout or s.package.layout
     ws = workspace.create(layout, loaded.case)
     try:
-        if layout.installs_anything(loaded.case.installs):
+        plugins = as_plugin(layout, loaded, s.engine, ws.base)
+        if layout.installs_anything(loaded.case.installs) and not plugins:
             engine.install(layout, ws.root, loaded.case.installs)
         before = workspace.snapshot(ws.root)
         proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
@@ -118,7 +120,7 @@ def run_session(
             run = AgentRun(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
-                confine=sandbox_for(ctx, ws, _port(proxy.url)), execution=execution,
+                confine=sandbox_for(ctx, ws, _port(proxy.url)), execution=execution, plugin_dirs=plugins,
             )
             if loaded.case.input.conversation:
                 from aam_eval_action.pipeline.conversation import converse
@@ -142,6 +144,27 @@ def _attribute(proxy: Proxy, turn: int) -> None:
     """A re-executed conversation's divergence, once it happened, is told which turn it was in."""
     if isinstance(proxy, ReplayProxy) and proxy.divergence is not None and proxy.divergence.user_turn is None:
         proxy.divergence = proxy.divergence.model_copy(update={"user_turn": turn})
+
+
+def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path) -> tuple[Path, ...]:
+    """A `claude plugin eval` case of a Claude Code plugin, run on Claude Code: the plugin is
+    copied beside the workspace (read-only there) and loaded with `--plugin-dir`, as that runner
+    loads it, so the CLI names its skills `plugin:skill` and its MCP tools
+    `mcp__plugin_<plugin>_<server>__<tool>`. Nothing for any other case, engine or layout, or for
+    the arm without the plugin."""
+    target = loaded.case.installs
+    if (loaded.case.execution is None or engine != "claude-code" or layout.kind != "claude-plugin"
+            or not layout.installs_anything(target)):
+        return ()
+    folder = base / "plugin" / (layout.name or "plugin")
+    for rel in layout.files_for(target):
+        source = layout.root / rel
+        if not source.resolve().is_relative_to(layout.plugin_root.resolve()):
+            continue  # a component outside the plugin's folder is not part of it
+        dest = folder / source.relative_to(layout.plugin_root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+    return (folder,)
 
 
 def case_env(name: str, env: dict[str, str]) -> dict[str, str]:

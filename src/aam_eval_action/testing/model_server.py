@@ -9,7 +9,8 @@ each chosen by a substring of the request:
     match: "substring of the user's prompt"    # or "*": see the catch-all below
     agent:                      # one step per model turn
       - skill: "pdf-tools"      # Claude: the Skill tool; Codex: a command reading SKILL.md;
-                                # Copilot: its `skill` tool; Gemini: activate_skill
+                                # Copilot: its `skill` tool; Gemini: activate_skill (a plugin's
+                                # `plugin:pdf-tools` is `pdf-tools` on the CLIs without plugins)
       - route: {}               # pick a skill as a model routes (see below); or
                                 # `route: {min-overlap: 3}` (default 2); not inside `parallel`
       - bash: "cat notes.txt"   # Claude: Bash; Codex: its shell tool; Gemini: run_shell_command
@@ -802,8 +803,8 @@ def is_copilot(body: dict[str, Any]) -> bool:
 def copilot_call(step: dict[str, Any], cwd: str | None, tools: set[str]) -> tuple[str, dict[str, Any]] | None:
     """The Copilot CLI tool call for a step (None for a text step). A write is a `create` call,
     or with a GPT model (which Copilot offers `apply_patch` instead) a patch adding the file."""
-    if "skill" in step:
-        return "skill", {"skill": step["skill"]}
+    if "skill" in step:  # a `plugin:skill` name is that skill where skills have no plugin prefix
+        return "skill", {"skill": str(step["skill"]).rsplit(":", 1)[-1]}
     if "bash" in step:
         return "bash", {"command": step["bash"], "description": "Run a scripted command"}
     if "subagent" in step:
@@ -850,7 +851,7 @@ def claude_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, A
 def gemini_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, Any]] | None:
     """The Gemini CLI tool call for a step (None for a text step)."""
     if "skill" in step:
-        return "activate_skill", {"name": str(step["skill"])}
+        return "activate_skill", {"name": str(step["skill"]).rsplit(":", 1)[-1]}
     if "bash" in step:
         return "run_shell_command", {"command": str(step["bash"]), "description": "Run a scripted command"}
     if "subagent" in step:
@@ -867,7 +868,7 @@ def gemini_call(step: dict[str, Any], cwd: str | None) -> tuple[str, dict[str, A
 def codex_command(step: dict[str, Any]) -> str | None:
     """The shell command Codex runs for a step (None for a text step)."""
     if "skill" in step:
-        return f"cat .agents/skills/{shlex.quote(str(step['skill']))}/SKILL.md"
+        return f"cat .agents/skills/{shlex.quote(str(step['skill']).rsplit(':', 1)[-1])}/SKILL.md"
     if "bash" in step:
         return str(step["bash"])
     if "write" in step:
