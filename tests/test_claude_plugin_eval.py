@@ -465,3 +465,50 @@ def test_the_execution_fields_reach_claude_code_as_that_runner_passes_them(plugi
     plain = ClaudeCode().argv(AgentRun(prompt="p", model="m", workspace=tmp_path, home=tmp_path, env={},
                                        runner_env={}, timeout=5))
     assert "--max-turns" not in plain and plain[plain.index("--permission-mode") + 1] != "dontAsk"
+
+
+@pytest.mark.cli
+def test_init_drafts_a_suite_both_tools_load(tmp_path: Path, refusing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`aam-eval init --format claude-plugin-eval` on a plugin with no evals: each drafted case
+    is `evals/<case>/case.yaml` (trigger prompts as `tool_used: Skill` of that skill, near misses
+    as must-not-fire), marked unreviewed; the real `claude plugin eval` loads every one of them,
+    refusing none, and so do we; a task that needs input files is said not written."""
+    import yaml
+
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    repo = Path(shutil.copytree(ROOT / "tests/fixtures/routing-skills", tmp_path / "repo"))
+    (repo / ".claude-plugin").mkdir()
+    (repo / ".claude-plugin/plugin.json").write_text('{"name": "release-kit", "version": "1.0.0"}\n')
+    drafts = yaml.safe_load((ROOT / "tests/fixtures/routing-skills-drafts.yaml").read_text())
+    with ModelServer(drafts) as server:
+        for name, value in (("ANTHROPIC_BASE_URL", server.url), ("ANTHROPIC_API_KEY", server.api_key),
+                            ("OPENAI_BASE_URL", server.url + "/v1"), ("OPENAI_API_KEY", server.api_key)):
+            monkeypatch.setenv(name, value)
+        drafted = aam_eval("init", "--package", str(repo), "--format", "claude-plugin-eval", "--positives", "4",
+                           "--negatives", "4", "--tasks", "1")
+    assert drafted.code == 0, drafted.out + drafted.err
+    written = sorted(p.parent.name for p in (repo / "evals").glob("*/case.yaml"))
+    assert len(written) == 27 and not (repo / "evals/cases").exists(), drafted.out
+    positive = yaml.safe_load((repo / "evals/changelog-writer-fires-01/case.yaml").read_text())
+    assert positive["graders"] == [{"name": "fires", "type": "tool_used", "tool": "Skill",
+                                    "input_match": '"skill":"(?:[^":]+:)?changelog\\-writer"'}]
+    assert positive["draft"]["reviewed"] is False and positive["schema_version"] == "1.0"
+    near = yaml.safe_load((repo / "evals/changelog-writer-near-01/case.yaml").read_text())
+    assert (near["graders"][0]["min"], near["graders"][0]["max"]) == (0, 0)
+    assert "changelog-writer-task-01 not written as a claude plugin eval case: it needs input files" in drafted.out
+    assert "    → evals/changelog-writer-<kind>-<n>/case.yaml, a case each" in drafted.out
+    loaded, refused = _ours(repo)
+    assert refused == {} and sorted(Path(f).name for f in loaded) == written
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": refusing, "ANTHROPIC_API_KEY": "sk-ant-test-init",
+            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    done = subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish", "--ablation", "none",
+                           "--runs", "1", "--json", str(tmp_path / "out.json")], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    theirs = json.loads((tmp_path / "out.json").read_text())
+    assert "✗ " not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert sorted(c["name"] for c in theirs["cases"]) == sorted(r.imported.case.name for r in loaded.values())

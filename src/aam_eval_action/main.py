@@ -150,6 +150,9 @@ def _add_init(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="redraft from the recorded drafting calls: no key, no network")
     n.add_argument("--dry-run", action="store_true",
                    help="print the plan (skills, siblings and why, counts); no model call")
+    n.add_argument("--format", choices=("aam", "claude-plugin-eval"), default="aam",
+                   help="claude-plugin-eval: write each case as claude plugin eval reads it "
+                        "(evals/<case>/case.yaml), so the suite runs in both tools (default: aam)")
     n.add_argument("--force", action="store_true",
                    help="redraft skills that have cases; replace drafted files")
 
@@ -294,7 +297,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             package=args.package, plugins=args.plugin, skills=args.skill, engine=args.engine,
             model=args.model,
             positives=args.positives, negatives=args.negatives, tasks=args.tasks, siblings=args.siblings,
-            replay=args.replay, dry_run=args.dry_run, force=args.force,
+            replay=args.replay, dry_run=args.dry_run, force=args.force, format=args.format,
         ))
     if args.command == "import":
         from aam_eval_action.commands.import_cases import import_cases

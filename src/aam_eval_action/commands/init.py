@@ -48,6 +48,9 @@ class InitArgs:
     replay: bool = False
     dry_run: bool = False
     force: bool = False
+    format: str = "aam"
+    """`aam` (our case files) or `claude-plugin-eval` (`evals/<case>/case.yaml`, graded as that
+    runner grades)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ def init(args: InitArgs) -> int:
     refused = 0
     for loaded in repo.packages:
         plans, covered = _plan(loaded, args)
-        _print_plan(loaded, plans, covered)
+        _print_plan(loaded, plans, covered, args.format)
         if args.dry_run or not plans:
             continue
         s = resolve(loaded, Overrides(engine=args.engine, model=args.model))
@@ -123,7 +126,7 @@ def _counts(args: InitArgs, siblings: int) -> Counts:
     return Counts(positives=max(args.positives - 1, 1), near_misses=near, out_of_scope=out, tasks=args.tasks)
 
 
-def _print_plan(loaded: LoadedPackage, plans: list[SkillPlan], kept: list[str]) -> None:
+def _print_plan(loaded: LoadedPackage, plans: list[SkillPlan], kept: list[str], fmt: str = "aam") -> None:
     where = loaded.plugin or loaded.layout.root.name
     print(f"{where}: {len(plans)} skill(s) to draft")
     for name in kept:
@@ -140,7 +143,11 @@ def _print_plan(loaded: LoadedPackage, plans: list[SkillPlan], kept: list[str]) 
             f"{c.out_of_scope} out of scope, {c.tasks} task(s)"
         )
         rel = _cases_rel(loaded)
-        print(f"    → {rel}/{plan.doc.name}-triggers.yaml, {rel}/{plan.doc.name}-tasks.yaml")
+        if fmt == "claude-plugin-eval":
+            evals = loaded.layout.evals_dir.relative_to(loaded.layout.root).as_posix()
+            print(f"    → {evals}/{plan.doc.name}-<kind>-<n>/case.yaml, a case each")
+        else:
+            print(f"    → {rel}/{plan.doc.name}-triggers.yaml, {rel}/{plan.doc.name}-tasks.yaml")
 
 
 def _cases_rel(loaded: LoadedPackage) -> str:
@@ -189,6 +196,11 @@ def _draft(
     if not any(c["draft"]["kind"] == "positive" for c in drafted.triggers):
         print(f"{name}: refused, nothing written: no drafted prompt that should fire passed the checks")
         return None
+    if args.format == "claude-plugin-eval":
+        from aam_eval_action.drafting.plugin_eval import suite_files
+
+        files = suite_files(loaded.layout.evals_dir, plan.doc, drafted, model)
+        return _checked(loaded, name, files, args.force)
     return _files(loaded, plan, drafted, model, args.force)
 
 
@@ -265,7 +277,7 @@ def _files(
     loaded: LoadedPackage, plan: SkillPlan, drafted: Drafted, model: str, force: bool
 ) -> dict[Path, str] | None:
     """Case files and input files to write; None when one would overwrite a file (without --force)."""
-    root, name = loaded.layout.root, plan.doc.name
+    name = plan.doc.name
     head = [
         f"Drafted by `aam-eval init` with {model} from {plan.doc.path} (sha256 {plan.doc.sha256[:12]}).",
         "Not reviewed yet: read each case, fix or delete it, then set `reviewed: true` in its `draft`.",
@@ -282,6 +294,13 @@ def _files(
     if drafted.tasks:
         files[loaded.cases_dir / f"{name}-tasks.yaml"] = file_text(head, drafted.tasks)
     files |= {loaded.layout.evals_dir / "fixtures" / rel: text for rel, text in drafted.fixtures.items()}
+    return _checked(loaded, name, files, force)
+
+
+def _checked(loaded: LoadedPackage, name: str, files: dict[Path, str], force: bool) -> dict[Path, str] | None:
+    """The files, unless one resolves outside the repository or would overwrite another text
+    (without --force): then None, and why."""
+    root = loaded.layout.root
     for path, text in files.items():
         if not is_inside(path, root):
             print(f"{name}: refused, nothing written: {path} resolves outside the repository")
