@@ -256,7 +256,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     tools' default). Every case's score, score without the plugin, delta and pass rate, every
     grader's verdict in each arm, and the mean delta agree; then snapshot replay, with no CLI
     and no model, gives the same numbers."""
-    from aam_eval_action.testing.model_server import ModelServer, listed_skills
+    from aam_eval_action.testing.model_server import ModelServer, is_plugin_eval_judge, listed_skills
 
     installed("claude-code")
     key = "sk-ant-test-plugin-eval"
@@ -286,6 +286,10 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
 
         assert "team-notes:meeting-notes" in listed(server.requests[:theirs_asked])
         assert "team-notes:meeting-notes" in listed(server.requests[theirs_asked:])
+        # The judge: that runner's words, three votes, and (no --judge, no eval-config judge)
+        # the small model, as its --judge-model defaults to haiku.
+        votes = [r.body for r in server.requests[theirs_asked:] if is_plugin_eval_judge(r.body)]
+        assert len(votes) == 2 * 2 * 3 and {v["model"] for v in votes} == {"claude-haiku-4-5"}  # 2 llm graders, 2 arms
     our_report = json.loads((tmp_path / "ours.json").read_text())
     ours = {c["name"]: c for c in our_report["cases"]}
     assert set(ours) == set(theirs), ran.stdout + ran.stderr

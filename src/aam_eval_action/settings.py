@@ -70,6 +70,10 @@ class Overrides:
     ablation: str | None = None
 
 
+SMALL_JUDGE = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5-mini"}
+"""Each judge provider's small model: `claude plugin eval` graders' default judge."""
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """Everything a run needs to know, resolved."""
@@ -114,6 +118,8 @@ class RunSettings:
     judge_gate: str = "always"
     threshold: float = 1.0
     """The score a `claude plugin eval` case passes at (its runner's `--threshold`)."""
+    judge_named: bool = False
+    """`--judge` or eval-config `judge` named the judge model (else a default was taken)."""
     ablation: str = "with-without"
     """`claude plugin eval` cases: `with-without` also runs each without the plugin (its
     runner's default), `none` runs the one arm."""
@@ -123,6 +129,14 @@ class RunSettings:
     cassette_stem: str = ""
     """The file stem of this engine + model's cassettes: the engine's name for the model it
     runs by default, `<engine>@<model>` for any other, so each pair of a matrix keeps its own."""
+
+    def plugin_eval_judge(self) -> str:
+        """The model a `claude plugin eval` grader's judge is asked: the one `--judge` or
+        eval-config names, else the judge provider's small model, as that runner defaults to
+        its small one (`--judge-model`, default haiku)."""
+        if self.judge_named:
+            return self.judge_model
+        return SMALL_JUDGE.get(self.judge_provider, self.judge_model)
 
     def two_arms(self, graders: tuple[object, ...]) -> bool:
         """Whether a case also runs without the package: `--baseline` for any case, and the
@@ -188,6 +202,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         engine=engine,
         model=model,
         judge_model=judge_model,
+        judge_named=bool(o.judge or cfg.judge),
         judge_provider=provider_for_model(judge_model, provider),
         mode=mode,
         jobs=o.jobs or cfg.jobs,

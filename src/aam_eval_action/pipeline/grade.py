@@ -236,7 +236,8 @@ class JudgeCalls:
         replay = self._open()
         jc = replay.cassette if replay else None
         played_before = jc.played if jc else 0
-        params = plain_params(s.judge_provider, s.judge_model, system, text)
+        model = s.plugin_eval_judge()
+        params = plain_params(s.judge_provider, model, system, text)
         recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider], params) if jc else None
         if recorded is not None:
             return text_of(s.judge_provider, recorded)
@@ -245,14 +246,14 @@ class JudgeCalls:
         estimate = self.ctx.estimator.case(self.loaded, 1, with_agent=False) if paid else None
         try:
             with budget.paid(estimate) if estimate else contextlib.nullcontext():
-                body = ask_plain(s.judge_provider, s.judge_model, system, text, s.base_url(s.judge_provider),
+                body = ask_plain(s.judge_provider, model, system, text, s.base_url(s.judge_provider),
                                  s.api_key(s.judge_provider), jc.http_client() if jc else None)
         except JudgeReplayMiss:
             assert replay is not None
             raise judge_miss(s, self.loaded.case.name, replay, self.variant) from None
         if not (jc and jc.played > played_before):
             prices = self.ctx.estimator.prices if budget.cap is not None else {}
-            budget.charge(answered_cost(_usage_of(body), s.judge_model, s.judge_provider, prices))
+            budget.charge(answered_cost(_usage_of(body), model, s.judge_provider, prices))
         return text_of(s.judge_provider, body)
 
     def close(self) -> None:
