@@ -254,8 +254,8 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     """The oracle: the real `claude plugin eval` and `aam-eval run` through the same claude CLI,
     against the same scripted model server, one run per case, with and without the plugin (both
     tools' default). Every case's score, score without the plugin, delta and pass rate, every
-    grader's verdict in each arm, and the mean delta agree; then snapshot replay, with no CLI
-    and no model, gives the same numbers."""
+    grader's verdict in each arm, and the mean delta agree; re-executed (the real CLI against
+    the recording, no key) and snapshot-replayed (no CLI, no model), the same numbers."""
     from aam_eval_action.testing.model_server import ModelServer, is_plugin_eval_judge, listed_skills
 
     installed("claude-code")
@@ -323,6 +323,15 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         }
 
     assert numbers(again) == numbers(their_report)
+    # Re-executed: the real CLI against the recorded traffic, the same numbers.
+    rerun = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
+                            "--rerun", "-o", str(tmp_path / "rerun.json")],
+                           env={k: v for k, v in env.items() if k not in ("HOME", "ANTHROPIC_API_KEY")},
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert (tmp_path / "rerun.json").is_file(), rerun.stdout + rerun.stderr
+    again = {c["name"]: c for c in json.loads((tmp_path / "rerun.json").read_text())["cases"]}
+    assert {n: (round(c["score"], 6), round(c["score_without"], 6), c["replay_kind"]) for n, c in again.items()} == {
+        n: (round(w, 6), round(wo, 6), "rerun") for n, (w, wo) in SCORES.items()}, rerun.stdout[-3000:]
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
                                "--no-rerun", "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
