@@ -75,17 +75,25 @@ def refusing() -> Iterator[str]:
     server.server_close()
 
 
+def claude_plugin_eval(cwd: Path, tmp_path: Path, base_url: str, key: str, out: Path,
+                       *flags: str) -> subprocess.CompletedProcess[str]:
+    """The real `claude plugin eval` on the plugin in `cwd`, as a user runs it in CI (trusted, not
+    published), against `base_url`, with a fresh HOME; its --json result goes to `out`."""
+    home = tmp_path / f"home-{out.stem}"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": key,
+            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    return subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish", *flags,
+                           "--json", str(out)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
 @pytest.mark.cli
 def test_the_suite_loads_as_claude_plugin_eval_loads_it(plugin: Path, refusing: str, tmp_path: Path) -> None:
     installed("claude-code")
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": refusing, "ANTHROPIC_API_KEY": "sk-ant-test-loading",
-            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    done = subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish", "--ablation", "none",
-                           "--json", str(tmp_path / "out.json")], cwd=plugin, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = claude_plugin_eval(plugin, tmp_path, refusing, "sk-ant-test-loading", tmp_path / "out.json",
+                              "--ablation", "none")
     said = done.stdout + done.stderr
     theirs = json.loads((tmp_path / "out.json").read_text())
     their_refused = {Path(m).relative_to(plugin).parent.as_posix()
@@ -262,20 +270,15 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     key = "sk-ant-test-plugin-eval"
     shutil.rmtree(plugin / "evals/refused-llm-target")
     with ModelServer(SCENARIOS, api_key=key) as server:
-        home = tmp_path / "home"
-        home.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-        env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key,
-                "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
         theirs_dir = Path(shutil.copytree(plugin, tmp_path / "theirs"))
-        done = subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish",
-                               "--allow-tools", "Write", "--json", str(tmp_path / "theirs.json")], cwd=theirs_dir,
-                              env=env, capture_output=True, text=True, timeout=600, check=False)
+        done = claude_plugin_eval(theirs_dir, tmp_path, server.url, key, tmp_path / "theirs.json",
+                                  "--allow-tools", "Write")
         their_report = json.loads((tmp_path / "theirs.json").read_text())
         theirs = {c["name"]: c for c in their_report["cases"]}
         assert {n: (c["aggregates"]["score"], c["aggregates"]["scoreWithout"]) for n, c in theirs.items()} == SCORES, (
             done.stdout + done.stderr)
-        ours_env = {k: v for k, v in env.items() if k != "HOME"}
+        ours_env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        ours_env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
         theirs_asked = len(server.requests)
         ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
                               "--engine", "claude-code", "--no-self-check", "-o", str(tmp_path / "ours.json")],
@@ -326,7 +329,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     # Re-executed: the real CLI against the recorded traffic, the same numbers.
     rerun = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
                             "--rerun", "-o", str(tmp_path / "rerun.json")],
-                           env={k: v for k, v in env.items() if k not in ("HOME", "ANTHROPIC_API_KEY")},
+                           env={k: v for k, v in ours_env.items() if k != "ANTHROPIC_API_KEY"},
                            capture_output=True, text=True, timeout=600, check=False)
     assert (tmp_path / "rerun.json").is_file(), rerun.stdout + rerun.stderr
     again = {c["name"]: c for c in json.loads((tmp_path / "rerun.json").read_text())["cases"]}
@@ -514,14 +517,8 @@ def test_init_drafts_a_suite_both_tools_load(tmp_path: Path, refusing: str, monk
     assert "    → evals/changelog-writer-<kind>-<n>/case.yaml, a case each" in drafted.out
     loaded, refused = _ours(repo)
     assert refused == {} and sorted(Path(f).name for f in loaded) == written
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": refusing, "ANTHROPIC_API_KEY": "sk-ant-test-init",
-            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    done = subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish", "--ablation", "none",
-                           "--runs", "1", "--json", str(tmp_path / "out.json")], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    done = claude_plugin_eval(repo, tmp_path, refusing, "sk-ant-test-init", tmp_path / "out.json",
+                              "--ablation", "none", "--runs", "1")
     theirs = json.loads((tmp_path / "out.json").read_text())
     assert "✗ " not in done.stdout + done.stderr, done.stdout + done.stderr
     assert sorted(c["name"] for c in theirs["cases"]) == sorted(r.imported.case.name for r in loaded.values())
