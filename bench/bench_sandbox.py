@@ -12,8 +12,9 @@ and, where user namespaces are allowed, in a network namespace of its own with t
 that port (`network: namespace`). The table gives the median and the 90th percentile wall time
 of a start, and what it adds to the unconfined one.
 
-Then what the supervisor costs a connection (200 TCP connections to a local listener from
-inside a session, against the same unconfined), and the launcher's own imports
+Then what a connection costs (200 TCP connections to a local listener from inside a session:
+unconfined; port-only without and with the supervisor making it; in the namespace, through
+its relay too), and the launcher's own imports
 (`python -X importtime`): the modules it loads before the CLI starts, and their time.
 """
 
@@ -115,7 +116,10 @@ def connection_costs(runs: int) -> list[list[str]]:
     threading.Thread(target=serve, daemon=True).start()
     rows = []
     with tempfile.TemporaryDirectory(prefix="aam-bench-sandbox-") as tmp:
-        for made in (None, confine([Path(tmp)], port, network=False)):
+        confined = confine([Path(tmp)], port, network=False)
+        variants = [None, dataclasses.replace(confined, namespace=False, unix="none"),
+                    dataclasses.replace(confined, namespace=False), confined]
+        for made in dict.fromkeys(variants):
             each = []
             for _ in range(max(1, runs // 4)):
                 done = run_process([sys.executable, "-I", "-c", CONNECTS, str(port), "200"], cwd=Path(tmp),
