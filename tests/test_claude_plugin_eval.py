@@ -522,3 +522,35 @@ def test_init_drafts_a_suite_both_tools_load(tmp_path: Path, refusing: str, monk
     theirs = json.loads((tmp_path / "out.json").read_text())
     assert "✗ " not in done.stdout + done.stderr, done.stdout + done.stderr
     assert sorted(c["name"] for c in theirs["cases"]) == sorted(r.imported.case.name for r in loaded.values())
+
+
+def test_add_dirs_are_read_only_folders_of_the_repository_in_the_fingerprint(plugin: Path, tmp_path: Path) -> None:
+    """`context.add_dirs`: folders of the repository (relative to the case's folder), given to
+    Claude Code as `--add-dir` copies beside the workspace; a path out of the repository is
+    refused with its line; a change to a file there changes the session's fingerprint."""
+    from aam_eval_action.engines.base import AgentRun
+    from aam_eval_action.engines.claude_code import ClaudeCode
+    from aam_eval_action.loader import load_repo
+    from aam_eval_action.replay.fingerprint import agent_fingerprint
+
+    (plugin / "docs/style").mkdir(parents=True)
+    (plugin / "docs/style/minutes.md").write_text("Decisions first.\n")
+    case = plugin / "evals/mixed-form/case.yaml"
+    case.write_text(case.read_text() + "context:\n  add_dirs: [../../docs/style]\n")
+    read = _ours(plugin)[0]["evals/mixed-form"].imported.case
+    assert read.execution is not None and read.execution.add_dirs == ["docs/style"]
+    run = AgentRun(prompt="p", model="m", workspace=tmp_path, home=tmp_path, env={}, runner_env={}, timeout=5,
+                   execution=read.execution, add_dirs=(tmp_path / "add-dirs/0-style",))
+    argv = ClaudeCode().argv(run)
+    assert argv[argv.index("--add-dir") + 1] == str(tmp_path / "add-dirs/0-style")
+    package = load_repo(plugin).packages[0]
+    loaded = next(c for c in package.cases if c.case.name == "mixed-form")
+
+    def fingerprint() -> str:
+        return agent_fingerprint(package.layout, loaded.case, package.config, "claude-code", "m").digest
+
+    before = fingerprint()
+    (plugin / "docs/style/minutes.md").write_text("Owners first.\n")
+    assert fingerprint() != before
+    case.write_text(case.read_text().replace("../../docs/style", "../../../outside"))
+    assert "context.add_dirs: '../../../outside' escapes the repository" in _ours(plugin)[1]["evals/mixed-form"]

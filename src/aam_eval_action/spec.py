@@ -543,6 +543,9 @@ class Execution(Strict):
     """Text added to the end of the system prompt (`--append-system-prompt`)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Variables set for the run: `EVAL_*` names only, as that runner allows."""
+    add_dirs: list[str] = Field(default_factory=list, alias="add-dirs")
+    """Folders of the repository (relative to its root) the run may read besides its workspace
+    (`--add-dir`): `context.add_dirs` there, read-only."""
 
 
 class Case(Strict):

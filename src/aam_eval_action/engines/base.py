@@ -41,6 +41,9 @@ class AgentRun:
     execution: Execution | None = None
     """A `claude plugin eval` case's execution fields (turn limit, tools, system prompt text),
     for the engines that honour them."""
+    add_dirs: tuple[Path, ...] = ()
+    """Folders the session may read besides its workspace (Claude Code's `--add-dir`): a
+    `claude plugin eval` case's `context.add_dirs`, as copies beside the workspace."""
     plugin_dirs: tuple[Path, ...] = ()
     """Plugins the CLI loads as plugins (Claude Code's `--plugin-dir`), read-only, outside the
     workspace."""

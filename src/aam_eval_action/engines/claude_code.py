@@ -103,6 +103,8 @@ class ClaudeCode(RegisteredEngine):
                 execution.append("--append-system-prompt=" + ex.append_system_prompt)
         for plugin in run.plugin_dirs:  # loaded as Claude Code loads a plugin: `plugin:skill` names
             execution += ["--plugin-dir", str(plugin)]
+        for folder in run.add_dirs:  # read-only: outside the sandbox's writable folders
+            execution += ["--add-dir", str(folder)]
         return [
             CLI, "-p", *resume,
             "--output-format", "stream-json", "--verbose", "--include-hook-events",

@@ -284,9 +284,10 @@ def _to_case(found: _Case) -> Imported:
     for key, why in _EXECUTION_SKIPS.items():
         if f.get(key) not in (None, [], {}, ""):
             skipped[key] = why
-    for key in ("scaffold_script", "history_file", "add_dirs"):
+    for key in ("scaffold_script", "history_file"):
         if (f.get("context") or {}).get(key):
             skipped[f"context.{key}"] = _CONTEXT_SKIPS[key]
+    add_dirs = _add_dirs(found)
     if f.get("plugins"):
         skipped["plugins"] = "the package under test is the plugin installed"
     fields: dict[str, Any] = {
@@ -302,6 +303,7 @@ def _to_case(found: _Case) -> Imported:
         "disallowed-tools": _names(f.get("disallowed_tools")) or [],
         "append-system-prompt": f.get("append_system_prompt") or None,
         "env": {str(k): str(v) for k, v in env.items()},
+        "add-dirs": add_dirs,
     }
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
@@ -364,8 +366,26 @@ _EXECUTION_SKIPS = {
 _CONTEXT_SKIPS = {
     "scaffold_script": "no scaffold script is run",
     "history_file": "the case does not resume a recorded session",
-    "add_dirs": "no folder is added",
 }
+
+
+def _add_dirs(found: _Case) -> list[str]:
+    """`context.add_dirs`, relative to the case's folder, as folders of the repository: each
+    must stay inside it (a link out of it is refused too) and be a folder."""
+    from aam_eval_action.layouts.common import inside
+
+    dirs = (found.fields.get("context") or {}).get("add_dirs") or []
+    where = found.at("context")
+    if not isinstance(dirs, list):
+        raise ConfigError(f"{where}: context.add_dirs: a list of folders, relative to the case's folder")
+    out = []
+    for value in dirs:
+        rel = inside(found.root, found.folder, value, f"{where}: context.add_dirs", within="")
+        if not (found.root / rel).is_dir():
+            raise ConfigError(f"{where}: context.add_dirs: {value!r} is not a folder of the repository; fix "
+                              "the path (relative to the case's folder)")
+        out.append(rel)
+    return out
 
 
 def _not_graded(grader: dict[str, Any]) -> str | None:

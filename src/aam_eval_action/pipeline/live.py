@@ -121,6 +121,7 @@ def run_session(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
                 confine=sandbox_for(ctx, ws, _port(proxy.url)), execution=execution, plugin_dirs=plugins,
+                add_dirs=added_dirs(layout, loaded, ws.base),
             )
             if loaded.case.input.conversation:
                 from aam_eval_action.pipeline.conversation import converse
@@ -165,6 +166,28 @@ def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest)
     return (folder,)
+
+
+def added_dirs(layout: PackageLayout, loaded: LoadedCase, base: Path) -> tuple[Path, ...]:
+    """A `claude plugin eval` case's `context.add_dirs`, copied beside the workspace (read-only
+    there: outside the sandbox's writable folders; links are not followed out of the repository),
+    as the folders the session may also read."""
+    execution = loaded.case.execution
+    if execution is None or not execution.add_dirs:
+        return ()
+    from aam_eval_action.layouts.common import refuse_link_out
+
+    out = []
+    for n, rel in enumerate(execution.add_dirs):
+        dest = base / "add-dirs" / f"{n}-{Path(rel).name}"
+        for source in sorted(p for p in (layout.root / rel).rglob("*") if p.is_file()):
+            refuse_link_out(layout.root, source)
+            target = dest / source.relative_to(layout.root / rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        dest.mkdir(parents=True, exist_ok=True)
+        out.append(dest)
+    return tuple(out)
 
 
 def case_env(name: str, env: dict[str, str]) -> dict[str, str]:

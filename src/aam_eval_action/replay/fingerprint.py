@@ -91,6 +91,9 @@ def agent_fingerprint(
         inputs["user"] = _h(json.dumps(user, sort_keys=True).encode())
     if case.execution is not None:  # a claude plugin eval case's CLI options reach the agent
         inputs["execution"] = _h(case.execution.model_dump_json(by_alias=True).encode())
+        for folder in case.execution.add_dirs:  # and what it may read besides its workspace
+            for path in sorted(p for p in (layout.root / folder).rglob("*") if p.is_file()):
+                inputs[f"add-dir:{path.relative_to(layout.root).as_posix()}"] = file_hash(path)
     if layout.baseline:  # only baseline sessions carry it, so existing fingerprints stay as they are
         inputs["baseline"] = layout.baseline_label(case.target)
     secret = set(config.secret_env)
