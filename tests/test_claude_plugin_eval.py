@@ -554,3 +554,49 @@ def test_add_dirs_are_read_only_folders_of_the_repository_in_the_fingerprint(plu
     assert fingerprint() != before
     case.write_text(case.read_text().replace("../../docs/style", "../../../outside"))
     assert "context.add_dirs: '../../../outside' escapes the repository" in _ours(plugin)[1]["evals/mixed-form"]
+
+
+@pytest.mark.cli
+def test_a_scaffold_runs_only_with_the_flag_inside_the_sandbox(plugin: Path, tmp_path: Path) -> None:
+    """`context.scaffold_script` stages the workspace before the session, only with `--scaffold`
+    (a repository's script runs on the operator's say), inside the session's sandbox: what it
+    writes in the workspace is there for the graders, a write beside it is refused. Without the
+    flag the run says so and the case runs unstaged; a failing script fails the case with its
+    exit status."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    for case in (plugin / "evals").iterdir():
+        if case.is_dir() and case.name not in ("mocks", "results"):
+            shutil.rmtree(case)
+    staged = plugin / "evals/staged"
+    staged.mkdir()
+    (staged / "setup.sh").write_text("set -e\necho seeded > notes.txt\n"
+                                     "echo escaped > ../escaped.txt 2>/dev/null || echo 'refused' >> notes.txt\n")
+    (staged / "case.yaml").write_text(
+        'schema_version: "1.0"\nname: staged\ncontext: {scaffold_script: setup.sh}\n'
+        'execution: {prompt: "Read the staged notes."}\nruns: 1\ngraders:\n'
+        "  - {name: seeded, type: regex, pattern: seeded, target: {source: file, path: notes.txt}}\n"
+        "  - {name: contained, type: regex, pattern: refused, target: {source: file, path: notes.txt}}\n")
+    key = "sk-ant-test-scaffold"
+    scenarios = [{"match": "Read the staged notes", "agent": [{"text": "The notes are seeded."}]}]
+
+    def run(*flags: str) -> tuple[dict[str, Any], str]:
+        out = tmp_path / f"run{len(list(tmp_path.glob('run*.json')))}.json"
+        with ModelServer(scenarios, api_key=key) as server:
+            env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+            env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+            done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin),
+                                   "--mode", "live", "--ablation", "none", *flags, "-o", str(out)], env=env,
+                                  capture_output=True, text=True, timeout=300, check=False)
+        return json.loads(out.read_text())["cases"][0], done.stdout + done.stderr
+
+    case, said = run("--scaffold")
+    assert (case["verdict"], case["score"]) == ("PASS", 1.0), said
+    assert not (plugin.parent / "escaped.txt").exists()
+    case, said = run()
+    assert "its scaffold_script is not run without --scaffold" in said
+    assert case["score"] == 0.0 and "grader threw: focus file notes.txt does not exist" in said
+    (staged / "setup.sh").write_text("echo 'no staging today' >&2\nexit 3\n")
+    case, said = run("--scaffold")
+    assert case["verdict"] == "ERROR" and case["error"] == "scaffold failed (exit 3): no staging today"

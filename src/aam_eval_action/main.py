@@ -95,6 +95,9 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="claude plugin eval cases: with-without also runs each without the plugin and "
                         "reports the score's delta (default: eval-config ablation, else with-without); "
                         "none runs one arm")
+    p.add_argument("--scaffold", action="store_true", default=None,
+                   help="run claude plugin eval cases' scaffold scripts (inside the sandbox) before their "
+                        "sessions; a repository's scripts run only when the operator says so")
     p.add_argument("--runs", type=int, dest="runs", metavar="N",
                    help="runs per case, as claude plugin eval's --runs (the same as --repeat)")
     p.add_argument("--judge-gate", choices=("always", "calibrated", "never"),
@@ -254,7 +257,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             jobs=args.jobs, repeat=args.repeat or args.runs, cassettes=args.cassettes, timeout=args.timeout,
             baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
             judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce, threshold=args.threshold,
-            ablation=args.ablation,
+            ablation=args.ablation, scaffold=args.scaffold,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

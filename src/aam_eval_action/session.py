@@ -124,6 +124,9 @@ class Session(Model):
     """What showed the block (the tool result or stderr line), for the report."""
     files: list[FileChange] = Field(default_factory=list)
     """Files created, modified or deleted in the workspace."""
+    staged: list[str] = Field(default_factory=list)
+    """Files a `claude plugin eval` case's scaffold script made before the session: in `files`,
+    but there before the session started (additive)."""
     usage: Usage | None = None
     """Token usage, when the engine reports it."""
     cost_usd: float | None = None

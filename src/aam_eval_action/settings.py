@@ -68,6 +68,7 @@ class Overrides:
     sandbox_enforce: str | None = None
     threshold: float | None = None
     ablation: str | None = None
+    scaffold: bool | None = None
 
 
 SMALL_JUDGE = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5-mini"}
@@ -118,6 +119,8 @@ class RunSettings:
     judge_gate: str = "always"
     threshold: float = 1.0
     """The score a `claude plugin eval` case passes at (its runner's `--threshold`)."""
+    scaffold: bool = False
+    """Run `claude plugin eval` cases' scaffold scripts (`--scaffold`; never from the repository)."""
     judge_named: bool = False
     """`--judge` or eval-config `judge` named the judge model (else a default was taken)."""
     ablation: str = "with-without"
@@ -203,6 +206,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         model=model,
         judge_model=judge_model,
         judge_named=bool(o.judge or cfg.judge),
+        scaffold=bool(o.scaffold),
         judge_provider=provider_for_model(judge_model, provider),
         mode=mode,
         jobs=o.jobs or cfg.jobs,

@@ -543,6 +543,9 @@ class Execution(Strict):
     """Text added to the end of the system prompt (`--append-system-prompt`)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Variables set for the run: `EVAL_*` names only, as that runner allows."""
+    scaffold: str | None = None
+    """A script of the repository (relative to its root) that stages the workspace before the
+    session: `context.scaffold_script` there. Run, inside the sandbox, only with `--scaffold`."""
     add_dirs: list[str] = Field(default_factory=list, alias="add-dirs")
     """Folders of the repository (relative to its root) the run may read besides its workspace
     (`--add-dir`): `context.add_dirs` there, read-only."""

@@ -23,6 +23,7 @@ INPUTS = (
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
     "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
+    "scaffold",
 )
 
 
@@ -54,6 +55,8 @@ class ActionInputs(BaseModel):
     ablation: Literal["none", "with-without"] | None = None
     """`claude plugin eval` cases: also run without the plugin (with-without) or not (none);
     default from eval-config (with-without)."""
+    scaffold: bool = False
+    """Run `claude plugin eval` cases' scaffold scripts (inside the sandbox) before their sessions."""
     runs: int | None = Field(None, ge=1, le=100)
     """Runs per case, as `claude plugin eval --runs` (the same as a repeat); default: each case's."""
     cases: list[str] = Field(default_factory=list)

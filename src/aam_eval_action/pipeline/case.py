@@ -70,7 +70,7 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     ctx = ctx.for_case(loaded.case)
     s = ctx.settings
     layout = s.package.layout
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold)
     decision = decide(s, loaded.case.name, fp)
     if decision.rerun:
         result, session = _rerun_case(ctx, loaded, fp, decision)
@@ -173,7 +173,7 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     """
     s = ctx.settings
     layout = dataclasses.replace(s.package.layout, baseline=True)
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold)
     try:
         decision = decide(s, loaded.case.name, fp, BASELINE)
         with spending(ctx, loaded, paid=not decision.replay):

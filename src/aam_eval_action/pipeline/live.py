@@ -106,7 +106,10 @@ def run_session(
         plugins = as_plugin(layout, loaded, s.engine, ws.base)
         if layout.installs_anything(loaded.case.installs) and not plugins:
             engine.install(layout, ws.root, loaded.case.installs)
+        unstaged = workspace.snapshot(ws.root)
+        stage(ctx, layout, loaded, ws)
         before = workspace.snapshot(ws.root)
+        staged = sorted(rel for rel, digest in before.items() if unstaged.get(rel) != digest)
         proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
         if isinstance(proxy, RecordingProxy):  # not every CLI names itself in its User-Agent
             proxy.identify(ENGINES[s.engine].cli, installed_version(ENGINES[s.engine].cli, s.runner_env))
@@ -132,7 +135,9 @@ def run_session(
             else:
                 session = engine.run(run)
             session.confinement = run.confine.describe() if run.confine else None
-        session.files = workspace.changes(ws.root, before)
+        # A scaffold's files are recorded with the session's (graders read them), and named.
+        session.files = workspace.changes(ws.root, unstaged if staged else before)
+        session.staged = staged
     finally:
         if ctx.keep_workspaces:
             announce_kept(loaded, ws.root)
@@ -166,6 +171,33 @@ def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest)
     return (folder,)
+
+
+def stage(ctx: CaseContext, layout: PackageLayout, loaded: LoadedCase, ws: workspace.Workspace) -> None:
+    """A `claude plugin eval` case's scaffold script, run in the fresh workspace before the
+    session, inside the session's sandbox (no network, no key, writes to its folders only), and
+    only when the run was given `--scaffold`: a repository's script is run on nobody's say but
+    the operator's. What it leaves is the workspace the session starts from. A failing script
+    fails the case with its exit status and the end of its stderr."""
+    from aam_eval_action.engines.process import run_process
+
+    execution = loaded.case.execution
+    if execution is None or not execution.scaffold:
+        return
+    s = ctx.settings
+    if not s.scaffold:
+        ctx.warn_once(f"case {loaded.case.name!r}: its scaffold_script is not run without --scaffold "
+                      "(a script of the repository: pass it only for suites you trust); the case runs "
+                      "against an unstaged workspace")
+        return
+    env = {"PATH": s.runner_env.get("PATH", "/usr/bin:/bin"), "HOME": str(ws.home),
+           "TMPDIR": str(ws.base / "tmp"), "LANG": "C.UTF-8"}
+    script = str(layout.root / execution.scaffold)
+    confined = sandbox_for(ctx, ws, None)
+    done = run_process(["bash", script], cwd=ws.root, env=env, timeout=s.timeout, confine=confined)
+    if done.exit_code != 0:
+        tail = done.stderr.strip()[-500:]
+        raise AamEvalError(f"scaffold failed (exit {done.exit_code}): {tail or '(no stderr)'}")
 
 
 def added_dirs(layout: PackageLayout, loaded: LoadedCase, base: Path) -> tuple[Path, ...]:

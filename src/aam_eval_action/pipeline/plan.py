@@ -51,7 +51,7 @@ def eval_file_lines(package: LoadedPackage) -> list[str]:
 
 def _plan(s: RunSettings, loaded: LoadedCase, layout: PackageLayout) -> str:
     """`replay`, `live (why)` or `ERROR (miss)` for one session of a case."""
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold)
     try:
         d = decide(s, loaded.case.name, fp, "baseline" if layout.baseline else "")
     except Miss as miss:

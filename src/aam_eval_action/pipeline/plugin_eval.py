@@ -150,7 +150,9 @@ def _text(target: Any, run: RunInputs) -> str | None:
 
 
 def created(session: Session) -> list[str]:
-    return sorted(f.path for f in session.files if f.status == "created")
+    """The files the run created: not those its scaffold made before it (that runner's cwdDiff)."""
+    staged = set(session.staged)
+    return sorted(f.path for f in session.files if f.status == "created" and f.path not in staged)
 
 
 def _js_flags(flags: str) -> int:

@@ -63,7 +63,7 @@ def file_hash(path: Path) -> str:
 
 
 def agent_fingerprint(
-    layout: PackageLayout, case: Case, config: EvalConfig, engine: str, model: str
+    layout: PackageLayout, case: Case, config: EvalConfig, engine: str, model: str, scaffold: bool = False
 ) -> Fingerprint:
     """Everything that reaches the agent: prompt, files, package files, engine, model, sandbox, env."""
     inputs = {
@@ -91,6 +91,9 @@ def agent_fingerprint(
         inputs["user"] = _h(json.dumps(user, sort_keys=True).encode())
     if case.execution is not None:  # a claude plugin eval case's CLI options reach the agent
         inputs["execution"] = _h(case.execution.model_dump_json(by_alias=True).encode())
+        if case.execution.scaffold:  # the script that stages its workspace, when it runs (--scaffold)
+            script = layout.root / case.execution.scaffold
+            inputs["scaffold"] = file_hash(script) if scaffold else "not run"
         for folder in case.execution.add_dirs:  # and what it may read besides its workspace
             for path in sorted(p for p in (layout.root / folder).rglob("*") if p.is_file()):
                 inputs[f"add-dir:{path.relative_to(layout.root).as_posix()}"] = file_hash(path)
