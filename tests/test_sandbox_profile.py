@@ -93,3 +93,13 @@ def test_the_seccomp_filter_is_built_for_both_linux_machines() -> None:
                 assert n + 1 + max(jt, jf) < len(code)
         x32 = any(k == seccomp.X32_BIT for _, _, _, k in code)
         assert x32 is (machine == "x86_64")
+
+
+def test_required_refuses_a_session_no_filter_keeps_from_unix_sockets() -> None:
+    """Where no seccomp filter can be installed, nothing keeps a session from a UNIX socket by
+    path: the report says `unix: open`, and `sandbox.enforce: required` refuses the session."""
+    open_unix = Confinement(writable=("/w", *DEVICES), tcp_ports=(43121,), abi=7, namespace=True, unix="")
+    assert open_unix.describe() == "writes: landlock; network: namespace; unix: open"
+    assert "cannot keep the agent from UNIX sockets outside its session" in (short_of(open_unix, network=False) or "")
+    for held in ("session", "none"):
+        assert short_of(open_unix.__class__(**{**open_unix.__dict__, "unix": held}), network=False) is None
