@@ -600,3 +600,47 @@ def test_a_scaffold_runs_only_with_the_flag_inside_the_sandbox(plugin: Path, tmp
     (staged / "setup.sh").write_text("echo 'no staging today' >&2\nexit 3\n")
     case, said = run("--scaffold")
     assert case["verdict"] == "ERROR" and case["error"] == "scaffold failed (exit 3): no staging today"
+
+
+@pytest.mark.cli
+def test_a_case_that_resumes_a_recorded_session_scores_as_there(plugin: Path, tmp_path: Path) -> None:
+    """`context.history_file`: a Claude Code transcript the case resumes (`--resume <file>`); such
+    a case runs one arm by default. The transcript is made here by a real session; then the real
+    `claude plugin eval` and `aam-eval` each resume it, and the follow-up's answer, which only the
+    resumed history makes right, scores the same in both."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    for case in (plugin / "evals").iterdir():
+        if case.is_dir() and case.name not in ("mocks", "results"):
+            shutil.rmtree(case)
+    key = "sk-ant-test-history"
+    scenarios = [{"match": "remember the word", "agent": [{"text": "I will remember PLUM."}]},
+                 {"reply-to": "What was the word", "agent": [{"text": "The word was PLUM."}]},
+                 {"match": "What was the word", "agent": [{"text": "What word?"}]}]
+    resumed = plugin / "evals/resumed"
+    resumed.mkdir()
+    (resumed / "case.yaml").write_text(
+        'schema_version: "1.0"\nname: resumed\ncontext: {history_file: history.jsonl}\n'
+        'execution: {prompt: "What was the word?"}\nruns: 1\n'
+        "graders:\n  - {name: recalls, type: regex, pattern: PLUM}\n")
+    with ModelServer(scenarios, api_key=key) as server:
+        home, first = tmp_path / "home", tmp_path / "first"
+        home.mkdir()
+        first.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key, "IS_SANDBOX": "1"}
+        subprocess.run(["claude", "-p", "Please remember the word PLUM.", "--output-format", "stream-json",
+                        "--verbose", "--model", "claude-sonnet-4-6"], cwd=first, env=env, capture_output=True,
+                       timeout=120, check=True)
+        shutil.copyfile(next(home.glob(".claude/projects/*/*.jsonl")), resumed / "history.jsonl")
+        done = claude_plugin_eval(Path(shutil.copytree(plugin, tmp_path / "theirs")), tmp_path, server.url, key,
+                                  tmp_path / "theirs.json")
+        theirs = json.loads((tmp_path / "theirs.json").read_text())["cases"][0]
+        ours_env = {k: v for k, v in env.items() if k not in ("HOME", "IS_SANDBOX")}
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+                              "--no-self-check", "-o", str(tmp_path / "ours.json")], env=ours_env,
+                             capture_output=True, text=True, timeout=300, check=False)
+    ours = json.loads((tmp_path / "ours.json").read_text())["cases"][0]
+    assert theirs["aggregates"]["score"] == 1 and "without" not in (theirs["arms"] or {}), done.stdout + done.stderr
+    assert (ours["score"], ours.get("score_without")) == (1.0, None), ran.stdout + ran.stderr

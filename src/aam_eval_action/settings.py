@@ -126,6 +126,8 @@ class RunSettings:
     ablation: str = "with-without"
     """`claude plugin eval` cases: `with-without` also runs each without the plugin (its
     runner's default), `none` runs the one arm."""
+    ablation_named: bool = False
+    """`--ablation` or eval-config `ablation` named it (else the default)."""
     sandbox_enforce: str = "best-effort"
     """`required`: a session the OS cannot confine as the sandbox asks is refused."""
     """Whether a judge FAIL fails its case: always, calibrated or never (`labels.py`)."""
@@ -141,10 +143,13 @@ class RunSettings:
             return self.judge_model
         return SMALL_JUDGE.get(self.judge_provider, self.judge_model)
 
-    def two_arms(self, graders: tuple[object, ...]) -> bool:
+    def two_arms(self, graders: tuple[object, ...], resumes: bool = False) -> bool:
         """Whether a case also runs without the package: `--baseline` for any case, and the
-        ablation for a `claude plugin eval` case (one with graders)."""
-        return self.baseline or (bool(graders) and self.ablation == "with-without")
+        ablation for a `claude plugin eval` case (one with graders), but for one that resumes a
+        recorded session unless `with-without` was asked for by name, as that runner does."""
+        if self.baseline:
+            return True
+        return bool(graders) and self.ablation == "with-without" and (not resumes or self.ablation_named)
 
     @property
     def config(self) -> EvalConfig:
@@ -225,6 +230,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         judge_gate=o.judge_gate or cfg.judge_gate,
         threshold=cfg.threshold if o.threshold is None else o.threshold,
         ablation=o.ablation or cfg.ablation,
+        ablation_named=o.ablation is not None or "ablation" in cfg.model_fields_set,
         sandbox_enforce=o.sandbox_enforce or cfg.sandbox.enforce,
         cassette_stem=cassette_stem(cfg, engine, model),
         trigger_runs=o.repeat or cfg.triggers.runs,

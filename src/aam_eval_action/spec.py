@@ -546,6 +546,9 @@ class Execution(Strict):
     scaffold: str | None = None
     """A script of the repository (relative to its root) that stages the workspace before the
     session: `context.scaffold_script` there. Run, inside the sandbox, only with `--scaffold`."""
+    history: str | None = None
+    """A recorded Claude Code session (a transcript `.jsonl` of the repository, relative to its
+    root) the case resumes (`--resume`): `context.history_file` there. Such a case runs one arm."""
     add_dirs: list[str] = Field(default_factory=list, alias="add-dirs")
     """Folders of the repository (relative to its root) the run may read besides its workspace
     (`--add-dir`): `context.add_dirs` there, read-only."""

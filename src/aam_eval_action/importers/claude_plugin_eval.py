@@ -284,10 +284,9 @@ def _to_case(found: _Case) -> Imported:
     for key, why in _EXECUTION_SKIPS.items():
         if f.get(key) not in (None, [], {}, ""):
             skipped[key] = why
-    if (f.get("context") or {}).get("history_file"):
-        skipped["context.history_file"] = _CONTEXT_SKIPS["history_file"]
     add_dirs = _add_dirs(found)
-    scaffold = _scaffold(found)
+    scaffold = _context_file(found, "scaffold_script")
+    history = _context_file(found, "history_file")
     if f.get("plugins"):
         skipped["plugins"] = "the package under test is the plugin installed"
     fields: dict[str, Any] = {
@@ -303,7 +302,7 @@ def _to_case(found: _Case) -> Imported:
         "disallowed-tools": _names(f.get("disallowed_tools")) or [],
         "append-system-prompt": f.get("append_system_prompt") or None,
         "env": {str(k): str(v) for k, v in env.items()},
-        "add-dirs": add_dirs, "scaffold": scaffold,
+        "add-dirs": add_dirs, "scaffold": scaffold, "history": history,
     }
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
@@ -363,23 +362,19 @@ _EXECUTION_SKIPS = {
     "model": "the run's model (eval-config or --model) is used",
 }
 """The execution fields not passed on (the others are, on Claude Code: see `spec.Execution`)."""
-_CONTEXT_SKIPS = {
-    "history_file": "the case does not resume a recorded session",
-}
-
-
-def _scaffold(found: _Case) -> str | None:
-    """`context.scaffold_script`, relative to the case's folder, as a file of the repository."""
+def _context_file(found: _Case, key: str) -> str | None:
+    """`context.<key>` (`scaffold_script`, `history_file`), relative to the case's folder, as a
+    file of the repository."""
     from aam_eval_action.layouts.common import inside
 
-    value = (found.fields.get("context") or {}).get("scaffold_script")
+    value = (found.fields.get("context") or {}).get(key)
     if value is None:
         return None
     where = found.at("context")
-    rel = inside(found.root, found.folder, value, f"{where}: context.scaffold_script", within="")
+    rel = inside(found.root, found.folder, value, f"{where}: context.{key}", within="")
     if not (found.root / rel).is_file():
-        raise ConfigError(f"{where}: context.scaffold_script: {value!r} is not a file of the repository; fix "
-                          "the path (relative to the case's folder)")
+        raise ConfigError(f"{where}: context.{key}: {value!r} is not a file of the repository; fix the path "
+                          "(relative to the case's folder)")
     return rel
 
 

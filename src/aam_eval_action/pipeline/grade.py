@@ -139,7 +139,9 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
 
     run = plugin_eval.RunInputs(session, finished.files, ask, ctx.settings.engine)
     try:
-        arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded.graders) else None
+        resumes = loaded.case.execution is not None and loaded.case.execution.history is not None
+        two = ctx.settings.two_arms(loaded.graders, resumes)
+        arm = ("without" if judge.variant else "with") if two else None
         results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget))
     except Miss as miss:
         return Graded("ERROR", [], not_asked("no recorded judge answer"), miss.message, miss=miss)

@@ -124,7 +124,7 @@ def run_session(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
                 confine=sandbox_for(ctx, ws, _port(proxy.url)), execution=execution, plugin_dirs=plugins,
-                add_dirs=added_dirs(layout, loaded, ws.base),
+                add_dirs=added_dirs(layout, loaded, ws.base), resume=history(layout, loaded, ws.home),
             )
             if loaded.case.input.conversation:
                 from aam_eval_action.pipeline.conversation import converse
@@ -198,6 +198,22 @@ def stage(ctx: CaseContext, layout: PackageLayout, loaded: LoadedCase, ws: works
     if done.exit_code != 0:
         tail = done.stderr.strip()[-500:]
         raise AamEvalError(f"scaffold failed (exit {done.exit_code}): {tail or '(no stderr)'}")
+
+
+def history(layout: PackageLayout, loaded: LoadedCase, home: Path) -> str | None:
+    """A `claude plugin eval` case's `context.history_file`: copied into the session's HOME (the
+    CLI continues it there) and resumed, as that runner resumes it (`--resume <file>`)."""
+    execution = loaded.case.execution
+    if execution is None or execution.history is None:
+        return None
+    from aam_eval_action.layouts.common import refuse_link_out
+
+    source = layout.root / execution.history
+    refuse_link_out(layout.root, source)
+    copy = home / "history" / source.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, copy)
+    return str(copy)
 
 
 def added_dirs(layout: PackageLayout, loaded: LoadedCase, base: Path) -> tuple[Path, ...]:

@@ -94,6 +94,8 @@ def agent_fingerprint(
         if case.execution.scaffold:  # the script that stages its workspace, when it runs (--scaffold)
             script = layout.root / case.execution.scaffold
             inputs["scaffold"] = file_hash(script) if scaffold else "not run"
+        if case.execution.history:  # the recorded session it resumes
+            inputs["history"] = file_hash(layout.root / case.execution.history)
         for folder in case.execution.add_dirs:  # and what it may read besides its workspace
             for path in sorted(p for p in (layout.root / folder).rglob("*") if p.is_file()):
                 inputs[f"add-dir:{path.relative_to(layout.root).as_posix()}"] = file_hash(path)
