@@ -217,6 +217,12 @@ def test_a_run_is_scored_as_that_runner_scores_it() -> None:
     assert [r.scored for r in pe.grade_run(with_only[:2], run, "with")] == [True, True]  # every one with-only
     assert [r.scored for r in pe.grade_run(with_only, run)] == [True, True, True]  # one arm: all scored
     assert pe.case_score([1.0, 0.5, 1.0]) == (2.5 / 3, 2 / 3)
+    # On another engine, a Claude Code tool with no counterpart there is reported, not failed.
+    other = pe.RunInputs(session, {}, ask, "codex")
+    todo = {"name": "planned", "type": "tool_used", "tool": "TodoWrite", "weight": 1}
+    [shown] = pe.grade_run([todo], other)
+    assert (shown.passed, shown.scored) == (False, False)
+    assert shown.explanation == "not graded on codex: it has no tool like Claude Code's TodoWrite"
     long = "a" * 80_000 + "b" * 30_000 + "c" * 20_000
     assert pe.elide(long) == "a" * 80_000 + "\n[…30000 chars elided…]\n" + "c" * 20_000
 
@@ -417,8 +423,13 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
                               "-o", str(tmp_path / "ours.json")],
                              env=env, capture_output=True, text=True, timeout=900, check=False)
     assert (tmp_path / "ours.json").is_file(), ran.stdout + ran.stderr
-    ours = {c["name"]: c["score"] for c in json.loads((tmp_path / "ours.json").read_text())["cases"]}
+    cases = json.loads((tmp_path / "ours.json").read_text())["cases"]
+    ours = {c["name"]: c["score"] for c in cases}
     assert ours == ONE_ARM, ran.stdout[-4000:]
+    minutes = next(c for c in cases if c["name"] == "minutes-from-transcript")
+    assert minutes["skipped_checks"] == {  # Claude Code's options, said not passed
+        "execution.max_turns": f"not passed to {engine}: Claude Code's own option",
+        "execution.allowed_tools": f"not passed to {engine}: Claude Code's own option"}
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
                                "--no-rerun", "--engine", engine, *flags, "--ablation", "none",
                                "-o", str(tmp_path / "replayed.json")],

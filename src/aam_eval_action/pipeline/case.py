@@ -61,7 +61,8 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
     package = ctx.settings.package
     result.name, result.plugin = package.qualified(result.name), package.plugin
     if loaded.source:
-        result.source, result.skipped_checks = loaded.source, dict(loaded.skipped) or None
+        skipped = dict(loaded.skipped) | engine_notes(loaded, ctx.settings.engine)
+        result.source, result.skipped_checks = loaded.source, skipped or None
     _redact_messages(ctx, result)
     return Outcome(result, session)
 
@@ -245,3 +246,17 @@ def _redact_messages(ctx: CaseContext, result: CaseResult) -> None:
 def _resumes(loaded: LoadedCase) -> bool:
     """A `claude plugin eval` case that resumes a recorded session."""
     return loaded.case.execution is not None and loaded.case.execution.history is not None
+
+
+def engine_notes(loaded: LoadedCase, engine: str) -> dict[str, str]:
+    """What a `claude plugin eval` case asks that this engine does not do: its execution fields
+    and plugin loading are Claude Code's (they are passed to it as that runner passes them)."""
+    execution = loaded.case.execution
+    if execution is None or engine == "claude-code":
+        return {}
+    asked = {"execution.max_turns": execution.max_turns != 10,
+             "execution.allowed_tools": execution.allowed_tools,
+             "execution.disallowed_tools": execution.disallowed_tools,
+             "execution.append_system_prompt": execution.append_system_prompt,
+             "context.add_dirs": execution.add_dirs, "context.history_file": execution.history}
+    return {key: f"not passed to {engine}: Claude Code's own option" for key, value in asked.items() if value}

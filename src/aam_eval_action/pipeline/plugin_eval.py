@@ -118,10 +118,11 @@ def _grade(grader: dict[str, Any], run: RunInputs) -> Graded:
     kind = grader["type"]
     if kind == "regex":
         return _regex(grader, run)
-    if kind == "tool_used":
-        return _tool_used(grader, run)
-    if kind == "tool_order":
-        return _tool_order(grader, run)
+    if kind in ("tool_used", "tool_order"):
+        missing = _missing_tool(grader, run)
+        if missing is not None:
+            return missing
+        return _tool_used(grader, run) if kind == "tool_used" else _tool_order(grader, run)
     if kind == "file_exists":
         return _file_exists(grader, run)
     if kind == "llm":
@@ -198,6 +199,21 @@ def _matches(call: ToolCall, side: Any, engine: str) -> bool:
     if engine != "claude-code" and CLAUDE_TOOLS.get(str(tool)) not in neutral_names(call):
         return False
     return input_match is None or re.search(str(input_match), _compact(call.input)) is not None
+
+
+def _missing_tool(grader: dict[str, Any], run: RunInputs) -> Graded | None:
+    """On another engine than Claude Code, a grader naming a Claude Code tool that engine has no
+    counterpart of is shown unscored, with why: never failed for a tool that cannot be called."""
+    if run.engine == "claude-code":
+        return None
+    sides = [grader["tool"]] if grader["type"] == "tool_used" else [grader["before"], grader["after"]]
+    for side in sides:
+        tool = str(side.get("tool") if isinstance(side, dict) else side)
+        if tool not in CLAUDE_TOOLS:
+            result = _failed(grader, f"not graded on {run.engine}: it has no tool like Claude Code's {tool}")
+            result.scored = False
+            return result
+    return None
 
 
 def _tool_used(grader: dict[str, Any], run: RunInputs) -> Graded:
