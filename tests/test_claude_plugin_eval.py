@@ -252,14 +252,16 @@ SCENARIOS = [
     {"match": "Bo owns the migration", "agent": [
         {"text": "Here are the minutes: Bo owns the migration, due March 3. These minutes are final."}]},
     {"match": "name Bo as the owner", "judge": {"result": "PASS", "reason": "scripted"}},
+    {"match": "Summarise the staged meeting notes", "agent": [{"text": "In one line: ship on Friday."}]},
 ]
 """The suite's sessions and judge votes, with the plugin and without it. With both arms,
 `tool_used: Skill` is the with-only indicator: minutes-from-transcript scores 1/3 with the
 plugin (its weight-2 llm grader fails) and 0 without; changelog-written 1 and 1/2 (no Fixed
 heading); the others 1 and 1."""
 SCORES = {"minutes-from-transcript": (1 / 3, 0.0), "no-fire-on-weather": (1.0, 1.0),
-          "changelog-written": (1.0, 0.5), "mixed-form": (1.0, 1.0)}
-ONE_ARM = {"minutes-from-transcript": 0.5, "no-fire-on-weather": 1.0, "changelog-written": 1.0, "mixed-form": 1.0}
+          "changelog-written": (1.0, 0.5), "mixed-form": (1.0, 1.0), "staged-notes": (1.0, 1.0)}
+ONE_ARM = {"minutes-from-transcript": 0.5, "no-fire-on-weather": 1.0, "changelog-written": 1.0, "mixed-form": 1.0,
+           "staged-notes": 1.0}
 """With one arm every grader is scored: `tool_used: Skill` passes, the llm grader (weight 2) fails."""
 
 
@@ -278,7 +280,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     with ModelServer(SCENARIOS, api_key=key) as server:
         theirs_dir = Path(shutil.copytree(plugin, tmp_path / "theirs"))
         done = claude_plugin_eval(theirs_dir, tmp_path, server.url, key, tmp_path / "theirs.json",
-                                  "--allow-tools", "Write")
+                                  "--allow-tools", "Write", "--scaffold")
         their_report = json.loads((tmp_path / "theirs.json").read_text())
         theirs = {c["name"]: c for c in their_report["cases"]}
         assert {n: (c["aggregates"]["score"], c["aggregates"]["scoreWithout"]) for n, c in theirs.items()} == SCORES, (
@@ -287,7 +289,8 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         ours_env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
         theirs_asked = len(server.requests)
         ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
-                              "--engine", "claude-code", "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                              "--engine", "claude-code", "--scaffold", "--no-self-check",
+                              "-o", str(tmp_path / "ours.json")],
                              env=ours_env, capture_output=True, text=True, timeout=600, check=False)
         # Loaded as Claude Code loads a plugin (`--plugin-dir`), by both: the same skill names.
         def listed(requests: list[Any]) -> set[str]:
@@ -334,7 +337,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     assert numbers(again) == numbers(their_report)
     # Re-executed: the real CLI against the recorded traffic, the same numbers.
     rerun = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
-                            "--rerun", "-o", str(tmp_path / "rerun.json")],
+                            "--rerun", "--scaffold", "-o", str(tmp_path / "rerun.json")],
                            env={k: v for k, v in ours_env.items() if k != "ANTHROPIC_API_KEY"},
                            capture_output=True, text=True, timeout=600, check=False)
     assert (tmp_path / "rerun.json").is_file(), rerun.stdout + rerun.stderr
@@ -342,7 +345,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     assert {n: (round(c["score"], 6), round(c["score_without"], 6), c["replay_kind"]) for n, c in again.items()} == {
         n: (round(w, 6), round(wo, 6), "rerun") for n, (w, wo) in SCORES.items()}, rerun.stdout[-3000:]
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
-                               "--no-rerun", "-o", str(tmp_path / "replayed.json")],
+                               "--no-rerun", "--scaffold", "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
                               timeout=300, check=False)
     assert (tmp_path / "replayed.json").is_file(), replayed.stdout + replayed.stderr
@@ -364,6 +367,7 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
     installed("claude-code")
     key = "sk-ant-test-plugin-eval-pr"
     shutil.rmtree(plugin / "evals/refused-llm-target")
+    shutil.rmtree(plugin / "evals/files/staged-notes")
     head_scenarios = [dict(s) for s in SCENARIOS]
     head_scenarios[3] = {**SCENARIOS[3], "agent": [
         {"skill": "team-notes:release-notes"}, {"write": {"path": "CHANGELOG.md", "content": "- CSV export\n"}},
@@ -419,7 +423,7 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
         env |= {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
                 "GOOGLE_GEMINI_BASE_URL": server.url, **keys}
         ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
-                              "--engine", engine, *flags, "--ablation", "none", "--no-self-check",
+                              "--engine", engine, *flags, "--ablation", "none", "--scaffold", "--no-self-check",
                               "-o", str(tmp_path / "ours.json")],
                              env=env, capture_output=True, text=True, timeout=900, check=False)
     assert (tmp_path / "ours.json").is_file(), ran.stdout + ran.stderr
@@ -431,7 +435,7 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
         "execution.max_turns": f"not passed to {engine}: Claude Code's own option",
         "execution.allowed_tools": f"not passed to {engine}: Claude Code's own option"}
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
-                               "--no-rerun", "--engine", engine, *flags, "--ablation", "none",
+                               "--no-rerun", "--engine", engine, *flags, "--ablation", "none", "--scaffold",
                                "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
                               timeout=300, check=False)

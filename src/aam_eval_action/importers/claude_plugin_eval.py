@@ -418,6 +418,7 @@ def never_passes(found: _Case) -> list[tuple[str, int | None, str]]:
     allowed = found.fields.get("allowed_tools")
     allowed = [str(t) for t in allowed] if isinstance(allowed, list) else None
     withheld = {str(t) for t in found.fields.get("disallowed_tools") or []}
+    scaffolded = bool((found.fields.get("context") or {}).get("scaffold_script"))
     out = []
     for grader, where in found.graders:
         file, _, rest = where.partition(":")
@@ -440,19 +441,21 @@ def never_passes(found: _Case) -> list[tuple[str, int | None, str]]:
                 why = f"the case's allowed_tools does not grant {tool}; add it to allowed_tools"
                 out.append((file, line, f'grader "{name}" can never pass: it needs a {tool} call, but {why}'))
         can_write = allowed is None or any(t in allowed and t not in withheld for t in WRITERS)
-        if _checks_a_file(grader) and not can_write:
+        if _checks_a_file(grader, scaffolded) and not can_write:
             why = ("it checks a file the run creates, but no tool the case grants can create one; add "
                    "Write (or Edit, Bash) to allowed_tools")
             out.append((file, line, f'grader "{name}" can never pass: {why}'))
     return out
 
 
-def _checks_a_file(grader: dict[str, Any]) -> bool:
+def _checks_a_file(grader: dict[str, Any], scaffolded: bool = False) -> bool:
+    """Whether a grader needs a file the run writes (a file a scaffold stages does for a grader
+    that reads it, not for `file_exists`, which counts only files the run created)."""
     target = grader.get("target", grader.get("focus"))
     if grader["type"] == "file_exists":
         return bool(grader.get("exists", True))
     if isinstance(target, dict) and target.get("source") == "file":
-        return grader["type"] in ("regex", "llm")
+        return grader["type"] in ("regex", "llm") and not scaffolded
     match = str(grader.get("match", "contains"))
     absent = match == "not_contains" or match == "count:0"
     return grader["type"] == "regex" and target == "files" and not absent
