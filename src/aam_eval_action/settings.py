@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from aam_eval_action.engines.registry import ENGINES
-from aam_eval_action.loader import LoadedPackage
+from aam_eval_action.loader import LoadedCase, LoadedPackage
 from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
@@ -143,13 +143,16 @@ class RunSettings:
             return self.judge_model
         return SMALL_JUDGE.get(self.judge_provider, self.judge_model)
 
-    def two_arms(self, graders: tuple[object, ...], resumes: bool = False) -> bool:
+    def two_arms(self, loaded: LoadedCase) -> bool:
         """Whether a case also runs without the package: `--baseline` for any case, and the
         ablation for a `claude plugin eval` case (one with graders), but for one that resumes a
         recorded session unless `with-without` was asked for by name, as that runner does."""
         if self.baseline:
             return True
-        return bool(graders) and self.ablation == "with-without" and (not resumes or self.ablation_named)
+        execution = loaded.case.execution
+        resumes = execution is not None and execution.history is not None
+        named = not resumes or self.ablation_named
+        return bool(loaded.graders) and self.ablation == "with-without" and named
 
     @property
     def config(self) -> EvalConfig:

@@ -82,7 +82,7 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
         result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
         result.replay_kind = decision.kind
         result.self_check = summary(checks)
-    if s.two_arms(loaded.graders, _resumes(loaded)):
+    if s.two_arms(loaded):
         add_baseline(ctx, loaded, result)
     return result, session
 
@@ -242,10 +242,6 @@ def _redact_messages(ctx: CaseContext, result: CaseResult) -> None:
     if result.judge_verdict and result.judge_verdict.reason:
         result.judge_verdict.reason = ctx.redactor.text(result.judge_verdict.reason)
 
-
-def _resumes(loaded: LoadedCase) -> bool:
-    """A `claude plugin eval` case that resumes a recorded session."""
-    return loaded.case.execution is not None and loaded.case.execution.history is not None
 
 
 def engine_notes(loaded: LoadedCase, engine: str) -> dict[str, str]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aam_eval_action.labels import digest
 from aam_eval_action.loader import LoadedCase
@@ -16,15 +18,16 @@ from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.finished import FinishedWorkspace
 from aam_eval_action.pipeline.judge import (
     API_PATHS,
+    VERDICT,
     JudgeAnswer,
     answer_from_body,
-    ask,
     ask_plain,
     build_prompt,
     evidence,
     plain_params,
     request_params,
     text_of,
+    usage_of,
 )
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
@@ -139,9 +142,7 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
 
     run = plugin_eval.RunInputs(session, finished.files, ask, ctx.settings.engine)
     try:
-        resumes = loaded.case.execution is not None and loaded.case.execution.history is not None
-        two = ctx.settings.two_arms(loaded.graders, resumes)
-        arm = ("without" if judge.variant else "with") if two else None
+        arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
         results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget))
     except Miss as miss:
         return Graded("ERROR", [], not_asked("no recorded judge answer"), miss.message, miss=miss)
@@ -151,13 +152,6 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
     error = None if score >= 1 else "; ".join(f"{r.name}: {r.explanation}" for r in failed) or "score 0"
     return Graded("PASS" if score >= 1 else "FAIL", checks, not_asked("graded by its graders"), error,
                   score=score, graders=tuple(results))
-
-
-def _usage_of(body: dict[str, object]) -> dict[str, int]:
-    usage = body.get("usage")
-    if not isinstance(usage, dict):
-        return {}
-    return {k: v for k, v in usage.items() if k in ("input_tokens", "output_tokens") and isinstance(v, int)}
 
 
 def majority(answers: list[JudgeAnswer], replayed: bool) -> JudgeVerdict:
@@ -197,66 +191,53 @@ class JudgeCalls:
 
     def ask(self, session: Session) -> tuple[JudgeAnswer, bool]:
         """The judge's answer, and whether it came from the cassette."""
+        s = self.ctx.settings
+        assert self.loaded.case.judge is not None  # a case without criteria never asks
+        text = build_prompt(self.loaded.case.judge.criteria, self.loaded.case.input.prompt, session)
+        body, replayed = self._asked(s.judge_model, request_params(s.judge_provider, s.judge_model, text),
+                                     lambda client: VERDICT.ask(s.judge_provider, s.judge_model, text,
+                                                                s.base_url(s.judge_provider),
+                                                                s.api_key(s.judge_provider), client))
+        return answer_from_body(s.judge_provider, s.judge_model, body), replayed
+
+    def ask_text(self, system: str, text: str) -> str:
+        """A plain text answer to `text` (a `claude plugin eval` judge's vote): recorded in and
+        played from the case's judge cassette like a verdict."""
+        s = self.ctx.settings
+        model = s.plugin_eval_judge()
+        provider, url, key = s.judge_provider, s.base_url(s.judge_provider), s.api_key(s.judge_provider)
+        body, _ = self._asked(model, plain_params(provider, model, system, text),
+                              lambda client: ask_plain(provider, model, system, text, url, key, client))
+        return text_of(s.judge_provider, body)
+
+    def _asked(self, model: str, params: dict[str, Any], call: Callable[[Any], Any]) -> tuple[Any, bool]:
+        """A judge request's response body, and whether it came from the case's judge cassette;
+        not there, `call(http_client)` asks live (recorded through the cassette's client), within
+        what `max-usd` leaves."""
         from aam_eval_action.replay.judge_cassette import JudgeReplayMiss
 
         s = self.ctx.settings
         replay = self._open()
         jc = replay.cassette if replay else None
         played_before = jc.played if jc else 0
-        assert self.loaded.case.judge is not None  # a case without criteria never asks
-        text = build_prompt(self.loaded.case.judge.criteria, self.loaded.case.input.prompt, session)
-        recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider],
-                                    request_params(s.judge_provider, s.judge_model, text)) if jc else None
+        recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider], params) if jc else None
         if recorded is not None:
-            return answer_from_body(s.judge_provider, s.judge_model, recorded), True
+            return recorded, True
         budget = self.ctx.budget
         # Not in the cassette: under `max-usd`, a live judge call must fit what is left.
         paid = s.mode != "replay" and budget.cap is not None
         estimate = self.ctx.estimator.case(self.loaded, 1, with_agent=False) if paid else None
         try:
             with budget.paid(estimate) if estimate else contextlib.nullcontext():
-                answer = ask(
-                    provider=s.judge_provider, model=s.judge_model, text=text,
-                    base_url=s.base_url(s.judge_provider), api_key=s.api_key(s.judge_provider),
-                    http_client=jc.http_client() if jc else None,
-                )
+                body = call(jc.http_client() if jc else None)
         except JudgeReplayMiss:
             assert replay is not None  # only a cassette raises a replay miss
             raise judge_miss(s, self.loaded.case.name, replay, self.variant) from None
         replayed = bool(jc and jc.played > played_before)
         if not replayed:
             prices = self.ctx.estimator.prices if budget.cap is not None else {}
-            budget.charge(answered_cost(answer.usage, s.judge_model, s.judge_provider, prices))
-        return answer, replayed
-
-    def ask_text(self, system: str, text: str) -> str:
-        """A plain text answer to `text` (a `claude plugin eval` judge's vote): recorded in and
-        played from the case's judge cassette like a verdict."""
-        from aam_eval_action.replay.judge_cassette import JudgeReplayMiss
-
-        s = self.ctx.settings
-        replay = self._open()
-        jc = replay.cassette if replay else None
-        played_before = jc.played if jc else 0
-        model = s.plugin_eval_judge()
-        params = plain_params(s.judge_provider, model, system, text)
-        recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider], params) if jc else None
-        if recorded is not None:
-            return text_of(s.judge_provider, recorded)
-        budget = self.ctx.budget
-        paid = s.mode != "replay" and budget.cap is not None
-        estimate = self.ctx.estimator.case(self.loaded, 1, with_agent=False) if paid else None
-        try:
-            with budget.paid(estimate) if estimate else contextlib.nullcontext():
-                body = ask_plain(s.judge_provider, model, system, text, s.base_url(s.judge_provider),
-                                 s.api_key(s.judge_provider), jc.http_client() if jc else None)
-        except JudgeReplayMiss:
-            assert replay is not None
-            raise judge_miss(s, self.loaded.case.name, replay, self.variant) from None
-        if not (jc and jc.played > played_before):
-            prices = self.ctx.estimator.prices if budget.cap is not None else {}
-            budget.charge(answered_cost(_usage_of(body), model, s.judge_provider, prices))
-        return text_of(s.judge_provider, body)
+            budget.charge(answered_cost(usage_of(body), model, s.judge_provider, prices))
+        return body, replayed
 
     def close(self) -> None:
         if self.replay is not None:

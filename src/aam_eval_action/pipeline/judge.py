@@ -229,6 +229,11 @@ def _output_text(body: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def usage_of(body: Any) -> dict[str, int]:
+    """The token usage a response body reports."""
+    return _usage(body.get("usage") if isinstance(body, dict) else None)
+
+
 def _usage(usage: Any) -> dict[str, int]:
     if not isinstance(usage, dict):
         return {}

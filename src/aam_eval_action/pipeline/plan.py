@@ -23,7 +23,7 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
     lines += [(line, None) for line in eval_file_lines(s.package)]
     for loaded in cases:
         plan = _plan(s, loaded, s.package.layout)
-        if s.two_arms(loaded.graders, _resumes(loaded)):
+        if s.two_arms(loaded):
             plan += " · baseline " + _plan(s, loaded, dataclasses.replace(s.package.layout, baseline=True))
         name = s.package.qualified(loaded.case.name)
         lines.append((f"{name}  target {loaded.case.target or '-'}  {plan}", None))
@@ -60,7 +60,3 @@ def _plan(s: RunSettings, loaded: LoadedCase, layout: PackageLayout) -> str:
         return f"ERROR ({exc})"
     return f"rerun ({d.reason})" if d.rerun else "replay" if d.replay else f"live ({d.reason})"
 
-
-def _resumes(loaded: LoadedCase) -> bool:
-    """A `claude plugin eval` case that resumes a recorded session."""
-    return loaded.case.execution is not None and loaded.case.execution.history is not None
