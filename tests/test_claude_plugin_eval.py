@@ -43,7 +43,7 @@ def _ours(root: Path) -> tuple[dict[str, cpe.Read], dict[str, str]]:
     loaded, refused = {}, {}
     for folder in cpe.case_dirs(root, evals):
         try:
-            loaded[folder] = cpe.read_case(root, folder)
+            loaded[folder] = cpe.read_case(root, folder, evals)
         except Exception as exc:
             refused[folder] = str(exc)
     return loaded, refused

@@ -98,6 +98,9 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--scaffold", action="store_true", default=None,
                    help="run claude plugin eval cases' scaffold scripts (inside the sandbox) before their "
                         "sessions; a repository's scripts run only when the operator says so")
+    p.add_argument("--allow-real-servers", action="store_true", default=None,
+                   help="start the plugin's MCP servers a claude plugin eval case does not mock (inside the "
+                        "sandbox); without it they are not started, as that runner's --allow-real-servers")
     p.add_argument("--runs", type=int, dest="runs", metavar="N",
                    help="runs per case, as claude plugin eval's --runs (the same as --repeat)")
     p.add_argument("--judge-gate", choices=("always", "calibrated", "never"),
@@ -257,7 +260,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             jobs=args.jobs, repeat=args.repeat or args.runs, cassettes=args.cassettes, timeout=args.timeout,
             baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
             judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce, threshold=args.threshold,
-            ablation=args.ablation, scaffold=args.scaffold,
+            ablation=args.ablation, scaffold=args.scaffold, allow_real_servers=args.allow_real_servers,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,

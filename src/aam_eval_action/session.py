@@ -124,6 +124,10 @@ class Session(Model):
     """What showed the block (the tool result or stderr line), for the report."""
     files: list[FileChange] = Field(default_factory=list)
     """Files created, modified or deleted in the workspace."""
+    mock_calls: list[dict[str, Any]] | None = None
+    """A `claude plugin eval` case's calls to its mocked MCP tools, in order, each `{name, server,
+    tool, input, output, verdict}` (`ok`, `tool_error`, or `abort`: the run scores 0); None when
+    no mock was active (additive)."""
     staged: list[str] = Field(default_factory=list)
     """Files a `claude plugin eval` case's scaffold script made before the session: in `files`,
     but there before the session started (additive)."""

@@ -69,6 +69,7 @@ class Overrides:
     threshold: float | None = None
     ablation: str | None = None
     scaffold: bool | None = None
+    allow_real_servers: bool | None = None
 
 
 SMALL_JUDGE = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5-mini"}
@@ -121,6 +122,9 @@ class RunSettings:
     """The score a `claude plugin eval` case passes at (its runner's `--threshold`)."""
     scaffold: bool = False
     """Run `claude plugin eval` cases' scaffold scripts (`--scaffold`; never from the repository)."""
+    allow_real_servers: bool = False
+    """Start a plugin's MCP servers that a `claude plugin eval` case does not mock
+    (`--allow-real-servers`; never from the repository); else they are not started."""
     judge_named: bool = False
     """`--judge` or eval-config `judge` named the judge model (else a default was taken)."""
     ablation: str = "with-without"
@@ -215,6 +219,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         judge_model=judge_model,
         judge_named=bool(o.judge or cfg.judge),
         scaffold=bool(o.scaffold),
+        allow_real_servers=bool(o.allow_real_servers),
         judge_provider=provider_for_model(judge_model, provider),
         mode=mode,
         jobs=o.jobs or cfg.jobs,

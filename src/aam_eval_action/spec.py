@@ -552,6 +552,9 @@ class Execution(Strict):
     add_dirs: list[str] = Field(default_factory=list, alias="add-dirs")
     """Folders of the repository (relative to its root) the run may read besides its workspace
     (`--add-dir`): `context.add_dirs` there, read-only."""
+    mocks: list[str] = Field(default_factory=list)
+    """The `mocks/` folders that apply to the case (relative to the repository root), shallowest
+    first: its MCP servers answered by a stand-in of ours (`aam_eval_action.mocks`)."""
 
 
 class Case(Strict):

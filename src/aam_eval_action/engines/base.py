@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from aam_eval_action.engines.registry import engine_info
 from aam_eval_action.package import PackageLayout
@@ -70,6 +70,10 @@ class Engine(Protocol):
 
     def install(self, package: PackageLayout, workspace: Path, target: str | None) -> None:
         """Install the package's files that reach the agent into the workspace, as this CLI reads them."""
+        ...
+
+    def add_mcp_servers(self, workspace: Path, servers: dict[str, Any]) -> None:
+        """Add MCP servers (name → `{command, args}`) where this CLI reads them in the workspace."""
         ...
 
     def run(self, run: AgentRun) -> Session:

@@ -65,15 +65,18 @@ class ClaudeCode(RegisteredEngine):
         hooks = hooks_config(package, root)
         if hooks:
             settings["hooks"] = hooks
-        servers = mcp_servers(package, root)
-        if servers:
-            merge_json(workspace / ".mcp.json", {"mcpServers": servers})
-            settings["enableAllProjectMcpServers"] = True
         if settings:
             merge_json(workspace / ".claude" / "settings.json", settings)
+        self.add_mcp_servers(workspace, mcp_servers(package, root))
         append_text(workspace / "CLAUDE.md", instructions(package))
         write_commands(package, workspace / ".claude" / "commands", "md")
         write_agents(package, workspace / ".claude" / "agents")
+
+    def add_mcp_servers(self, workspace: Path, servers: dict[str, Any]) -> None:
+        """Into the workspace's `.mcp.json`, its project servers all enabled."""
+        if servers:
+            merge_json(workspace / ".mcp.json", {"mcpServers": servers})
+            merge_json(workspace / ".claude" / "settings.json", {"enableAllProjectMcpServers": True})
 
     def run(self, run: AgentRun) -> Session:
         """Run `claude -p` in the workspace and parse its stream-json output."""

@@ -67,10 +67,13 @@ class Codex(RegisteredEngine):
         hooks = hooks_config(package, root)  # Codex reads Claude's dialect
         if hooks:
             merge_json(workspace / ".codex" / "hooks.json", {"hooks": hooks})
-        servers = mcp_servers(package, root)
+        self.add_mcp_servers(workspace, mcp_servers(package, root))
+        append_text(workspace / "AGENTS.md", instructions(package))
+
+    def add_mcp_servers(self, workspace: Path, servers: dict[str, Any]) -> None:
+        """As `[mcp_servers.<name>]` tables of the workspace's `.codex/config.toml`."""
         if servers:
             append_text(workspace / ".codex" / "config.toml", mcp_toml(servers))
-        append_text(workspace / "AGENTS.md", instructions(package))
 
     def run(self, run: AgentRun) -> Session:
         """Run `codex exec` on the workspace and parse its JSON events."""

@@ -74,13 +74,16 @@ class Copilot(RegisteredEngine):
         hooks = {} if own else hooks_config(package, root, "claude", reads=("copilot", "claude"))
         if hooks:
             merge_json(workspace / ".claude" / "settings.json", {"hooks": hooks})
-        servers = mcp_servers(package, root)
-        if servers:
-            merge_json(workspace / ".mcp.json", {"mcpServers": servers})
+        self.add_mcp_servers(workspace, mcp_servers(package, root))
         append_text(workspace / "AGENTS.md", instructions(package))
         write_agents(package, workspace / ".github" / "agents", keep=("copilot",), formats=("copilot",),
                      suffix=".agent.md")
         write_agents(package, workspace / ".claude" / "agents", formats=("aam", "claude", "gemini"))
+
+    def add_mcp_servers(self, workspace: Path, servers: dict[str, Any]) -> None:
+        """Into the workspace's `.mcp.json`."""
+        if servers:
+            merge_json(workspace / ".mcp.json", {"mcpServers": servers})
 
     def run(self, run: AgentRun) -> Session:
         """Run `copilot -p` in the workspace and parse its JSONL events."""

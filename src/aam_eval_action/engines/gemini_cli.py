@@ -70,9 +70,6 @@ class GeminiCli(RegisteredEngine):
         hooks = hooks_config(package, root, "gemini")
         if hooks:
             settings["hooks"] = hooks
-        servers = mcp_servers(package, root)
-        if servers:
-            settings["mcpServers"] = servers
         if package.exclude_tools:
             settings["tools"] = {"exclude": list(package.exclude_tools)}
         if settings:
@@ -80,6 +77,12 @@ class GeminiCli(RegisteredEngine):
         append_text(workspace / "GEMINI.md", instructions(package))
         write_agents(package, workspace / ".gemini" / "agents", "gemini", keep=("gemini",))
         write_commands(package, workspace / ".gemini" / "commands", "toml")
+        self.add_mcp_servers(workspace, mcp_servers(package, root))
+
+    def add_mcp_servers(self, workspace: Path, servers: dict[str, Any]) -> None:
+        """Into the workspace's `.gemini/settings.json`."""
+        if servers:
+            merge_json(workspace / ".gemini" / "settings.json", {"mcpServers": servers})
 
     def run(self, run: AgentRun) -> Session:
         """Run `gemini -p` in the workspace and parse its stream-json events."""

@@ -23,7 +23,7 @@ INPUTS = (
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
     "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
-    "scaffold",
+    "scaffold", "allow-real-servers",
 )
 
 
@@ -57,6 +57,8 @@ class ActionInputs(BaseModel):
     default from eval-config (with-without)."""
     scaffold: bool = False
     """Run `claude plugin eval` cases' scaffold scripts (inside the sandbox) before their sessions."""
+    allow_real_servers: bool = Field(False, alias="allow-real-servers")
+    """Start the plugin's MCP servers a `claude plugin eval` case does not mock (else not started)."""
     runs: int | None = Field(None, ge=1, le=100)
     """Runs per case, as `claude plugin eval --runs` (the same as a repeat); default: each case's."""
     cases: list[str] = Field(default_factory=list)

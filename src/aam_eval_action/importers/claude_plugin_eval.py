@@ -136,6 +136,7 @@ class _Case:
         self.where: dict[str, str] = {}
         self.graders: list[tuple[dict[str, Any], str]] = []
         self.source = ""
+        self.evals: str | None = None
 
     def at(self, key: str) -> str:
         return self.where.get(key) or self.folder
@@ -154,10 +155,11 @@ class Read:
     """Graders that can never pass, as (file, line, why)."""
 
 
-def read_case(root: Path, folder: str) -> Read:
-    """The case in `folder`. Raises ConfigError naming the file, the line and what to write
-    instead."""
+def read_case(root: Path, folder: str, evals: str | None = None) -> Read:
+    """The case in `folder` (of the eval dir `evals`, where its mocks are layered from). Raises
+    ConfigError naming the file, the line and what to write instead."""
     found = _Case(root, folder)
+    found.evals = evals
     has_yaml, has_md = (root / folder / "case.yaml").is_file(), (root / folder / "prompt.md").is_file()
     found.source = "mixed" if has_yaml and has_md else "case_yaml" if has_yaml else "prose"
     if has_yaml:
@@ -289,6 +291,7 @@ def _to_case(found: _Case) -> Imported:
     history = _context_file(found, "history_file")
     if f.get("plugins"):
         skipped["plugins"] = "the package under test is the plugin installed"
+    mocks = _mocks(found, skipped)
     fields: dict[str, Any] = {
         "name": case_name(name), "description": f.get("description"), "input": {"prompt": prompt.strip()},
         "repeat": int(f.get("runs") or DEFAULT_RUNS), "install-all-skills": True,
@@ -302,7 +305,7 @@ def _to_case(found: _Case) -> Imported:
         "disallowed-tools": _names(f.get("disallowed_tools")) or [],
         "append-system-prompt": f.get("append_system_prompt") or None,
         "env": {str(k): str(v) for k, v in env.items()},
-        "add-dirs": add_dirs, "scaffold": scaffold, "history": history,
+        "add-dirs": add_dirs, "scaffold": scaffold, "history": history, "mocks": mocks,
     }
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
@@ -397,12 +400,30 @@ def _add_dirs(found: _Case) -> list[str]:
     return out
 
 
+def _mocks(found: _Case, skipped: dict[str, str]) -> list[str]:
+    """The case's `mocks/` layers, read and checked now (a refusal names the file); an agent
+    responder (`_server.md`, a model playing the server) is named as not served."""
+    from aam_eval_action import mocks
+
+    layers = mocks.layers(found.root, found.evals, found.folder)
+    if not layers:
+        return []
+    read = mocks.load(found.root, layers)
+    for server in read.servers.values():
+        agents = sorted({r.source for r in server.tools.values() if r.kind == "agent"})
+        for source in agents:
+            skipped[f"mocks.{server.name}"] = (f"{source}: an agent responder is not served: its tools "
+                                               "answer with a tool error; give each a fixed answer "
+                                               "in <tool>.md")
+    return layers
+
+
 def _not_graded(grader: dict[str, Any]) -> str | None:
     """Why a grader is shown unscored here, or None (see `pipeline/plugin_eval.py`)."""
     target = grader.get("target", grader.get("focus"))
     if grader["type"] == "baseline":
         return "a baseline grader (against a recorded trajectory) is shown unscored"
-    if target in ("trace", "mock_calls"):
+    if target == "trace":
         return f"the {target} target is not kept: the grader is shown unscored"
     return None
 

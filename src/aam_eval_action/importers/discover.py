@@ -117,7 +117,7 @@ def claude_plugin_eval_files(layout: PackageLayout) -> tuple[list[EvalFile], lis
         name = "case.yaml" if (layout.root / folder / "case.yaml").is_file() else "prompt.md"
         rel = f"{folder}/{name}"
         try:
-            read = claude_plugin_eval.read_case(layout.root, folder)
+            read = claude_plugin_eval.read_case(layout.root, folder, evals)
         except ConfigError as exc:
             found.append(EvalFile(rel, claude_plugin_eval.FORMAT, error=str(exc)))
             continue

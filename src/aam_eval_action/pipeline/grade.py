@@ -135,12 +135,22 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
     if session.is_error and not session.timed_out:
         why = session.error or "the agent session failed"
         return Graded("ERROR", [], not_asked("the agent session failed"), why, score=0.0)
+    from aam_eval_action import mocks
+
+    stopped = mocks.aborted(session.mock_calls)
+    if stopped is not None:  # a call broke its mock's `expect:` guard: 0, ungraded, as there
+        reason = str(stopped.get("output") or "").partition(" — ")[2] or "aborted"
+        why = f"aborted by mock {stopped.get('server')}/{stopped.get('tool')}: {reason}"
+        return Graded("FAIL", [], not_asked("the run was aborted by a mock"), why, score=0.0)
     finished = FinishedWorkspace(ctx.settings.package.layout, loaded.case, session)
 
     def ask(text: str) -> str:
         return judge.ask_text(plugin_eval.JUDGE_SYSTEM, text)
 
-    run = plugin_eval.RunInputs(session, finished.files, ask, ctx.settings.engine)
+    s = ctx.settings
+    servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers)
+    run = plugin_eval.RunInputs(session, finished.files, ask, ctx.settings.engine,
+                                calls_with_only=mocks.with_only_calls(servers))
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
         results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import runner_checkout
@@ -103,9 +104,17 @@ def run_session(
     layout = layout or s.package.layout
     ws = workspace.create(layout, loaded.case)
     try:
+        served = serve_mocks(ctx, loaded, ws)
+        if served is not None:  # shadowed servers answered by stand-ins, unmocked ones withheld
+            layout = dataclasses.replace(layout, mcp=served.package_servers(layout.mcp))
         plugins = as_plugin(layout, loaded, s.engine, ws.base)
-        if layout.installs_anything(loaded.case.installs) and not plugins:
+        with_package = layout.installs_anything(loaded.case.installs)
+        if with_package and not plugins:
             engine.install(layout, ws.root, loaded.case.installs)
+        if served is not None:
+            for plugin in plugins:
+                plugin_servers(plugin, layout)
+            engine.add_mcp_servers(ws.root, served.standalone)
         unstaged = workspace.snapshot(ws.root)
         stage(ctx, layout, loaded, ws)
         before = workspace.snapshot(ws.root)
@@ -120,6 +129,10 @@ def run_session(
             execution = loaded.case.execution
             if execution is not None:
                 env |= case_env(loaded.case.name, execution.env)
+            if served is not None and execution is not None and execution.allowed_tools is not None:
+                granted = [t for t in served.granted(with_package) if t not in execution.allowed_tools]
+                allowed = [*execution.allowed_tools, *granted]
+                execution = execution.model_copy(update={"allowed_tools": allowed})
             run = AgentRun(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
@@ -135,6 +148,8 @@ def run_session(
             else:
                 session = engine.run(run)
             session.confinement = run.confine.describe() if run.confine else None
+            if served is not None:
+                session.mock_calls = served.calls()
         # A scaffold's files are recorded with the session's (graders read them), and named.
         session.files = workspace.changes(ws.root, unstaged if staged else before)
         session.staged = staged
@@ -150,6 +165,20 @@ def _attribute(proxy: Proxy, turn: int) -> None:
     """A re-executed conversation's divergence, once it happened, is told which turn it was in."""
     if isinstance(proxy, ReplayProxy) and proxy.divergence is not None and proxy.divergence.user_turn is None:
         proxy.divergence = proxy.divergence.model_copy(update={"user_turn": turn})
+
+
+def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -> Any:
+    """A `claude plugin eval` case's mocked MCP servers: each active one's stand-in spec written
+    beside the workspace, its calls logged under the session's HOME (the stand-in runs in the
+    session's sandbox). None for a case without mocks."""
+    from aam_eval_action import mocks
+
+    s = ctx.settings
+    servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers)
+    if not servers:
+        return None
+    calls = ws.home / ".aam-eval" / "mock-calls.jsonl"
+    return mocks.serve(servers, s.package.layout.root, ws.base / "mocks", calls)
 
 
 def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path) -> tuple[Path, ...]:
@@ -171,6 +200,22 @@ def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest)
     return (folder,)
+
+
+def plugin_servers(folder: Path, layout: PackageLayout) -> None:
+    """The copy's MCP servers are the layout's (a mocked one's stand-in in its place): one
+    `.mcp.json`, the manifest's own `mcpServers` taken out."""
+    manifest = folder / ".claude-plugin" / "plugin.json"
+    if manifest.is_file():
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "mcpServers" in data:
+            del data["mcpServers"]
+            manifest.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    servers = {k: v for k, v in layout.mcp.items() if isinstance(v, dict)}
+    if servers:
+        (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
+    elif (folder / ".mcp.json").is_file():
+        (folder / ".mcp.json").unlink()
 
 
 def stage(ctx: CaseContext, layout: PackageLayout, loaded: LoadedCase, ws: workspace.Workspace) -> None:

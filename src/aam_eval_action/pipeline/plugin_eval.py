@@ -42,7 +42,9 @@ JUDGE_SYSTEM = "You are a strict, terse evaluation judge for coding-agent traces
 VOTES = 3
 FOCUS_LIMIT, FOCUS_TAIL = 100_000, 20_000
 WITH_ONLY_TOOL = "Skill"
-UNGRADED = ("trace", "mock_calls")
+UNGRADED = ("trace",)
+NO_MOCKS = ("no mock stand-ins were active in this run (no mocks/ directory applies to this case): a "
+            "mock_calls grader has nothing to check")
 
 
 @dataclass
@@ -71,11 +73,15 @@ class RunInputs:
     engine: str = "claude-code"
     """Whose tool calls these are: another CLI's are matched by the neutral name of the Claude
     Code tool a grader names (`Skill` is its `skill`, `Write` its `write`…)."""
+    calls_with_only: bool = False
+    """Every active mock shadows a server of the plugin: a `mock_calls` grader with no `arm` is
+    with-only."""
 
 
-def with_only(grader: dict[str, Any]) -> bool:
+def with_only(grader: dict[str, Any], calls_with_only: bool = False) -> bool:
     skill = grader.get("type") == "tool_used" and grader.get("tool") == WITH_ONLY_TOOL
-    return grader.get("arm") == "with-only" or (grader.get("arm") is None and skill)
+    calls = calls_with_only and grader.get("target", grader.get("focus")) == "mock_calls"
+    return grader.get("arm") == "with-only" or (grader.get("arm") is None and (skill or calls))
 
 
 def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None = None,
@@ -83,15 +89,20 @@ def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None
     """Every grader of the case on one run of `arm` (`with`, `without`, or None: one arm). A
     grader that throws fails with why, as there; `passthrough` exceptions (a replay miss, the
     budget) stop the grading instead."""
-    all_with_only = all(with_only(g) for g in graders)
-    chosen = [g for g in graders if arm != "without" or all_with_only or not with_only(g)]
+    def only(grader: dict[str, Any]) -> bool:
+        return with_only(grader, run.calls_with_only)
+
+    all_with_only = all(only(g) for g in graders)
+    chosen = [g for g in graders if arm != "without" or all_with_only or not only(g)]
     out = []
     for grader in chosen:
         try:
             result = _grade(grader, run)
+        except _Unavailable as exc:
+            result = _failed(grader, str(exc))
         except Exception as exc:
             result = _failed(grader, f"grader threw: {exc}")
-        if arm is not None and not all_with_only and with_only(grader):
+        if arm is not None and not all_with_only and only(grader):
             result.with_only, result.scored = True, False
         out.append(result)
     return out
@@ -147,7 +158,17 @@ def _text(target: Any, run: RunInputs) -> str | None:
         return run.session.output
     if target == "files":
         return "\n".join(created(run.session))
+    if target == "mock_calls":
+        from aam_eval_action.mocks import calls_text
+
+        if run.session.mock_calls is None:
+            raise _Unavailable(NO_MOCKS)
+        return calls_text(run.session.mock_calls)
     return None
+
+
+class _Unavailable(Exception):
+    """A target this run has nothing for: the grader fails with why (not "grader threw")."""
 
 
 def created(session: Session) -> list[str]:
@@ -196,9 +217,24 @@ def _matches(call: ToolCall, side: Any, engine: str) -> bool:
         tool, input_match = side, None
     if engine == "claude-code" and call.name != tool:
         return False
-    if engine != "claude-code" and CLAUDE_TOOLS.get(str(tool)) not in neutral_names(call):
+    if engine != "claude-code" and str(tool).startswith("mcp__"):
+        if not mcp_call(call.name, str(tool)):
+            return False
+    elif engine != "claude-code" and CLAUDE_TOOLS.get(str(tool)) not in neutral_names(call):
         return False
     return input_match is None or re.search(str(input_match), _compact(call.input)) is not None
+
+
+def mcp_call(name: str, tool: str) -> bool:
+    """Whether another CLI's call `name` is the MCP tool Claude Code names `tool`
+    (`mcp__<server>__<tool>`, a plugin's server `plugin_<plugin>_<server>`): Codex calls it
+    `mcp__<server>__<tool>`, Copilot CLI `<server>-<tool>`, Gemini CLI `<tool>` (or
+    `<server>__<tool>` when two servers share the name)."""
+    server, _, bare = tool.removeprefix("mcp__").rpartition("__")
+    if name in (tool, bare):
+        return True
+    prefix = name[: -len(bare)]
+    return name.endswith(bare) and any(s and s in prefix for s in (server, server.rsplit("_", 1)[-1]))
 
 
 def _missing_tool(grader: dict[str, Any], run: RunInputs) -> Graded | None:
@@ -209,7 +245,7 @@ def _missing_tool(grader: dict[str, Any], run: RunInputs) -> Graded | None:
     sides = [grader["tool"]] if grader["type"] == "tool_used" else [grader["before"], grader["after"]]
     for side in sides:
         tool = str(side.get("tool") if isinstance(side, dict) else side)
-        if tool not in CLAUDE_TOOLS:
+        if tool not in CLAUDE_TOOLS and not tool.startswith("mcp__"):
             result = _failed(grader, f"not graded on {run.engine}: it has no tool like Claude Code's {tool}")
             result.scored = False
             return result
@@ -292,8 +328,8 @@ def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
     text = _text(focus, run)
     if text is None:
         return _not_here(grader, str(focus))
-    if text == "" and focus == "files":
-        text = "(no file changes)"
+    if text == "" and focus in ("files", "mock_calls"):
+        text = "(no file changes)" if focus == "files" else "(no mocked tool calls)"
     if run.ask is None:
         raise RuntimeError("no judge for an llm grader")
     prompt = judge_prompt(str(grader["criteria"]), focus, text)

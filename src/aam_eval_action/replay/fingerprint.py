@@ -96,6 +96,10 @@ def agent_fingerprint(
             inputs["scaffold"] = file_hash(script) if scaffold else "not run"
         if case.execution.history:  # the recorded session it resumes
             inputs["history"] = file_hash(layout.root / case.execution.history)
+        if case.execution.mocks:  # what its mocked MCP servers answer
+            from aam_eval_action.mocks import load
+
+            inputs["mocks"] = load(layout.root, list(case.execution.mocks)).digest(layout.root)
         for folder in case.execution.add_dirs:  # and what it may read besides its workspace
             for path in sorted(p for p in (layout.root / folder).rglob("*") if p.is_file()):
                 inputs[f"add-dir:{path.relative_to(layout.root).as_posix()}"] = file_hash(path)

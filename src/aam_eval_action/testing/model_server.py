@@ -380,13 +380,20 @@ RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 def turn_index(body: dict[str, Any]) -> int:
     """Model turns already taken: assistant messages or function calls in the history (for a
     Codex conversation that started sub-agents, the model's answers: see `answers_given`)."""
-    if "messages" in body or is_gemini(body):
-        return sum(1 for m in _messages(body) if m.get("role") == "assistant")
+    if "messages" in body or is_gemini(body):  # a ToolSearch that loaded an `mcp` step's tool is not one
+        return sum(1 for m in _messages(body) if m.get("role") == "assistant" and not _tool_search(m))
     items = _messages(body)
     if any(_agent_tool(m) for m in items):
         waits_only = (all(_agent_tool(m, CODEX_WAIT) for m in answer) for answer in answers_given(items))
         return sum(1 for only in waits_only if not only)
     return sum(1 for m in items if m.get("type") in RESPONSES_CALLS)
+
+
+def _tool_search(message: dict[str, Any]) -> bool:
+    """An assistant message that only calls ToolSearch (Claude Code loading a deferred tool)."""
+    content = message.get("content")
+    uses = [c for c in content if isinstance(c, dict) and c.get("type") == "tool_use"] if isinstance(content, list) else []
+    return bool(uses) and all(u.get("name") == TOOL_SEARCH for u in uses)
 
 
 def _model_item(item: dict[str, Any]) -> bool:
@@ -774,7 +781,9 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
     anthropic = "messages" in body
     steps = [dict(one) for one in step["parallel"]] if "parallel" in step else [step]
     cwd = workspace_dir(body)
-    if is_gemini(body):
+    if any("mcp" in one for one in steps):
+        calls = [mcp_call(one["mcp"], body) if "mcp" in one else None for one in steps]
+    elif is_gemini(body):
         calls = [gemini_call(one, cwd) for one in steps]
     elif is_copilot(body):
         calls = [copilot_call(one, cwd, tool_names(body)) for one in steps]
@@ -787,6 +796,49 @@ def step_reply(step: dict[str, Any], body: dict[str, Any]) -> Reply:
             return Reply(calls=((GEMINI_COMPLETE, {"result": text}),), delay=delay)
         return Reply(text=text, delay=delay)
     return Reply(calls=tuple(call for call in calls if call), delay=delay)
+
+
+def mcp_call(step: dict[str, Any], body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A call of an MCP tool the request offers, by the tool's own name and its server's: each
+    CLI names it its own way (`mcp__<server>__<tool>`, a plugin's server `plugin_<plugin>_
+    <server>`; Copilot CLI `<server>-<tool>`; Gemini CLI `<tool>`). A tool Claude Code defers
+    (named in its system prompt, its schema not offered) is loaded first with ToolSearch
+    (`select:<name>`), a turn the step index does not count."""
+    tool, server = str(step["tool"]), str(step.get("server", ""))
+
+    def named(names: set[str]) -> list[str]:
+        return sorted(n for n in names if n == tool or (n.endswith(tool) and server in n[: -len(tool)]))
+
+    found = named(tool_names(body) | gemini_tool_names(body) | namespaced_tool_names(body))
+    if found:
+        return found[0], dict(step.get("input") or {})
+    deferred = named(deferred_tool_names(body))
+    if deferred and TOOL_SEARCH in tool_names(body):
+        return TOOL_SEARCH, {"query": f"select:{deferred[0]}", "max_results": 5}
+    if any(isinstance(t, dict) and t.get("type") == RESPONSES_SEARCH for t in body.get("tools") or []):
+        return RESPONSES_SEARCH, {"query": f"{server} {tool}".strip()}  # Codex defers MCP tools too
+    return None
+
+
+TOOL_SEARCH = "ToolSearch"
+RESPONSES_SEARCH = "tool_search"
+
+
+def namespaced_tool_names(body: dict[str, Any]) -> set[str]:
+    """The tools of a Responses request's namespaces, offered or found by a tool search (Codex's
+    MCP tools: `tool_search_output` items of its history), as `namespace.tool`."""
+    found = [t for item in body.get("input") or [] if isinstance(item, dict)
+             and item.get("type") == "tool_search_output" for t in item.get("tools") or []]
+    return {f"{t.get('name')}{NAMESPACE_SEP}{one.get('name')}" for t in [*(body.get("tools") or []), *found]
+            if isinstance(t, dict) and t.get("type") == "namespace"
+            for one in t.get("tools") or [] if isinstance(one, dict)}
+
+
+def deferred_tool_names(body: dict[str, Any]) -> set[str]:
+    """Tools a Claude Code request names without their schema (deferred behind ToolSearch, named
+    in its system prompt): its `mcp__…` words."""
+    text = json.dumps(body.get("system") or "") + json.dumps(body.get("messages") or [])
+    return set(re.findall(r"mcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+", text))
 
 
 def tool_names(body: dict[str, Any]) -> set[str]:
@@ -1020,7 +1072,8 @@ def response_items(reply: Reply, rid: str, custom: set[str] | None = None) -> li
     custom tool call."""
     if reply.calls and reply.tool not in (JUDGE_TOOL, DRAFT_TOOL, USER_TOOL):
         custom = custom or set()
-        calls = [(custom_tool_call if name in custom else function_call)(name, given, _call_id(rid, i))
+        calls = [tool_search_call(given, _call_id(rid, i)) if name == RESPONSES_SEARCH else
+                 (custom_tool_call if name in custom else function_call)(name, given, _call_id(rid, i))
                  for i, (name, given) in enumerate(reply.calls)]
         return [message_item(reply.text, rid), *calls] if reply.text else calls
     text = json.dumps(reply.calls[0][1]) if reply.calls else reply.text
@@ -1049,6 +1102,12 @@ def function_call(name: str, given: dict[str, Any], cid: str) -> dict[str, Any]:
         "status": "completed",
     }
     return {**item, "namespace": namespace} if namespace else item
+
+
+def tool_search_call(given: dict[str, Any], cid: str) -> dict[str, Any]:
+    """A tool_search_call output item: the client (Codex) searches its deferred tools."""
+    return {"type": "tool_search_call", "id": f"tsc_{cid}", "call_id": f"call_{cid}", "execution": "client",
+            "arguments": given, "status": "completed"}
 
 
 def custom_tool_call(name: str, given: dict[str, Any], cid: str) -> dict[str, Any]:
