@@ -253,15 +253,25 @@ SCENARIOS = [
         {"text": "Here are the minutes: Bo owns the migration, due March 3. These minutes are final."}]},
     {"match": "name Bo as the owner", "judge": {"result": "PASS", "reason": "scripted"}},
     {"match": "Summarise the staged meeting notes", "agent": [{"text": "In one line: ship on Friday."}]},
+    {"match": "File a bug in the tracker", "agent": [
+        {"mcp": {"server": "tracker", "tool": "create_issue",
+                 "input": {"title": "Export crashes on empty input", "labels": ["bug"]}}},
+        {"text": "Filed it as issue #42."}]},
+    {"match": "Book a room for the sprint retro", "agent": [
+        {"mcp": {"server": "calendar", "tool": "book_room", "input": {"room": "Pine"}}},
+        {"text": "Booked Pine."}]},
 ]
 """The suite's sessions and judge votes, with the plugin and without it. With both arms,
 `tool_used: Skill` is the with-only indicator: minutes-from-transcript scores 1/3 with the
 plugin (its weight-2 llm grader fails) and 0 without; changelog-written 1 and 1/2 (no Fixed
-heading); the others 1 and 1."""
+heading); file-a-bug 1 with the plugin (its mock_calls graders with-only: every mock it has
+shadows the plugin's tracker) and 0 without (no tracker to call); guarded-call 0 in both arms
+(the standalone calendar mock's `expect:` guard aborts the run); the others 1 and 1."""
 SCORES = {"minutes-from-transcript": (1 / 3, 0.0), "no-fire-on-weather": (1.0, 1.0),
-          "changelog-written": (1.0, 0.5), "mixed-form": (1.0, 1.0), "staged-notes": (1.0, 1.0)}
+          "changelog-written": (1.0, 0.5), "mixed-form": (1.0, 1.0), "staged-notes": (1.0, 1.0),
+          "file-a-bug": (1.0, 0.0), "guarded-call": (0.0, 0.0)}
 ONE_ARM = {"minutes-from-transcript": 0.5, "no-fire-on-weather": 1.0, "changelog-written": 1.0, "mixed-form": 1.0,
-           "staged-notes": 1.0}
+           "staged-notes": 1.0, "file-a-bug": 1.0, "guarded-call": 0.0}
 """With one arm every grader is scored: `tool_used: Skill` passes, the llm grader (weight 2) fails."""
 
 
@@ -368,6 +378,7 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
     key = "sk-ant-test-plugin-eval-pr"
     shutil.rmtree(plugin / "evals/refused-llm-target")
     shutil.rmtree(plugin / "evals/files/staged-notes")
+    shutil.rmtree(plugin / "evals/issues")
     head_scenarios = [dict(s) for s in SCENARIOS]
     head_scenarios[3] = {**SCENARIOS[3], "agent": [
         {"skill": "team-notes:release-notes"}, {"write": {"path": "CHANGELOG.md", "content": "- CSV export\n"}},

@@ -372,7 +372,7 @@ class ReplayMiss(Part):
     kind: Literal["no-cassette", "stale", "damaged", "diverged"]
     """no-cassette: nothing recorded; stale: an input changed since recording; damaged: unreadable;
     diverged: re-executed, the CLI sent a request the recording cannot answer."""
-    subject: Literal["agent", "judge", "user"] = "agent"
+    subject: Literal["agent", "judge", "user", "mock"] = "agent"
     """Whose cassette missed: the agent session's, the judge's or the simulated user's."""
     reason: str
     """Why, in words: what changed and when the cassette was recorded, or what is damaged."""

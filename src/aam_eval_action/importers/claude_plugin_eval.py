@@ -19,9 +19,10 @@ count:N; a `prompt.md` frontmatter key it does not allow (`context` among them).
 top-level keys of case.yaml are dropped, as there.
 
 The case keeps its graders, and is graded as that runner grades (`pipeline/plugin_eval.py`):
-by score, each grader with its weight. What is listed as not honoured, with why: the `trace`
-and `mock_calls` targets and `baseline` graders (shown unscored), the execution fields this run
-does not pass to the CLI, `context`, `plugins` and mocks.
+by score, each grader with its weight; its `mocks/` folders (from the eval dir down to its own)
+are read and checked here and served by `aam_eval_action.mocks`. What is listed as not honoured,
+with why: the `trace` target and `baseline` graders (shown unscored), agent responders of
+mocks, the execution fields this run does not pass to the CLI, and `plugins`.
 """
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ def handle(spec: dict[str, Any], message: dict[str, Any], seq: list[int]) -> dic
         tool, given = str(params.get("name", "")), params.get("arguments") or {}
         verdict, text = answer(spec, tool, given)
         if verdict == "abort":
-            text = f"{ABORTED} {spec['nonce']}: {spec['server']}/{tool} — {text}"
+            text = f"{ABORTED}: {spec['server']}/{tool} — {text}"  # no nonce: the same text each run
         responder = spec["responders"].get(tool) or {}
         _log(spec, {"nonce": spec["nonce"], "seq": seq[0], "server": spec["server"], "tool": tool,
                     "name": responder.get("names") or f"mcp__{spec['registered']}__{tool}",

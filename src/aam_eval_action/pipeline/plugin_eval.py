@@ -4,7 +4,8 @@ read from its bundle, and its runs against the scripted model server, are the re
 Each grader gives passed or not, with that runner's explanation:
 
 * `regex` over its target: `last_message` (the agent's last answer), `files` (the paths of the
-  files the run created, one a line, sorted) or `{source: file, path}` (that file at the end of
+  files the run created, one a line, sorted), `mock_calls` (one JSON line per call a mock
+  answered; no mock active: failed with why) or `{source: file, path}` (that file at the end of
   the run; missing: "grader threw"); `match` contains, not_contains or count:N (the number of
   matches, the JS flags `i`, `m`, `s` kept);
 * `tool_used`: the calls of that tool (by its Claude Code name) whose input, as compact JSON,
@@ -23,7 +24,8 @@ of `Skill` with no `arm`; unless every grader of the case is, and then all are s
 score is the mean of its runs' scores, its pass rate the share of runs at 1, and it passes when
 its score reaches the threshold (1.0 unless set).
 
-The `trace` and `mock_calls` targets, the `baseline` grader and an image focus are not graded
+A run a mock aborted (a call broke its `expect:` guard) scores 0 ungraded (`pipeline/grade.py`).
+The `trace` target, the `baseline` grader and an image focus are not graded
 here: such a grader is shown unscored, with why.
 """
 

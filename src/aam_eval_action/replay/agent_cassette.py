@@ -73,6 +73,11 @@ def user_path(cassettes: Path, case: str, stem: str) -> Path:
     return cassettes / case / f"{stem}.user.yaml"
 
 
+def mocks_path(cassettes: Path, case: str, stem: str) -> Path:
+    """`<case>/<stem>.mocks.yaml`: the model calls of a case's agent-played MCP mocks."""
+    return cassettes / case / f"{stem}.mocks.yaml"
+
+
 def _stem(stem: str, variant: str) -> str:
     return f"{stem}.{variant}" if variant else stem
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 MissKind = Literal["no-cassette", "stale", "damaged", "diverged"]
 ReplayKind = Literal["snapshot", "rerun", "live"]
-Subject = Literal["agent", "judge", "user"]
+Subject = Literal["agent", "judge", "user", "mock"]
 
 
 @dataclass(frozen=True)
@@ -285,6 +285,30 @@ def open_user(
     if not path.exists():
         return JudgeReplay(uc, "no-cassette", "no simulated-user cassette recorded", ())
     return JudgeReplay(uc, "stale", "the conversation changed", ())
+
+
+def open_mock_agents(
+    settings: RunSettings, name: str, provider: str, redact: Callable[[str], str]
+) -> JudgeReplay | None:
+    """The case's cassette of agent-played mocks (None in live mode), read like a judge cassette.
+
+    Raises Miss when the file is damaged."""
+    s = settings
+    if s.mode == "live":
+        return None
+    from aam_eval_action.replay.judge_cassette import JudgeCassette
+    from aam_eval_action.replay.upstream import Network
+
+    path = agent_cassette.mocks_path(s.cassettes, name, s.cassette_stem)
+    try:
+        mc = JudgeCassette(path, s.mode, provider, redact, s.cassettes, Network.of(s.network_env),
+                           checkout=runner_checkout(s.runner_env))
+    except Exception as exc:
+        raise Miss("damaged", "mock", f"{path}: damaged mock-agent cassette ({exc})",
+                   rerecord_command(s, name)) from None
+    if not path.exists():
+        return JudgeReplay(mc, "no-cassette", "no mock-agent cassette recorded", ())
+    return JudgeReplay(mc, "stale", "a mocked call changed", ())
 
 
 def user_miss(settings: RunSettings, name: str, replay: JudgeReplay, turn: int) -> Miss:
