@@ -260,18 +260,24 @@ SCENARIOS = [
     {"match": "Book a room for the sprint retro", "agent": [
         {"mcp": {"server": "calendar", "tool": "book_room", "input": {"room": "Pine"}}},
         {"text": "Booked Pine."}]},
+    {"match": "already an issue about the CSV export", "agent": [
+        {"mcp": {"server": "tracker", "tool": "search_issues", "input": {"query": "CSV export"}}},
+        {"text": "Yes: #7, CSV export drops the header row."}]},
+    {"mock-server": "tracker", "answers": [  # the model playing the tracker (search-first's agent mock)
+        {"when": "search_issues", "say": '[{"id": 7, "title": "CSV export drops the header row", "label": "bug"}]'}]},
 ]
 """The suite's sessions and judge votes, with the plugin and without it. With both arms,
 `tool_used: Skill` is the with-only indicator: minutes-from-transcript scores 1/3 with the
 plugin (its weight-2 llm grader fails) and 0 without; changelog-written 1 and 1/2 (no Fixed
 heading); file-a-bug 1 with the plugin (its mock_calls graders with-only: every mock it has
 shadows the plugin's tracker) and 0 without (no tracker to call); guarded-call 0 in both arms
-(the standalone calendar mock's `expect:` guard aborts the run); the others 1 and 1."""
+(the standalone calendar mock's `expect:` guard aborts the run); search-first 1 and 0 (a model
+plays the tracker: its answer recorded, replayed offline); the others 1 and 1."""
 SCORES = {"minutes-from-transcript": (1 / 3, 0.0), "no-fire-on-weather": (1.0, 1.0),
           "changelog-written": (1.0, 0.5), "mixed-form": (1.0, 1.0), "staged-notes": (1.0, 1.0),
-          "file-a-bug": (1.0, 0.0), "guarded-call": (0.0, 0.0)}
+          "file-a-bug": (1.0, 0.0), "guarded-call": (0.0, 0.0), "search-first": (1.0, 0.0)}
 ONE_ARM = {"minutes-from-transcript": 0.5, "no-fire-on-weather": 1.0, "changelog-written": 1.0, "mixed-form": 1.0,
-           "staged-notes": 1.0, "file-a-bug": 1.0, "guarded-call": 0.0}
+           "staged-notes": 1.0, "file-a-bug": 1.0, "guarded-call": 0.0, "search-first": 1.0}
 """With one arm every grader is scored: `tool_used: Skill` passes, the llm grader (weight 2) fails."""
 
 
@@ -282,7 +288,12 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     tools' default). Every case's score, score without the plugin, delta and pass rate, every
     grader's verdict in each arm, and the mean delta agree; re-executed (the real CLI against
     the recording, no key) and snapshot-replayed (no CLI, no model), the same numbers."""
-    from aam_eval_action.testing.model_server import ModelServer, is_plugin_eval_judge, listed_skills
+    from aam_eval_action.testing.model_server import (
+        ModelServer,
+        is_mock_agent,
+        is_plugin_eval_judge,
+        listed_skills,
+    )
 
     installed("claude-code")
     key = "sk-ant-test-plugin-eval"
@@ -312,6 +323,9 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         # the small model, as its --judge-model defaults to haiku.
         votes = [r.body for r in server.requests[theirs_asked:] if is_plugin_eval_judge(r.body)]
         assert len(votes) == 2 * 2 * 3 and {v["model"] for v in votes} == {"claude-haiku-4-5"}  # 2 llm graders, 2 arms
+        # The agent mock: each tool asked a model to play the tracker once (the arm with the plugin).
+        assert [sum(is_mock_agent(r.body) for r in asked) for asked in (
+            server.requests[:theirs_asked], server.requests[theirs_asked:])] == [1, 1]
     our_report = json.loads((tmp_path / "ours.json").read_text())
     ours = {c["name"]: c for c in our_report["cases"]}
     assert set(ours) == set(theirs), ran.stdout + ran.stderr

@@ -21,8 +21,8 @@ top-level keys of case.yaml are dropped, as there.
 The case keeps its graders, and is graded as that runner grades (`pipeline/plugin_eval.py`):
 by score, each grader with its weight; its `mocks/` folders (from the eval dir down to its own)
 are read and checked here and served by `aam_eval_action.mocks`. What is listed as not honoured,
-with why: the `trace` target and `baseline` graders (shown unscored), agent responders of
-mocks, the execution fields this run does not pass to the CLI, and `plugins`.
+with why: the `trace` target and `baseline` graders (shown unscored), the execution fields
+this run does not pass to the CLI, and `plugins`.
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ def _to_case(found: _Case) -> Imported:
     history = _context_file(found, "history_file")
     if f.get("plugins"):
         skipped["plugins"] = "the package under test is the plugin installed"
-    mocks = _mocks(found, skipped)
+    mocks = _mocks(found)
     fields: dict[str, Any] = {
         "name": case_name(name), "description": f.get("description"), "input": {"prompt": prompt.strip()},
         "repeat": int(f.get("runs") or DEFAULT_RUNS), "install-all-skills": True,
@@ -401,21 +401,13 @@ def _add_dirs(found: _Case) -> list[str]:
     return out
 
 
-def _mocks(found: _Case, skipped: dict[str, str]) -> list[str]:
-    """The case's `mocks/` layers, read and checked now (a refusal names the file); an agent
-    responder (`_server.md`, a model playing the server) is named as not served."""
+def _mocks(found: _Case) -> list[str]:
+    """The case's `mocks/` layers, read and checked now: a refusal names the file."""
     from aam_eval_action import mocks
 
     layers = mocks.layers(found.root, found.evals, found.folder)
-    if not layers:
-        return []
-    read = mocks.load(found.root, layers)
-    for server in read.servers.values():
-        agents = sorted({r.source for r in server.tools.values() if r.kind == "agent"})
-        for source in agents:
-            skipped[f"mocks.{server.name}"] = (f"{source}: an agent responder is not served: its tools "
-                                               "answer with a tool error; give each a fixed answer "
-                                               "in <tool>.md")
+    if layers:
+        mocks.load(found.root, layers)
     return layers
 
 

@@ -59,6 +59,8 @@ class Responder:
     source: str
     """The file (relative to the repository)."""
     digest: str
+    abort_when: str | None = None
+    """An agent's conditions for stopping the run (`abort_when:`)."""
 
 
 @dataclass
@@ -293,7 +295,8 @@ def _responder(root: Path, file: str, base: str) -> tuple[Responder, list[str]]:
         if not body or PLACEHOLDER in body:
             raise ConfigError(f"{file}: an agent responder needs a description of the server it plays as its "
                               "body" + (" (it still holds the scaffolded placeholder)" if body else ""))
-        return Responder("agent", body, False, expect, base, file, digest), list(tools or [])
+        stop = abort_when if isinstance(abort_when, str) and abort_when.strip() else None
+        return Responder("agent", body, False, expect, base, file, digest, stop), list(tools or [])
     if abort_when is not None:
         raise ConfigError(f"{file}: `abort_when:` needs `type: agent`; a fixed responder guards its "
                           "with `expect:`")
@@ -386,10 +389,12 @@ def with_only_calls(servers: list[MockServer]) -> bool:
     return bool(active) and all(s.kind == "shadow" for s in active)
 
 
-def spec(server: MockServer, root: Path, nonce: str, call_log: str) -> dict[str, Any]:
-    """What the stand-in serves: its tools, their answers, where it logs each call."""
+def spec(server: MockServer, root: Path, nonce: str, call_log: str, relay: str = "") -> dict[str, Any]:
+    """What the stand-in serves: its tools, their answers, where it logs each call (and where it
+    hands an agent-played tool's calls to this process)."""
     return {
-        "server": server.name, "registered": server.registered, "nonce": nonce, "call_log": call_log,
+        "server": server.name, "registered": server.registered, "nonce": nonce,
+        "call_log": call_log, "relay": relay,
         "tools": server.listed(),
         "responders": {tool: {"kind": r.kind, "body": r.body if r.kind == "fixed" else "",
                               "is_error": r.is_error, "expect": r.expect, "base_dir": str(root / r.base_dir),
@@ -423,6 +428,13 @@ class Served:
     """Server name (as the engine's config names it) → the stand-in's launch config."""
     call_log: Path
     nonce: str
+    relay: Path | None = None
+    """Where agent-played calls are handed to this process (`pipeline/mock_agent.py`)."""
+
+    @property
+    def agents(self) -> bool:
+        """Whether an active server has an agent-played tool."""
+        return any(r.kind == "agent" for s in self.servers if s.kind != "withheld" for r in s.tools.values())
 
     @property
     def standalone(self) -> dict[str, dict[str, Any]]:
@@ -462,7 +474,9 @@ class Served:
 
 
 def serve(servers: list[MockServer], root: Path, specs: Path, call_log: Path) -> Served:
-    """Write each active server's spec under `specs`; the stand-ins log to `call_log`."""
+    """Write each active server's spec under `specs`; the stand-ins log to `call_log` and relay
+    agent-played calls through the folder beside it (`relay/`)."""
+    relay = call_log.parent / "relay"
     import secrets
     import sys
 
@@ -475,9 +489,9 @@ def serve(servers: list[MockServer], root: Path, specs: Path, call_log: Path) ->
         if server.kind == "withheld":
             continue
         path = specs / f"{server.server}.json"
-        path.write_text(json.dumps(spec(server, root, nonce, str(call_log))), encoding="utf-8")
+        path.write_text(json.dumps(spec(server, root, nonce, str(call_log), str(relay))), encoding="utf-8")
         configs[server.server] = {"command": sys.executable, "args": ["-I", stand_in, str(path)]}
-    return Served(servers, configs, call_log, nonce)
+    return Served(servers, configs, call_log, nonce, relay)
 
 
 def calls_text(calls: list[dict[str, Any]]) -> str:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -166,13 +167,42 @@ def answer(spec: dict[str, Any], tool: str, given: Any) -> tuple[str, str]:
         broken = broken_guard(given, responder["expect"])
         if broken is not None:
             return "abort", f"the model's call violates expect: {broken}"
-    if responder["kind"] != "fixed":
-        return "tool_error", (f"the agent responder of {spec['server']}/{tool} (_server.md) is not served by "
-                              "aam-eval: give the tool a fixed answer in <tool>.md")
+    if responder["kind"] == "agent":
+        return relayed(spec, tool, given)
     ok, text = render(responder["body"], given, Path(responder["base_dir"]))
     if not ok:
         return "tool_error", text
     return ("tool_error" if responder["is_error"] else "ok"), text
+
+
+HISTORY: list[dict[str, Any]] = []
+"""This run's earlier calls of the server (an agent-played one sees them)."""
+RELAY_WAIT = 300.0
+RELAY_FAILED = "mock agent responder failed"
+
+
+def relayed(spec: dict[str, Any], tool: str, given: Any) -> tuple[str, str]:
+    """An agent-played tool's answer: the call handed to the harness through the relay folder
+    (`<n>.req.json` written, `<n>.ans.json` awaited); it asks the model, or plays the recording."""
+    folder = Path(spec.get("relay") or "")
+    if not spec.get("relay") or not folder.is_dir():
+        return "tool_error", f"{RELAY_FAILED} (no relay)"
+    name = f"{os.getpid()}-{len(HISTORY):04d}-{time.monotonic_ns()}"
+    partial = folder / f"{name}.part"
+    partial.write_text(js({"server": spec["server"], "tool": tool, "input": given,
+                           "history": HISTORY[-40:]}), encoding="utf-8")
+    partial.replace(folder / f"{name}.req.json")
+    answer = folder / f"{name}.ans.json"
+    deadline = time.monotonic() + RELAY_WAIT
+    while time.monotonic() < deadline:
+        try:
+            found = json.loads(answer.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            time.sleep(0.02)
+            continue
+        verdict, text = str(found.get("verdict")), str(found.get("text"))
+        return (verdict if verdict in ("ok", "tool_error", "abort") else "tool_error"), text
+    return "tool_error", f"{RELAY_FAILED} (no answer in {RELAY_WAIT:.0f} s)"
 
 
 def _log(spec: dict[str, Any], record: dict[str, Any]) -> None:
@@ -204,6 +234,7 @@ def handle(spec: dict[str, Any], message: dict[str, Any], seq: list[int]) -> dic
                     "responder": responder.get("kind", "fixed"), "input": given, "verdict": verdict,
                     "output": text if len(text) <= OUTPUT_LIMIT else text[:OUTPUT_LIMIT] + "…[truncated]"})
         seq[0] += 1
+        HISTORY.append({"tool": tool, "input": given, "verdict": verdict, "output": text})
         result = {"content": [{"type": "text", "text": text}]}
         if verdict != "ok":
             result["isError"] = True

@@ -122,7 +122,8 @@ def run_session(
         proxy = route.proxy(Normaliser(Paths(ws.root, ws.home, ws.base), ctx.redactor))
         if isinstance(proxy, RecordingProxy):  # not every CLI names itself in its User-Agent
             proxy.identify(ENGINES[s.engine].cli, installed_version(ENGINES[s.engine].cli, s.runner_env))
-        with proxy:
+        agents, relay = mock_agents(ctx, loaded, served)
+        with proxy, relay:
             env = {k: v for k, v in s.agent_env.items() if k not in KEY_VARS}  # no provider's key
             env |= proxy_env(s.engine, proxy.url, s.model)
             env[PROVIDERS[engine.provider_for(s.model)].key_var] = route.key or SESSION_KEY
@@ -150,6 +151,10 @@ def run_session(
             session.confinement = run.confine.describe() if run.confine else None
             if served is not None:
                 session.mock_calls = served.calls()
+        if agents is not None:
+            agents.close()
+            if relay.failure is not None:  # a replay miss or the budget, met by an agent mock
+                raise relay.failure
         # A scaffold's files are recorded with the session's (graders read them), and named.
         session.files = workspace.changes(ws.root, unstaged if staged else before)
         session.staged = staged
@@ -179,6 +184,17 @@ def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -
         return None
     calls = ws.home / ".aam-eval" / "mock-calls.jsonl"
     return mocks.serve(servers, s.package.layout.root, ws.base / "mocks", calls)
+
+
+def mock_agents(ctx: CaseContext, loaded: LoadedCase, served: Any) -> tuple[Any, Any]:
+    """The model playing the case's agent mocks, and the relay their stand-ins hand calls to
+    (nothing to relay: None and a relay that answers nothing)."""
+    from aam_eval_action.pipeline.mock_agent import MockAgents, Relay
+
+    if served is None or not served.agents:
+        return None, Relay(None, lambda call: ("tool_error", "no agent mock"))
+    agents = MockAgents(ctx, loaded, served)
+    return agents, Relay(served.relay, agents)
 
 
 def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path) -> tuple[Path, ...]:

@@ -16,14 +16,18 @@ it reaches the model as the call's arguments, and what comes back is only ever t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aam_eval_action.loader import LoadedCase
+    from aam_eval_action.mocks import Served
+    from aam_eval_action.pipeline.context import CaseContext
+    from aam_eval_action.replay.decision import JudgeReplay
 
 ABORT, ERROR = "ABORT:", "ERROR:"
 HISTORY, HISTORY_CHARS, ARGS_CHARS, ANSWER_CHARS = 40, 240_000, 16_384, 49_152
@@ -31,22 +35,27 @@ MAX_CALLS = 200
 """Calls one session may relay: a runaway agent stops costing here."""
 
 
+INSTRUCTIONS = (
+    'You are standing in for the MCP server "{server}" inside an automated evaluation of a coding-'
+    'agent plugin. Each user turn is one tool call the agent under test just made; earlier calls '
+    "this run and your answers to them are listed first as history. Reply with ONLY the tool's "
+    'result content, exactly as the real server would return it (JSON when the server returns JSON) '
+    '— no commentary, no markdown fences unless the real result would contain them. Stay consistent '
+    'with your earlier answers this run.'
+)
+ON_ERROR = ("To return an ordinary tool ERROR the agent should handle (bad arguments, not found, rate "
+            'limited), reply with a single line starting "ERROR: " followed by the error text.')
+ON_ABORT = ("The evaluation author listed conditions under which this run must be STOPPED because the agent "
+            "has gone off the rails. If — and only if — the current call meets one of them, reply with a "
+            'single line starting "ABORT: " followed by a short reason naming the condition. The '
+            "conditions:\n")
+
+
 def system_prompt(server: str, abort_when: str | None, prompt: str) -> str:
     """That runner's instructions to the model playing `server`, then the author's description."""
-    parts = [
-        f'You are standing in for the MCP server "{server}" inside an automated evaluation of a coding-agent '
-        "plugin. Each user turn is one tool call the agent under test just made; earlier calls this run and "
-        "your answers to them are listed first as history. Reply with ONLY the tool's result content, exactly "
-        "as the real server would return it (JSON when the server returns JSON) — no commentary, no markdown "
-        "fences unless the real result would contain them. Stay consistent with your earlier answers this run.",
-        f'To return an ordinary tool ERROR the agent should handle (bad arguments, not found, rate limited), '
-        f'reply with a single line starting "{ERROR} " followed by the error text.',
-    ]
+    parts = [INSTRUCTIONS.format(server=server), ON_ERROR]
     if abort_when and abort_when.strip():
-        parts.append("The evaluation author listed conditions under which this run must be STOPPED because the "
-                     "agent has gone off the rails. If — and only if — the current call meets one of them, reply "
-                     f'with a single line starting "{ABORT} " followed by a short reason naming the condition. '
-                     f"The conditions:\n{abort_when.strip()}")
+        parts.append(ON_ABORT + abort_when.strip())
     else:
         parts.append(f'Never reply with a line starting "{ABORT}".')
     parts.append("The author's description of the server you are playing follows.")
@@ -59,7 +68,7 @@ def _cut(text: str, most: int) -> str:
 
 def user_prompt(tool: str, given: Any, history: list[dict[str, Any]]) -> str:
     """The call, after the earlier calls of this run (the last 40, within a size budget)."""
-    recent, lines, size = history[-HISTORY:], [], 0
+    recent, lines, size = history[-HISTORY:], list[str](), 0
     for call in reversed(recent):
         shown = call.get("input") if isinstance(call.get("input"), str) else json.dumps(
             call.get("input"), separators=(",", ":"), ensure_ascii=False)
@@ -72,8 +81,10 @@ def user_prompt(tool: str, given: Any, history: list[dict[str, Any]]) -> str:
     out = []
     if lines:
         older = len(history) - len(lines)
-        out.append(f"Earlier calls this run{f' ({older} older omitted)' if older else ''}:\n" + "\n".join(lines))
-    out.append(f"Current call: {tool}\nArguments:\n{_cut(json.dumps(given, indent=2, ensure_ascii=False), ARGS_CHARS)}")
+        omitted = f" ({older} older omitted)" if older else ""
+        out.append(f"Earlier calls this run{omitted}:\n" + "\n".join(lines))
+    arguments = _cut(json.dumps(given, indent=2, ensure_ascii=False), ARGS_CHARS)
+    out.append(f"Current call: {tool}\nArguments:\n{arguments}")
     return "\n\n".join(out)
 
 
@@ -91,24 +102,29 @@ def verdict_of(reply: str, abort_when: str | None) -> tuple[str, str]:
 class Relay:
     """Answers the stand-ins' relayed calls while a session runs (a thread polling the folder)."""
 
-    def __init__(self, folder: Path, answer: Callable[[dict[str, Any]], tuple[str, str]]) -> None:
+    def __init__(self, folder: Path | None, answer: Callable[[dict[str, Any]], tuple[str, str]]) -> None:
+        """`folder` None: a relay that is never started (no agent mock)."""
         self.folder, self.answer = folder, answer
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.folder.chmod(0o777)  # the agent's user writes its requests here
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o777)  # the agent's user writes its requests here
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self.calls = 0
         self.failure: BaseException | None = None
 
     def __enter__(self) -> Relay:
-        self._thread.start()
+        if self.folder is not None:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=30)
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
 
     def _serve(self) -> None:
+        assert self.folder is not None
         while not self._stop.is_set():
             for request in sorted(self.folder.glob("*.req.json")):
                 self._one(request)
@@ -138,12 +154,67 @@ class Relay:
         partial.replace(answer)
 
 
-def wait_for(answer: Path, timeout: float) -> dict[str, Any] | None:
-    """The stand-in's side: the answer once written (None on timeout)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError, json.JSONDecodeError):
-            found: dict[str, Any] = json.loads(answer.read_text(encoding="utf-8"))
-            return found
-        time.sleep(0.02)
-    return None
+class MockAgents:
+    """The model that plays a case's agent mocks: its cassette, its budget (as the judge's)."""
+
+    def __init__(self, ctx: CaseContext, loaded: LoadedCase, served: Served) -> None:
+        from aam_eval_action.providers import JUDGE_PROVIDERS, provider_for_model
+
+        s = ctx.settings
+        self.ctx, self.loaded = ctx, loaded
+        # The session's own model plays the server, as there; a model no SDK of ours calls
+        # (Gemini's) leaves it to the small judge model.
+        provider = provider_for_model(s.model, "")
+        if provider in JUDGE_PROVIDERS:
+            self.model, self.provider = s.model, provider
+        else:
+            self.model, self.provider = s.plugin_eval_judge(), s.judge_provider
+        self.responders = {(srv.name, tool): r for srv in served.servers for tool, r in srv.tools.items()
+                           if r.kind == "agent"}
+        self.replay: JudgeReplay | None = None
+        self._opened = False
+        self._lock = threading.Lock()
+
+    def _open(self) -> JudgeReplay | None:
+        if not self._opened:
+            from aam_eval_action.replay.decision import open_mock_agents
+
+            self.replay = open_mock_agents(self.ctx.settings, self.loaded.case.name, self.provider,
+                                           self.ctx.redactor.text)
+            self._opened = True
+        return self.replay
+
+    def __call__(self, call: dict[str, Any]) -> tuple[str, str]:
+        """(verdict, text) of one relayed call: recorded when it was, else asked (and recorded)."""
+        from aam_eval_action.pipeline.judge import API_PATHS, ask_plain, plain_params, text_of
+        from aam_eval_action.replay.decision import Miss, rerecord_command
+        from aam_eval_action.replay.judge_cassette import JudgeReplayMiss
+
+        responder = self.responders.get((str(call.get("server")), str(call.get("tool"))))
+        if responder is None:
+            return "tool_error", f"no agent mock for {call.get('server')}/{call.get('tool')}"
+        history = [h for h in call.get("history") or [] if isinstance(h, dict)]
+        system = system_prompt(str(call.get("server")), responder.abort_when, responder.body)
+        text = user_prompt(str(call.get("tool")), call.get("input"), history)
+        s = self.ctx.settings
+        with self._lock:
+            replay = self._open()
+            mc = replay.cassette if replay else None
+            params = plain_params(self.provider, self.model, system, text)
+            body = mc.play_recorded(self.provider, API_PATHS[self.provider], params) if mc else None
+            if body is None:
+                try:
+                    body = ask_plain(self.provider, self.model, system, text, s.base_url(self.provider),
+                                     s.api_key(self.provider), mc.http_client() if mc else None)
+                except JudgeReplayMiss:
+                    assert replay is not None
+                    which = f"{call.get('server')}/{call.get('tool')}"
+                    why = f"{replay.miss_reason}: the agent mock {which} was not recorded answering this call"
+                    raise Miss(replay.miss_kind, "mock", why,
+                               rerecord_command(s, self.loaded.case.name)) from None
+        return verdict_of(text_of(self.provider, body), responder.abort_when)
+
+    def close(self) -> None:
+        if self.replay is not None:
+            self.replay.cassette.save({"model": self.model, "responders": sorted(
+                {r.source for r in self.responders.values()})})

@@ -351,6 +351,23 @@ def is_plugin_eval_judge(body: dict[str, Any]) -> bool:
     return any(text.lstrip().startswith(PLUGIN_EVAL_JUDGE) for text in texts)
 
 
+MOCK_AGENT = "You are standing in for the MCP server "
+
+
+def system_text(body: dict[str, Any]) -> str:
+    """A request's system prompt (Messages `system`, a string or blocks; Responses `instructions`)."""
+    system = body.get("system", body.get("instructions", ""))
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return str(system or "")
+
+
+def is_mock_agent(body: dict[str, Any]) -> bool:
+    """A model asked to play an MCP server (a `claude plugin eval` agent mock, Claude Code's or ours):
+    no tool, and that runner's words in the system prompt."""
+    return not body.get("tools") and MOCK_AGENT in system_text(body)
+
+
 def is_simulated_user(body: dict[str, Any]) -> bool:
     """A simulated user's request: it asks for the `reply_as_user` tool or the `user_reply` format."""
     return asks_for(body, USER_TOOL, USER_FORMAT)
@@ -380,7 +397,7 @@ RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 def turn_index(body: dict[str, Any]) -> int:
     """Model turns already taken: assistant messages or function calls in the history (for a
     Codex conversation that started sub-agents, the model's answers: see `answers_given`)."""
-    if "messages" in body or is_gemini(body):  # a ToolSearch that loaded an `mcp` step's tool is not one
+    if "messages" in body or is_gemini(body):  # a ToolSearch loading an `mcp` step's tool is not one
         return sum(1 for m in _messages(body) if m.get("role") == "assistant" and not _tool_search(m))
     items = _messages(body)
     if any(_agent_tool(m) for m in items):
@@ -392,7 +409,8 @@ def turn_index(body: dict[str, Any]) -> int:
 def _tool_search(message: dict[str, Any]) -> bool:
     """An assistant message that only calls ToolSearch (Claude Code loading a deferred tool)."""
     content = message.get("content")
-    uses = [c for c in content if isinstance(c, dict) and c.get("type") == "tool_use"] if isinstance(content, list) else []
+    blocks = content if isinstance(content, list) else []
+    uses = [c for c in blocks if isinstance(c, dict) and c.get("type") == "tool_use"]
     return bool(uses) and all(u.get("name") == TOOL_SEARCH for u in uses)
 
 
@@ -546,6 +564,22 @@ class Script:
             return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
         verdict = judge.get("then", judge)
         return Reply(text=str(verdict.get("result", "PASS"))) if plain else verdict_reply(verdict)
+
+    def mock_reply(self, body: dict[str, Any]) -> Reply:
+        """An agent mock's answer: the scenario whose `mock-server` is the server played answers
+        from its `answers`, the first whose `when` occurs in the current call (its tool and
+        arguments; an entry without `when` answers anything), in plain text."""
+        system, text = system_text(body), all_text(body)
+        current = text.rsplit("Current call: ", 1)[-1]
+        with self._lock:
+            scenarios = [s for s in self._scenarios if "mock-server" in s]
+        scenario = next((s for s in scenarios if f'MCP server "{s["mock-server"]}"' in system), None)
+        if scenario is None:
+            return Reply(text="scripted model server: no scenario plays this MCP server", status=400)
+        for entry in scenario.get("answers") or []:
+            if str(entry.get("when", "")) in current:
+                return Reply(text=str(entry.get("say", "")))
+        return Reply(text="ERROR: no scripted answer")
 
     def user_reply(self, body: dict[str, Any]) -> Reply:
         """A simulated user's reply: the scenario whose `match` is in the conversation (its first
@@ -1413,6 +1447,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             reply = owner.script.judge_reply(body) if is_gemini_judge(body) else owner.gemini_reply(body)
         else:
             reply = (owner.script.judge_reply(body) if is_judge(body)
+                     else owner.script.mock_reply(body) if is_mock_agent(body)
                      else owner.script.judge_reply(body, plain=True) if is_plugin_eval_judge(body)
                      else owner.script.user_reply(body) if is_simulated_user(body)
                      else owner.script.draft_reply(body) if is_draft(body) else owner.agent_reply(body))
