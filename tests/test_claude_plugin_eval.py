@@ -265,6 +265,7 @@ SCENARIOS = [
         {"text": "Yes: #7, CSV export drops the header row."}]},
     {"mock-server": "tracker", "answers": [  # the model playing the tracker (search-first's agent mock)
         {"when": "search_issues", "say": '[{"id": 7, "title": "CSV export drops the header row", "label": "bug"}]'}]},
+    {"match": "drizzle question in a word or two", "judge": {"result": "PASS", "reason": "scripted"}},
 ]
 """The suite's sessions and judge votes, with the plugin and without it. With both arms,
 `tool_used: Skill` is the with-only indicator: minutes-from-transcript scores 1/3 with the
@@ -322,7 +323,8 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         # The judge: that runner's words, three votes, and (no --judge, no eval-config judge)
         # the small model, as its --judge-model defaults to haiku.
         votes = [r.body for r in server.requests[theirs_asked:] if is_plugin_eval_judge(r.body)]
-        assert len(votes) == 2 * 2 * 3 and {v["model"] for v in votes} == {"claude-haiku-4-5"}  # 2 llm graders, 2 arms
+        # 2 llm graders and a baseline grader, 2 arms, 3 votes each
+        assert len(votes) == 3 * 2 * 3 and {v["model"] for v in votes} == {"claude-haiku-4-5"}
         # The agent mock: each tool asked a model to play the tracker once (the arm with the plugin).
         assert [sum(is_mock_agent(r.body) for r in asked) for asked in (
             server.requests[:theirs_asked], server.requests[theirs_asked:])] == [1, 1]
@@ -495,7 +497,7 @@ def test_check_warns_of_a_grader_that_can_never_pass(plugin: Path) -> None:
 
 
 def test_the_execution_fields_reach_claude_code_as_that_runner_passes_them(plugin: Path, tmp_path: Path) -> None:
-    """`max_turns`, `allowed_tools` (what is not listed is withheld: `dontAsk`),
+    """`model`, `max_turns`, `allowed_tools` (what is not listed is withheld: `dontAsk`),
     `disallowed_tools` and `append_system_prompt` become the claude flags that runner passes;
     `env` sets EVAL_* variables only, and any other key is refused with the case's name."""
     from aam_eval_action.engines.base import AgentRun
@@ -506,6 +508,7 @@ def test_the_execution_fields_reach_claude_code_as_that_runner_passes_them(plugi
     case = plugin / "evals/routing/minutes-from-transcript/case.yaml"
     case.write_text(case.read_text().replace("  max_turns: 8\n", "  max_turns: 8\n  disallowed_tools: [WebFetch]\n"
                                              "  append_system_prompt: Answer in English.\n"
+                                             "  model: claude-haiku-4-5\n"
                                              "  env: {EVAL_TEAM: core}\n"))
     execution = _ours(plugin)[0]["evals/routing/minutes-from-transcript"].imported.case.execution
     run = AgentRun(prompt="p", model="claude-sonnet-4-6", workspace=tmp_path, home=tmp_path, env={},
@@ -513,6 +516,7 @@ def test_the_execution_fields_reach_claude_code_as_that_runner_passes_them(plugi
     argv = ClaudeCode().argv(run)
     assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
     assert argv[argv.index("--max-turns") + 1] == "8"
+    assert argv[argv.index("--model") + 1] == "claude-haiku-4-5"  # the case's, over the run's
     assert "--allowed-tools=Skill,Read,Write" in argv and "--disallowed-tools=WebFetch" in argv
     assert "--append-system-prompt=Answer in English." in argv
     assert execution is not None and case_env("minutes", execution.env) == {"EVAL_TEAM": "core"}

@@ -124,6 +124,9 @@ class Session(Model):
     """What showed the block (the tool result or stderr line), for the report."""
     files: list[FileChange] = Field(default_factory=list)
     """Files created, modified or deleted in the workspace."""
+    trace: list[dict[str, Any]] | None = None
+    """Every JSON event the CLI printed (Claude Code's stream-json), kept only for a `claude
+    plugin eval` case whose graders read it (the `trace` target, `baseline`) (additive)."""
     mock_calls: list[dict[str, Any]] | None = None
     """A `claude plugin eval` case's calls to its mocked MCP tools, in order, each `{name, server,
     tool, input, output, verdict}` (`ok`, `tool_error`, or `abort`: the run scores 0); None when

@@ -533,6 +533,8 @@ class Execution(Strict):
     Claude Code as that runner passes it: a turn limit, the tools the run may use and the ones it
     may not, text added to the system prompt, `EVAL_*` variables."""
 
+    model: str | None = None
+    """The model of the case's session (`--model`), over the run's; None: the run's."""
     max_turns: int = Field(default=10, ge=1, le=200, alias="max-turns")
     """The CLI's turn limit (`--max-turns`)."""
     allowed_tools: list[str] | None = Field(default=None, alias="allowed-tools")

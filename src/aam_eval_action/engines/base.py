@@ -44,6 +44,9 @@ class AgentRun:
     add_dirs: tuple[Path, ...] = ()
     """Folders the session may read besides its workspace (Claude Code's `--add-dir`): a
     `claude plugin eval` case's `context.add_dirs`, as copies beside the workspace."""
+    keep_trace: bool = False
+    """Keep every event the CLI printed in the session (`Session.trace`): a `claude plugin eval`
+    grader reads it."""
     plugin_dirs: tuple[Path, ...] = ()
     """Plugins the CLI loads as plugins (Claude Code's `--plugin-dir`), read-only, outside the
     workspace."""

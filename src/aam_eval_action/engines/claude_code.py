@@ -111,7 +111,7 @@ class ClaudeCode(RegisteredEngine):
         return [
             CLI, "-p", *resume,
             "--output-format", "stream-json", "--verbose", "--include-hook-events",
-            "--model", run.model,
+            "--model", ex.model if ex is not None and ex.model else run.model,
             "--permission-mode", mode,
             "--settings", json.dumps({"permissions": permissions}),
             *execution,

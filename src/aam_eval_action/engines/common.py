@@ -127,11 +127,12 @@ def _cli_version(cli: str, search_path: str) -> str | None:
 
 def new_session(engine: str, provider: str, run: AgentRun, done: Completed,
                 runtime_version: str | None = None) -> Session:
-    """A session with what every engine records of its process; the stream parser fills the rest."""
+    """A session with what every engine records of its process; the stream parser fills the rest.
+    A run that keeps its trace keeps every JSON event the CLI printed."""
     return Session(
         engine=engine, model_provider=provider, model=run.model, runtime_version=runtime_version,
         stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
-        duration_seconds=done.duration_seconds,
+        duration_seconds=done.duration_seconds, trace=events(done.stdout) if run.keep_trace else None,
     )
 
 

@@ -21,8 +21,7 @@ top-level keys of case.yaml are dropped, as there.
 The case keeps its graders, and is graded as that runner grades (`pipeline/plugin_eval.py`):
 by score, each grader with its weight; its `mocks/` folders (from the eval dir down to its own)
 are read and checked here and served by `aam_eval_action.mocks`. What is listed as not honoured,
-with why: the `trace` target and `baseline` graders (shown unscored), the execution fields
-this run does not pass to the CLI, and `plugins`.
+with why: the execution fields this run does not pass to the CLI, and `plugins`.
 """
 
 from __future__ import annotations
@@ -281,12 +280,6 @@ def _to_case(found: _Case) -> Imported:
     names: set[str] = set()
     for grader, where in found.graders:
         _validate_grader(grader, where, names)
-        why = _not_graded(grader)
-        if why:
-            skipped[f"graders.{grader['name']}"] = why
-    for key, why in _EXECUTION_SKIPS.items():
-        if f.get(key) not in (None, [], {}, ""):
-            skipped[key] = why
     add_dirs = _add_dirs(found)
     scaffold = _context_file(found, "scaffold_script")
     history = _context_file(found, "history_file")
@@ -302,7 +295,8 @@ def _to_case(found: _Case) -> Imported:
         fields["timeout"] = float(f["timeout_seconds"])
     env: dict[Any, Any] = f["env"] if isinstance(f.get("env"), dict) else {}
     fields["execution"] = {
-        "max-turns": f.get("max_turns") or 10, "allowed-tools": _names(f.get("allowed_tools")),
+        "model": str(f["model"]) if f.get("model") else None, "max-turns": f.get("max_turns") or 10,
+        "allowed-tools": _names(f.get("allowed_tools")),
         "disallowed-tools": _names(f.get("disallowed_tools")) or [],
         "append-system-prompt": f.get("append_system_prompt") or None,
         "env": {str(k): str(v) for k, v in env.items()},
@@ -362,10 +356,6 @@ def _validate_grader(grader: Any, where: str, names: set[str]) -> None:
         raise ConfigError(f"{where}.match: must be contains | not_contains | count:N")
 
 
-_EXECUTION_SKIPS = {
-    "model": "the run's model (eval-config or --model) is used",
-}
-"""The execution fields not passed on (the others are, on Claude Code: see `spec.Execution`)."""
 def _context_file(found: _Case, key: str) -> str | None:
     """`context.<key>` (`scaffold_script`, `history_file`), relative to the case's folder, as a
     file of the repository."""
@@ -409,16 +399,6 @@ def _mocks(found: _Case) -> list[str]:
     if layers:
         mocks.load(found.root, layers)
     return layers
-
-
-def _not_graded(grader: dict[str, Any]) -> str | None:
-    """Why a grader is shown unscored here, or None (see `pipeline/plugin_eval.py`)."""
-    target = grader.get("target", grader.get("focus"))
-    if grader["type"] == "baseline":
-        return "a baseline grader (against a recorded trajectory) is shown unscored"
-    if target == "trace":
-        return f"the {target} target is not kept: the grader is shown unscored"
-    return None
 
 
 WRITERS = ("Write", "Edit", "MultiEdit", "NotebookEdit", "Bash")

@@ -250,7 +250,7 @@ def engine_notes(loaded: LoadedCase, engine: str) -> dict[str, str]:
     execution = loaded.case.execution
     if execution is None or engine == "claude-code":
         return {}
-    asked = {"execution.max_turns": execution.max_turns != 10,
+    asked = {"execution.model": execution.model, "execution.max_turns": execution.max_turns != 10,
              "execution.allowed_tools": execution.allowed_tools,
              "execution.disallowed_tools": execution.disallowed_tools,
              "execution.append_system_prompt": execution.append_system_prompt,

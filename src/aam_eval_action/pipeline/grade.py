@@ -7,6 +7,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aam_eval_action.labels import digest
@@ -149,7 +150,8 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
 
     s = ctx.settings
     servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers)
-    run = plugin_eval.RunInputs(session, finished.files, ask, ctx.settings.engine,
+    run = plugin_eval.RunInputs(session, finished.files, ask, s.engine,
+                                case_dir=s.package.layout.root / Path(loaded.file).parent,
                                 calls_with_only=mocks.with_only_calls(servers))
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None

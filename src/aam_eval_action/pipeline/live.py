@@ -138,6 +138,7 @@ def run_session(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
                 confine=sandbox_for(ctx, ws, _port(proxy.url)), execution=execution, plugin_dirs=plugins,
+                keep_trace=any(reads_trace(g) for g in loaded.graders),
                 add_dirs=added_dirs(layout, loaded, ws.base), resume=history(layout, loaded, ws.home),
             )
             if loaded.case.input.conversation:
@@ -184,6 +185,11 @@ def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -
         return None
     calls = ws.home / ".aam-eval" / "mock-calls.jsonl"
     return mocks.serve(servers, s.package.layout.root, ws.base / "mocks", calls)
+
+
+def reads_trace(grader: dict[str, Any]) -> bool:
+    """Whether a `claude plugin eval` grader reads the session's trace."""
+    return grader.get("type") == "baseline" or grader.get("target", grader.get("focus")) == "trace"
 
 
 def mock_agents(ctx: CaseContext, loaded: LoadedCase, served: Any) -> tuple[Any, Any]:

@@ -164,9 +164,10 @@ class MockAgents:
         self.ctx, self.loaded = ctx, loaded
         # The session's own model plays the server, as there; a model no SDK of ours calls
         # (Gemini's) leaves it to the small judge model.
-        provider = provider_for_model(s.model, "")
+        model = (loaded.case.execution.model if loaded.case.execution else None) or s.model
+        provider = provider_for_model(model, "")
         if provider in JUDGE_PROVIDERS:
-            self.model, self.provider = s.model, provider
+            self.model, self.provider = model, provider
         else:
             self.model, self.provider = s.plugin_eval_judge(), s.judge_provider
         self.responders = {(srv.name, tool): r for srv in served.servers for tool, r in srv.tools.items()

@@ -24,9 +24,12 @@ of `Skill` with no `arm`; unless every grader of the case is, and then all are s
 score is the mean of its runs' scores, its pass rate the share of runs at 1, and it passes when
 its score reaches the threshold (1.0 unless set).
 
-A run a mock aborted (a call broke its `expect:` guard) scores 0 ungraded (`pipeline/grade.py`).
-The `trace` target, the `baseline` grader and an image focus are not graded
-here: such a grader is shown unscored, with why.
+The `trace` target is every event the CLI printed, one compact JSON line each (kept for a case
+whose graders read it); shown to a judge (`llm` with `focus: trace`, and `baseline`, which asks
+whether the run does at least as well as a recorded trajectory), past 24 events the first and
+last 12 are kept, and the ids and timings the CLI stamps afresh each run are left out so that a
+recorded verdict replays. A run a mock aborted (a call broke its `expect:` guard) scores 0
+ungraded (`pipeline/grade.py`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aam_eval_action.session import Session, ToolCall
@@ -44,7 +48,6 @@ JUDGE_SYSTEM = "You are a strict, terse evaluation judge for coding-agent traces
 VOTES = 3
 FOCUS_LIMIT, FOCUS_TAIL = 100_000, 20_000
 WITH_ONLY_TOOL = "Skill"
-UNGRADED = ("trace",)
 NO_MOCKS = ("no mock stand-ins were active in this run (no mocks/ directory applies to this case): a "
             "mock_calls grader has nothing to check")
 
@@ -75,6 +78,8 @@ class RunInputs:
     engine: str = "claude-code"
     """Whose tool calls these are: another CLI's are matched by the neutral name of the Claude
     Code tool a grader names (`Skill` is its `skill`, `Write` its `write`…)."""
+    case_dir: Path | None = None
+    """The case's folder: a `baseline` grader's trajectory file is read beside it."""
     calls_with_only: bool = False
     """Every active mock shadows a server of the plugin: a `mock_calls` grader with no `arm` is
     with-only."""
@@ -129,6 +134,11 @@ def _failed(grader: dict[str, Any], why: str) -> Graded:
 
 def _grade(grader: dict[str, Any], run: RunInputs) -> Graded:
     kind = grader["type"]
+    if kind == "regex" and grader.get("target") == "trace" and run.engine != "claude-code":
+        result = _failed(grader, f"not graded on {run.engine}: the trace is Claude Code's stream-json; this "
+                                 "engine prints events of its own")
+        result.scored = False
+        return result
     if kind == "regex":
         return _regex(grader, run)
     if kind in ("tool_used", "tool_order"):
@@ -140,9 +150,7 @@ def _grade(grader: dict[str, Any], run: RunInputs) -> Graded:
         return _file_exists(grader, run)
     if kind == "llm":
         return _llm(grader, run)
-    unscored = _failed(grader, "not graded here: a baseline grader compares with a recorded trajectory")
-    unscored.scored = False
-    return unscored
+    return _baseline(grader, run)
 
 
 def _label(target: Any) -> str:
@@ -160,6 +168,8 @@ def _text(target: Any, run: RunInputs) -> str | None:
         return run.session.output
     if target == "files":
         return "\n".join(created(run.session))
+    if target == "trace":
+        return "\n".join(_compact(event) for event in _trace(run.session))
     if target == "mock_calls":
         from aam_eval_action.mocks import calls_text
 
@@ -167,6 +177,38 @@ def _text(target: Any, run: RunInputs) -> str | None:
             raise _Unavailable(NO_MOCKS)
         return calls_text(run.session.mock_calls)
     return None
+
+
+NOT_KEPT = "the run's trace was not kept (a session recorded before its graders read it): record it again"
+SHOWN_EVENTS = 12
+JUDGE_UNSTABLE = frozenset({"session_id", "uuid", "duration_ms", "duration_api_ms", "total_cost_usd",
+                            "timestamp", "request_id"})
+"""What a CLI stamps into its events afresh each run: not shown to a judge, so that a recorded
+verdict replays for a re-executed session."""
+
+
+def _trace(session: Session) -> list[dict[str, Any]]:
+    if session.trace is None:
+        raise _Unavailable(NOT_KEPT)
+    return session.trace
+
+
+def _stable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in JUDGE_UNSTABLE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def trajectory(events: Sequence[Any]) -> str:
+    """A trace as that runner shows it to a judge: every event, one compact JSON line each, or
+    past 24 the first and last 12 around `[…N messages elided…]`."""
+    lines = [_compact(_stable(e)) for e in events]
+    if len(lines) <= 2 * SHOWN_EVENTS:
+        return "\n".join(lines)
+    hidden = len(lines) - 2 * SHOWN_EVENTS
+    return "\n".join([*lines[:SHOWN_EVENTS], f"[…{hidden} messages elided…]", *lines[-SHOWN_EVENTS:]])
 
 
 class _Unavailable(Exception):
@@ -327,7 +369,7 @@ def vote(reply: str) -> bool:
 
 def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
     focus = grader.get("focus", "last_message")
-    text = _text(focus, run)
+    text = trajectory(_trace(run.session)) if focus == "trace" else _text(focus, run)
     if text is None:
         return _not_here(grader, str(focus))
     if text == "" and focus in ("files", "mock_calls"):
@@ -339,3 +381,34 @@ def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
     passed = sum(votes) > len(votes) / 2
     why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
     return Graded(grader["name"], "llm", float(grader.get("weight", 1)), passed, why, votes=votes)
+
+
+def baseline_prompt(criteria: str, baseline: str, new: str) -> str:
+    return "\n\n".join([
+        "You are comparing a NEW coding-agent trajectory against a BASELINE.", f"Criterion:\n{criteria}",
+        f"\nBASELINE trajectory:\n{baseline}", f"\nNEW trajectory:\n{new}",
+        "\nDoes the NEW trajectory satisfy the criterion at least as well as the BASELINE?",
+        "Respond with exactly one word: PASS or FAIL."])
+
+
+def _baseline(grader: dict[str, Any], run: RunInputs) -> Graded:
+    """The run's trace against a recorded trajectory (`baseline_file`, JSON lines beside the
+    case), three votes as for `llm`."""
+    rel = str(grader["baseline_file"])
+    if run.case_dir is None:
+        return _failed(grader, f"baseline file {rel} does not exist")
+    path = (run.case_dir / rel).resolve()
+    if not path.is_relative_to(run.case_dir.resolve().parent) or not path.is_file():
+        return _failed(grader, f"baseline file {rel} does not exist")
+    try:
+        base = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        return _failed(grader, f"failed to read baseline: {exc}")
+    new = trajectory(_trace(run.session))
+    if run.ask is None:
+        raise RuntimeError("no judge for a baseline grader")
+    prompt = baseline_prompt(str(grader["criteria"]), trajectory(base), new)
+    votes = [vote(run.ask(prompt)) for _ in range(VOTES)]
+    why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
+    passed = sum(votes) > len(votes) / 2
+    return Graded(grader["name"], "baseline", float(grader.get("weight", 1)), passed, why, votes=votes)
