@@ -227,6 +227,48 @@ def test_a_run_is_scored_as_that_runner_scores_it() -> None:
     assert pe.elide(long) == "a" * 80_000 + "\n[…30000 chars elided…]\n" + "c" * 20_000
 
 
+def test_the_trace_and_a_baseline_are_graded_as_there(tmp_path: Path) -> None:
+    """The `trace` target is every event the CLI printed, one compact JSON line each; a judge
+    sees it cut to its first and last 12 events past 24, without the ids and timings the CLI
+    stamps afresh (a recorded verdict must replay); a `baseline` grader asks three votes on the
+    run against a trajectory beside the case, in that runner's words."""
+    from aam_eval_action.pipeline import plugin_eval as pe
+    from aam_eval_action.session import Session
+
+    events = [{"type": "system", "session_id": "s-1", "n": 0}] + [{"type": "assistant", "n": i} for i in range(1, 30)]
+    trace = [json.dumps(e, separators=(",", ":")) for e in events]  # as a session keeps them: the lines
+    session = Session(engine="claude-code", model_provider="anthropic", output="ok", trace=trace)
+    asked: list[str] = []
+
+    def ask(prompt: str) -> str:
+        asked.append(prompt)
+        return "PASS"
+
+    (tmp_path / "case").mkdir()
+    (tmp_path / "case/before.jsonl").write_text('{"type":"result","result":"ok"}\n')
+    run = pe.RunInputs(session, {}, ask, case_dir=tmp_path / "case")
+    graders = [{"name": "system-first", "type": "regex", "target": "trace", "pattern": '^\\{"type":"system","session_id"',
+                "weight": 1},
+               {"name": "as-before", "type": "baseline", "baseline_file": "before.jsonl", "criteria": "Says ok.",
+                "weight": 1},
+               {"name": "missing", "type": "baseline", "baseline_file": "gone.jsonl", "criteria": "x", "weight": 1}]
+    results = pe.grade_run(graders, run)
+    assert [(r.name, r.passed, r.explanation) for r in results] == [
+        ("system-first", True, 'matched ^\\{"type":"system","session_id"'),
+        ("as-before", True, "judge votes: PASS PASS PASS"), ("missing", False, "baseline file gone.jsonl does not exist")]
+    shown = pe.trajectory(events)
+    assert shown.splitlines()[0] == '{"type":"system","n":0}' and "[…6 messages elided…]" in shown
+    assert len(shown.splitlines()) == 25
+    assert asked[0] == pe.baseline_prompt("Says ok.", '{"type":"result","result":"ok"}', shown)
+    assert asked[0].startswith("You are comparing a NEW coding-agent trajectory against a BASELINE.\n\nCriterion:\n"
+                               "Says ok.\n\n\nBASELINE trajectory:\n")
+    # A session recorded without its trace, and another engine's events: said, not failed silently.
+    untraced = pe.RunInputs(Session(engine="claude-code", model_provider="anthropic"), {}, ask)
+    assert pe.grade_run(graders[:1], untraced)[0].explanation.startswith("the run's trace was not kept")
+    [other] = pe.grade_run(graders[:1], pe.RunInputs(session, {}, ask, "gemini-cli"))
+    assert (other.scored, other.explanation.startswith("not graded on gemini-cli")) == (False, True)
+
+
 def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> None:
     result = aam_eval("check", "--package", str(plugin))
     said = result.out + result.err

@@ -118,9 +118,10 @@ def test_the_stand_in_answers_lists_and_logs_every_call(plugin: Path, tmp_path: 
                                                                  "tool_error"),
         ("mcp__plugin_team-notes_tracker__create_issue", "abort"), ("mcp__plugin_team-notes_tracker__create_issue",
                                                                     "tool_error")]
-    assert mocks.aborted(calls) == calls[2]
+    lines = [json.dumps(c, separators=(",", ":")) for c in calls]  # as a session keeps them
+    assert mocks.aborted(lines) == calls[2]
     # The mock_calls target, as that runner writes it: one compact JSON line a call.
-    first = mocks.calls_text(calls).splitlines()[1]
+    first = mocks.calls_text(lines).splitlines()[1]
     assert first == ('{"tool":"mcp__plugin_team-notes_tracker__close_issue","input":{"id":7},'
                      '"output":"Issue 7 is locked.","isError":true,"verdict":"tool_error"}')
 

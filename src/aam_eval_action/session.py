@@ -124,13 +124,14 @@ class Session(Model):
     """What showed the block (the tool result or stderr line), for the report."""
     files: list[FileChange] = Field(default_factory=list)
     """Files created, modified or deleted in the workspace."""
-    trace: list[dict[str, Any]] | None = None
-    """Every JSON event the CLI printed (Claude Code's stream-json), kept only for a `claude
-    plugin eval` case whose graders read it (the `trace` target, `baseline`) (additive)."""
-    mock_calls: list[dict[str, Any]] | None = None
-    """A `claude plugin eval` case's calls to its mocked MCP tools, in order, each `{name, server,
-    tool, input, output, verdict}` (`ok`, `tool_error`, or `abort`: the run scores 0); None when
-    no mock was active (additive)."""
+    trace: list[str] | None = None
+    """Every JSON event the CLI printed (Claude Code's stream-json), one compact JSON line each
+    (kept as text: a recording keeps it byte for byte), only for a `claude plugin eval` case
+    whose graders read it (the `trace` target, `baseline`) (additive)."""
+    mock_calls: list[str] | None = None
+    """A `claude plugin eval` case's calls to its mocked MCP tools, in order, each one compact
+    JSON object `{name, server, tool, input, output, verdict}` (`ok`, `tool_error`, or `abort`:
+    the run scores 0); None when no mock was active (additive)."""
     staged: list[str] = Field(default_factory=list)
     """Files a `claude plugin eval` case's scaffold script made before the session: in `files`,
     but there before the session started (additive)."""

@@ -132,7 +132,8 @@ def new_session(engine: str, provider: str, run: AgentRun, done: Completed,
     return Session(
         engine=engine, model_provider=provider, model=run.model, runtime_version=runtime_version,
         stderr=cap(done.stderr, STDERR_CAP), exit_code=done.exit_code, timed_out=done.timed_out,
-        duration_seconds=done.duration_seconds, trace=events(done.stdout) if run.keep_trace else None,
+        duration_seconds=done.duration_seconds,
+        trace=[compact(e) for e in events(done.stdout)] if run.keep_trace else None,
     )
 
 
@@ -142,6 +143,11 @@ def usage_since(total: Usage | None, before: Usage) -> Usage | None:
     if total is None:
         return None
     return Usage(**{k: max(0, getattr(total, k) - getattr(before, k)) for k in Usage.model_fields})
+
+
+def compact(value: Any) -> str:
+    """A value as one compact JSON line, as JavaScript's JSON.stringify writes it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def events(stdout: str) -> list[dict[str, Any]]:

@@ -494,21 +494,34 @@ def serve(servers: list[MockServer], root: Path, specs: Path, call_log: Path) ->
     return Served(servers, configs, call_log, nonce, relay)
 
 
-def calls_text(calls: list[dict[str, Any]]) -> str:
+def parsed(lines: list[str] | None) -> list[dict[str, Any]]:
+    """A session's recorded mock calls, as objects."""
+    out = []
+    for line in lines or []:
+        try:
+            call = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(call, dict):
+            out.append(call)
+    return out
+
+
+def calls_text(lines: list[str]) -> str:
     """The `mock_calls` target: one compact JSON line per call, `{tool, input, output, isError?,
     verdict}`, as that runner writes it."""
-    lines = []
-    for call in calls:
+    lines_out = []
+    for call in parsed(lines):
         line: dict[str, Any] = {"tool": call.get("name"), "input": call.get("input")}
         if call.get("output") is not None:
             line["output"] = call["output"]
         if call.get("verdict") != "ok":
             line["isError"] = True
         line["verdict"] = call.get("verdict")
-        lines.append(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
-    return "\n".join(lines)
+        lines_out.append(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
+    return "\n".join(lines_out)
 
 
-def aborted(calls: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+def aborted(lines: list[str] | None) -> dict[str, Any] | None:
     """The call that aborted the run (an `expect:` guard broken), if one did."""
-    return next((c for c in calls or [] if c.get("verdict") == "abort"), None)
+    return next((c for c in parsed(lines) if c.get("verdict") == "abort"), None)

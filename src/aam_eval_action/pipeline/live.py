@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from aam_eval_action.engines.common import compact
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import runner_checkout
 from aam_eval_action.loader import LoadedCase
@@ -151,7 +152,7 @@ def run_session(
                 session = engine.run(run)
             session.confinement = run.confine.describe() if run.confine else None
             if served is not None:
-                session.mock_calls = served.calls()
+                session.mock_calls = [compact(call) for call in served.calls()]
         if agents is not None:
             agents.close()
             if relay.failure is not None:  # a replay miss or the budget, met by an agent mock

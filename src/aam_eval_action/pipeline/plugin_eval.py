@@ -105,6 +105,8 @@ def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None
     for grader in chosen:
         try:
             result = _grade(grader, run)
+        except passthrough:
+            raise
         except _Unavailable as exc:
             result = _failed(grader, str(exc))
         except Exception as exc:
@@ -169,7 +171,7 @@ def _text(target: Any, run: RunInputs) -> str | None:
     if target == "files":
         return "\n".join(created(run.session))
     if target == "trace":
-        return "\n".join(_compact(event) for event in _trace(run.session))
+        return "\n".join(_trace(run.session))
     if target == "mock_calls":
         from aam_eval_action.mocks import calls_text
 
@@ -187,10 +189,20 @@ JUDGE_UNSTABLE = frozenset({"session_id", "uuid", "duration_ms", "duration_api_m
 verdict replays for a re-executed session."""
 
 
-def _trace(session: Session) -> list[dict[str, Any]]:
+def _trace(session: Session) -> list[str]:
     if session.trace is None:
         raise _Unavailable(NOT_KEPT)
     return session.trace
+
+
+def _events(lines: Sequence[str]) -> list[Any]:
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append(line)
+    return out
 
 
 def _stable(value: Any) -> Any:
@@ -369,7 +381,7 @@ def vote(reply: str) -> bool:
 
 def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
     focus = grader.get("focus", "last_message")
-    text = trajectory(_trace(run.session)) if focus == "trace" else _text(focus, run)
+    text = trajectory(_events(_trace(run.session))) if focus == "trace" else _text(focus, run)
     if text is None:
         return _not_here(grader, str(focus))
     if text == "" and focus in ("files", "mock_calls"):
@@ -404,7 +416,7 @@ def _baseline(grader: dict[str, Any], run: RunInputs) -> Graded:
         base = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except (OSError, ValueError) as exc:
         return _failed(grader, f"failed to read baseline: {exc}")
-    new = trajectory(_trace(run.session))
+    new = trajectory(_events(_trace(run.session)))
     if run.ask is None:
         raise RuntimeError("no judge for a baseline grader")
     prompt = baseline_prompt(str(grader["criteria"]), trajectory(base), new)
