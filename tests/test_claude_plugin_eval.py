@@ -229,8 +229,8 @@ def test_a_run_is_scored_as_that_runner_scores_it() -> None:
 
 def test_the_trace_and_a_baseline_are_graded_as_there(tmp_path: Path) -> None:
     """The `trace` target is every event the CLI printed, one compact JSON line each; a judge
-    sees it cut to its first and last 12 events past 24, without the ids and timings the CLI
-    stamps afresh (a recorded verdict must replay); a `baseline` grader asks three votes on the
+    sees it cut to its first and last 12 events past 24, key-sorted, without the ids and timings
+    the CLI stamps afresh (a recorded verdict must replay); a `baseline` grader asks three votes on the
     run against a trajectory beside the case, in that runner's words."""
     from aam_eval_action.pipeline import plugin_eval as pe
     from aam_eval_action.session import Session
@@ -257,9 +257,9 @@ def test_the_trace_and_a_baseline_are_graded_as_there(tmp_path: Path) -> None:
         ("system-first", True, 'matched ^\\{"type":"system","session_id"'),
         ("as-before", True, "judge votes: PASS PASS PASS"), ("missing", False, "baseline file gone.jsonl does not exist")]
     shown = pe.trajectory(events)
-    assert shown.splitlines()[0] == '{"type":"system","n":0}' and "[…6 messages elided…]" in shown
+    assert shown.splitlines()[0] == '{"n":0,"type":"system"}' and "[…6 messages elided…]" in shown
     assert len(shown.splitlines()) == 25
-    assert asked[0] == pe.baseline_prompt("Says ok.", '{"type":"result","result":"ok"}', shown)
+    assert asked[0] == pe.baseline_prompt("Says ok.", '{"result":"ok","type":"result"}', shown)
     assert asked[0].startswith("You are comparing a NEW coding-agent trajectory against a BASELINE.\n\nCriterion:\n"
                                "Says ok.\n\n\nBASELINE trajectory:\n")
     # A session recorded without its trace, and another engine's events: said, not failed silently.

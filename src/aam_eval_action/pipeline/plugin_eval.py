@@ -183,10 +183,12 @@ def _text(target: Any, run: RunInputs) -> str | None:
 
 NOT_KEPT = "the run's trace was not kept (a session recorded before its graders read it): record it again"
 SHOWN_EVENTS = 12
-JUDGE_UNSTABLE = frozenset({"session_id", "uuid", "duration_ms", "duration_api_ms", "total_cost_usd",
-                            "timestamp", "request_id"})
-"""What a CLI stamps into its events afresh each run: not shown to a judge, so that a recorded
-verdict replays for a re-executed session."""
+JUDGE_UNSTABLE = frozenset({"session_id", "uuid", "timestamp", "request_id", "total_cost_usd", "memory_paths",
+                            "messaging_socket_path", "id", "tool_use_id", "parent_tool_use_id"})
+"""What a CLI stamps into its events afresh each run (and any `*_ms` timing), and the ids a
+replayed model answer is given: not shown to a judge, whose view of the trace is also key-sorted
+(a replayed answer's keys come in another order), so that a recorded verdict replays for a
+re-executed session. Found by running one session twice, and re-executing it, and diffing."""
 
 
 def _trace(session: Session) -> list[str]:
@@ -207,7 +209,8 @@ def _events(lines: Sequence[str]) -> list[Any]:
 
 def _stable(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if k not in JUDGE_UNSTABLE}
+        kept = sorted(k for k in value if k not in JUDGE_UNSTABLE and not k.endswith("_ms"))
+        return {k: _stable(value[k]) for k in kept}
     if isinstance(value, list):
         return [_stable(v) for v in value]
     return value
