@@ -500,9 +500,10 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
     ours = {c["name"]: c["score"] for c in cases}
     assert ours == ONE_ARM, ran.stdout[-4000:]
     minutes = next(c for c in cases if c["name"] == "minutes-from-transcript")
-    assert minutes["skipped_checks"] == {  # Claude Code's options, said not passed
-        "execution.max_turns": f"not passed to {engine}: Claude Code's own option",
-        "execution.allowed_tools": f"not passed to {engine}: Claude Code's own option"}
+    not_passed = {"codex": ["execution.max_turns", "execution.allowed_tools"],
+                  "copilot": ["execution.max_turns"], "gemini-cli": []}[engine]  # the others, by its names
+    assert minutes["skipped_checks"] == {key: f"not passed to {engine}: Claude Code's own option"
+                                         for key in not_passed}
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
                                "--no-rerun", "--engine", engine, *flags, "--ablation", "none", "--scaffold",
                                "-o", str(tmp_path / "replayed.json")],
@@ -567,6 +568,20 @@ def test_the_execution_fields_reach_claude_code_as_that_runner_passes_them(plugi
     plain = ClaudeCode().argv(AgentRun(prompt="p", model="m", workspace=tmp_path, home=tmp_path, env={},
                                        runner_env={}, timeout=5))
     assert "--max-turns" not in plain and plain[plain.index("--permission-mode") + 1] != "dontAsk"
+    # Copilot CLI and Gemini CLI take the tools (and Gemini CLI the turn limit) by their own names.
+    from aam_eval_action.engines.copilot import Copilot
+    from aam_eval_action.engines.gemini_cli import write_user_settings
+
+    copilot = Copilot().argv(run, tmp_path / "usage.json")
+    listed = copilot[copilot.index("--available-tools") + 1:copilot.index("--excluded-tools")]
+    assert listed == ["skill", "view", "create", "apply_patch"]
+    assert copilot[copilot.index("--excluded-tools") + 1:] == ["web_fetch"]
+    write_user_settings(run)
+    settings = json.loads((tmp_path / ".gemini/settings.json").read_text())
+    assert settings["model"] == {"maxSessionTurns": 8}
+    assert settings["tools"]["core"] == ["activate_skill", "read_file", "read_many_files", "list_directory",
+                                         "write_file"]
+    assert "web_fetch" in settings["tools"]["exclude"]
 
 
 @pytest.mark.cli

@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +184,20 @@ def one_line(text: str) -> str:
     """The last non-empty line of a text, cut to 300 characters (where the cause usually is)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
+
+
+def mapped_tools(names: list[str], table: dict[str, tuple[str, ...]],
+                 mcp: Callable[[str, str], str]) -> list[str]:
+    """A `claude plugin eval` case's Claude Code tool names as another CLI names them (`table`;
+    an `mcp__<server>__<tool>` by `mcp(server, tool)`); a name it has no counterpart of is left
+    out. In order, without repeats."""
+    out: list[str] = []
+    for name in names:
+        if name.startswith("mcp__") and name.count("__") >= 2:
+            server, _, tool = name.removeprefix("mcp__").rpartition("__")
+            own = server.rsplit("_", 1)[-1] if server.startswith("plugin_") else server  # a plugin's server
+            found: tuple[str, ...] = (mcp(own, tool),)
+        else:
+            found = table.get(name.split("(", 1)[0], ())
+        out += [f for f in found if f not in out]
+    return out

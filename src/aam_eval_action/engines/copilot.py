@@ -25,6 +25,7 @@ from aam_eval_action.engines.common import (
     direct_loopback,
     events,
     finish,
+    mapped_tools,
     new_session,
     one_line,
     runner_env,
@@ -53,6 +54,21 @@ HOOK_DENIED = re.compile(r"^Denied by \w+ hook(: | from )")
 `Denied by preToolUse hook from "repo settings" (hook errored)` when the hook failed (Copilot
 refuses the call then too; a Claude-format hook gets an `apply_patch` call's patch as a string
 `tool_input`, which a hook expecting an object may fail on)."""
+
+
+COPILOT_NAMES: dict[str, tuple[str, ...]] = {
+    "Bash": ("bash", "read_bash", "write_bash", "stop_bash", "list_bash"), "Read": ("view",),
+    "Write": ("create", "apply_patch"), "Edit": ("edit", "apply_patch"), "MultiEdit": ("edit", "apply_patch"),
+    "Grep": ("grep",), "Glob": ("glob",), "Skill": ("skill",), "WebFetch": ("web_fetch",),
+    "Agent": ("task", "read_agent", "write_agent", "list_agents"),
+    "Task": ("task", "read_agent", "write_agent", "list_agents"),
+}
+"""Claude Code's tools → Copilot CLI's (a tool and its helpers: `bash` and `read_bash`…; a GPT
+model's `apply_patch` for Write and Edit)."""
+
+
+def _mcp_name(server: str, tool: str) -> str:
+    return f"{server}-{tool}"
 
 
 class Copilot(RegisteredEngine):
@@ -114,6 +130,12 @@ class Copilot(RegisteredEngine):
             argv.append("--trust-folder")  # project hooks and MCP servers load only when trusted
         if run.resume:
             argv.append(f"--resume={run.resume}")  # `=`: its value is optional (a bare flag opens a picker)
+        ex = run.execution
+        if ex is not None:  # a claude plugin eval case's tools, by Copilot CLI's names
+            if ex.allowed_tools is not None:
+                argv += ["--available-tools", *mapped_tools(ex.allowed_tools, COPILOT_NAMES, _mcp_name)]
+            if ex.disallowed_tools:
+                argv += ["--excluded-tools", *mapped_tools(ex.disallowed_tools, COPILOT_NAMES, _mcp_name)]
         return argv  # offline, Copilot has no web tool: `sandbox.network` false needs nothing more
 
     def env(self, run: AgentRun) -> dict[str, str]:

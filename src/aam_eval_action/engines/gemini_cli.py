@@ -25,6 +25,7 @@ from aam_eval_action.engines.common import (
     direct_loopback,
     events,
     finish,
+    mapped_tools,
     new_session,
     one_line,
 )
@@ -40,6 +41,7 @@ from aam_eval_action.engines.install import (
     write_commands,
 )
 from aam_eval_action.engines.process import run_process
+from aam_eval_action.hooks import TOOL_NAMES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.session import TOOL_RESULT_CAP, Session, ToolCall, Usage, cap
 
@@ -113,6 +115,15 @@ class GeminiCli(RegisteredEngine):
         return direct_loopback(env)
 
 
+GEMINI_NAMES: dict[str, tuple[str, ...]] = {claude: (gemini,) for claude, gemini in TOOL_NAMES.items()} | {
+    "Read": ("read_file", "read_many_files", "list_directory")}
+"""Claude Code's tools → Gemini CLI's (Read: its file and folder readers)."""
+
+
+def _mcp_name(server: str, tool: str) -> str:
+    return tool
+
+
 def write_user_settings(run: AgentRun) -> None:
     """`~/.gemini/settings.json` of the fresh HOME: API-key auth, no usage statistics, no web
     tools when the sandbox has no network; agents of the workspace acknowledged."""
@@ -120,8 +131,15 @@ def write_user_settings(run: AgentRun) -> None:
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False},
     }
-    if not run.sandbox.network:
-        settings["tools"] = {"exclude": list(WEB_TOOLS)}
+    exclude = [] if run.sandbox.network else list(WEB_TOOLS)
+    ex = run.execution
+    if ex is not None:  # a claude plugin eval case's turn limit and tools, by Gemini CLI's names
+        settings["model"] = {"maxSessionTurns": ex.max_turns}
+        exclude += [t for t in mapped_tools(ex.disallowed_tools, GEMINI_NAMES, _mcp_name) if t not in exclude]
+        if ex.allowed_tools is not None:
+            settings["tools"] = {"core": mapped_tools(ex.allowed_tools, GEMINI_NAMES, _mcp_name)}
+    if exclude:
+        settings["tools"] = {**settings.get("tools", {}), "exclude": exclude}
     merge_json(run.home / ".gemini" / "settings.json", settings)
     agents = run.workspace / ".gemini" / "agents"
     if agents.is_dir():

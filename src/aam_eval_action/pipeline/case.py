@@ -255,4 +255,14 @@ def engine_notes(loaded: LoadedCase, engine: str) -> dict[str, str]:
              "execution.disallowed_tools": execution.disallowed_tools,
              "execution.append_system_prompt": execution.append_system_prompt,
              "context.add_dirs": execution.add_dirs, "context.history_file": execution.history}
-    return {key: f"not passed to {engine}: Claude Code's own option" for key, value in asked.items() if value}
+    passed = PASSED_ON.get(engine, ())
+    return {key: f"not passed to {engine}: Claude Code's own option" for key, value in asked.items()
+            if value and key not in passed}
+
+
+PASSED_ON = {
+    "copilot": ("execution.allowed_tools", "execution.disallowed_tools"),
+    "gemini-cli": ("execution.max_turns", "execution.allowed_tools", "execution.disallowed_tools"),
+}
+"""The execution fields another engine takes, by its own names: Copilot CLI's `--available-tools`
+and `--excluded-tools`; Gemini CLI's `model.maxSessionTurns`, `tools.core` and `tools.exclude`."""
