@@ -411,12 +411,17 @@ def declared(layout: Any) -> dict[str, Any]:
     return {k: v for k, v in layout.mcp.items() if isinstance(v, dict)}
 
 
-def for_case(layout: Any, execution: Any, allow_real: bool) -> list[MockServer]:
-    """A case's mocked servers against the package's own (none for a case without mocks)."""
+def for_case(layout: Any, execution: Any, allow_real: bool,
+             notes: list[str] | None = None) -> list[MockServer]:
+    """A case's mocked servers against the package's own (none for a case without mocks); what
+    was noticed on the way (a server not started, a folder with no answer) goes to `notes`."""
     if execution is None or not execution.mocks:
         return []
     read = load(layout.root, list(execution.mocks))
-    return resolve(read, declared(layout), layout.name or "plugin", allow_real)
+    servers = resolve(read, declared(layout), layout.name or "plugin", allow_real)
+    if notes is not None:
+        notes += read.notes
+    return servers
 
 
 @dataclass

@@ -198,7 +198,7 @@ def relayed(spec: dict[str, Any], tool: str, given: Any) -> tuple[str, str]:
         try:
             found = json.loads(answer.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
-            time.sleep(0.02)
+            time.sleep(0.005)
             continue
         verdict, text = str(found.get("verdict")), str(found.get("text"))
         return (verdict if verdict in ("ok", "tool_error", "abort") else "tool_error"), text

@@ -181,7 +181,10 @@ def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -
     from aam_eval_action import mocks
 
     s = ctx.settings
-    servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers)
+    notes: list[str] = []
+    servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers, notes)
+    for note in notes:
+        ctx.warn_once(f"case {loaded.case.name!r}: {note}")
     if not servers:
         return None
     calls = ws.home / ".aam-eval" / "mock-calls.jsonl"

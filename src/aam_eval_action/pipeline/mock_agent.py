@@ -128,7 +128,7 @@ class Relay:
         while not self._stop.is_set():
             for request in sorted(self.folder.glob("*.req.json")):
                 self._one(request)
-            self._stop.wait(0.02)
+            self._stop.wait(0.005)
 
     def _one(self, request: Path) -> None:
         answer = request.with_name(request.name.removesuffix(".req.json") + ".ans.json")
