@@ -229,3 +229,30 @@ def test_a_missing_field_is_refused_and_a_hostile_task_is_dropped(
     assert not (tmp_path / "outside.txt").exists() and not (repo / ".git").exists()
     assert (repo / "evals/cases/release-notes-triggers.yaml").is_file()
     assert result.code == 1
+
+
+def test_urls_paths_and_code_never_make_skills_siblings() -> None:
+    """Shaped like an SRE extension's skills: every body is full of endpoint URLs, shell commands
+    and file paths. Those tokens (`https`, `com`, `api`, `forward`…) neither rank a sibling nor
+    explain one; the prose does."""
+    from aam_eval_action.drafting.skills import SkillDoc, siblings
+
+    def doc(name: str, description: str, body: str) -> SkillDoc:
+        return SkillDoc(name, description, body, 4, f"skills/{name}/SKILL.md", "0" * 64)
+
+    endpoints = ("- https://api.monitoring.example.com/v2/forward?window=1h\n- https://api.logs.example.com/v1/forward\n"
+                 "```bash\ncurl -s https://api.example.com/forward | jq .\n```\n- config/forward/api.yaml\n"
+                 "- `kubectl get pods -n api`")
+    docs = [doc("incident-triage", "Triage a paging incident: severity, owner, first response.",
+                f"Decide the severity of the incident and who owns it.\n{endpoints}"),
+            doc("log-search", "Search service logs for an error signature.",
+                f"Find the error in the logs, newest entries on top.\n{endpoints}"),
+            doc("postmortem", "Write the postmortem of a resolved incident.",
+                "Summarise the incident, its severity and owner, and the follow-ups.")]
+    found = siblings(docs, 2)
+    assert [s.name for s in found["incident-triage"]] == ["postmortem"]  # the URLs alone make no sibling
+    assert found["log-search"] == []
+    assert set(found["incident-triage"][0].shared) <= {"incident", "severity", "owner", "owns"}
+    for near in found.values():
+        for sibling in near:
+            assert not {"https", "com", "api", "forward", "example", "kubectl", "yaml"} & set(sibling.shared)

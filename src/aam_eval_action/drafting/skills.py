@@ -122,6 +122,23 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]
 
 
+_NOT_PROSE = (
+    re.compile(r"```.*?(?:```|\Z)", re.S),  # fenced code
+    re.compile(r"`[^`\n]*`"),  # inline code
+    re.compile(r"\b[a-z][a-z0-9+.-]*://\S*", re.I),  # URLs
+    re.compile(r"\S*[/\\]\S*"),  # paths, and anything else with a slash
+    re.compile(r"\S*[A-Za-z0-9][._$=@][A-Za-z0-9]\S*"),  # dotted names, files, code: api.example.com, x=y
+)
+"""What is not prose in a skill: its words (`com`, `api`, `https`) say nothing of what it does."""
+
+
+def prose(text: str) -> str:
+    """The text less its code, URLs, paths and dotted or code-like tokens."""
+    for pattern in _NOT_PROSE:
+        text = pattern.sub(" ", text)
+    return text
+
+
 @dataclass(frozen=True)
 class Sibling:
     """A skill near another one, and why: its BM25 score and the words they share most."""
@@ -144,7 +161,7 @@ def siblings(docs: list[SkillDoc], count: int) -> dict[str, list[Sibling]]:
 
     if len(docs) < 2 or count < 1:
         return {d.name: [] for d in docs}
-    corpus = [words(f"{d.name} {d.description} {d.body}") for d in docs]
+    corpus = [words(prose(f"{d.name} {d.description} {d.body}")) for d in docs]
     index = bm25s.BM25()
     index.index(corpus, show_progress=False)
     found: dict[str, list[Sibling]] = {}
