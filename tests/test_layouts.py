@@ -312,6 +312,34 @@ def test_a_folder_with_no_package_says_what_was_looked_for(tmp_path: Path) -> No
     assert "no package found here; looked for package.agent.json, .claude-plugin/plugin.json" in result.err
 
 
+def _plugin_at(folder: Path, name: str) -> None:
+    (folder / ".claude-plugin").mkdir(parents=True)
+    (folder / ".claude-plugin/plugin.json").write_text(json.dumps({"name": name, "version": "1.0.0"}))
+    skill = folder / "skills" / f"{name}-helper"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(f"---\nname: {name}-helper\ndescription: Help with {name} work.\n---\nDo it.\n")
+
+
+def test_the_only_package_one_or_two_folders_down_is_taken_and_said(tmp_path: Path) -> None:
+    """Shaped like a repository that keeps its plugin under `plugin/` beside its README: that one
+    is taken, and the run says so; with several down there, each is listed with its --package."""
+    repo = tmp_path / "azure-skills"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "README.md").write_text("# Skills for the cloud\n")
+    (repo / "tests/fixtures/other").mkdir(parents=True)  # a test fixture is not the package
+    _plugin_at(repo / "tests/fixtures/other", "fixture")
+    _plugin_at(repo / "plugin", "azure")
+    result = aam_eval("check", "--package", str(repo))
+    assert result.code == 0, result.err
+    assert f"no package at {repo}; using the one in plugin/ (--package {repo / 'plugin'} says so)" in result.err
+    assert "azure-helper" in result.out
+    _plugin_at(repo / "extras/storage", "storage")  # two folders down
+    result = aam_eval("check", "--package", str(repo))
+    assert result.code == 2
+    assert (f"no package found here, but 2 below it; pass one: --package {repo / 'extras/storage'}; "
+            f"--package {repo / 'plugin'}") in result.err
+
+
 def test_manifests_as_the_newer_public_repositories_write_them() -> None:
     # Components under a vendor's `extensions` (agent-plugins.org), a source without `./`,
     # Copilot hooks with capitalised events, a Codex `url` source that is a local path.

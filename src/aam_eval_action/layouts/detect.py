@@ -41,12 +41,63 @@ class Repo:
         return len(self.packages) > 1
 
 
-def detect(root: Path) -> Repo:
-    """The repository's layout and packages; a clear error when nothing here is a package."""
+BELOW = 2
+"""How many folders down a repository's only package is looked for (`plugin/`, `src/plugin/`)."""
+NOT_SEARCHED = frozenset({"node_modules", "__pycache__", "venv", "dist", "build", "target", "tests", "test",
+                          "fixtures", "examples", "evals"})
 
+
+def detect(root: Path) -> Repo:
+    """The repository's layout and packages; a clear error when nothing here is a package. A
+    repository whose only package sits one or two folders down (`plugin/`) gets that one, said
+    on stderr; with several there, the error lists each with the `--package` to pass."""
     root = root.resolve()
     if not root.is_dir():
         raise ConfigError(f"{root}: not a folder; pass --package DIR pointing at the repository or package")
+    found = _here(root)
+    if found is not None:
+        return found
+    below = sorted(_below(root, BELOW))
+    if len(below) == 1:
+        import sys
+
+        rel = below[0].relative_to(root).as_posix()
+        said = f"aam-eval: no package at {root}; using the one in {rel}/ (--package {below[0]} says so)"
+        print(said, file=sys.stderr, flush=True)
+        repo = _here(below[0])
+        assert repo is not None
+        return repo
+    if below:
+        listed = "; ".join(f"--package {p}" for p in below)
+        raise ConfigError(f"{root}: no package found here, but {len(below)} below it; pass one: {listed}")
+    raise ConfigError(f"{root}: no package found here; looked for {', '.join(LOOKED_FOR)}. Pass --package "
+                      "DIR pointing at the repository or package root")
+
+
+def _below(root: Path, depth: int) -> list[Path]:
+    """The package folders one to `depth` folders beneath `root` (not inside another package,
+    nor in hidden, vendored, build or test folders)."""
+    out: list[Path] = []
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return out
+    for child in children:
+        if child.name.startswith(".") or child.name in NOT_SEARCHED:
+            continue
+        try:
+            found = _here(child) is not None
+        except (ConfigError, OSError):
+            found = True  # a package with a broken manifest: its error is said when it is the one taken
+        if found:
+            out.append(child)
+        elif depth > 1:
+            out += _below(child, depth - 1)
+    return out
+
+
+def _here(root: Path) -> Repo | None:
+    """The layout of `root` itself, or None when it holds no package."""
     package = aam.read(root)
     if package is not None:
         return Repo(root, "aam", [package], source=aam.MANIFEST)
@@ -62,17 +113,15 @@ def detect(root: Path) -> Repo:
     skills = skills_folder.read(root)
     if skills is not None:
         return Repo(root, "skills", [skills])
-    raise ConfigError(f"{root}: no package found here; looked for {', '.join(LOOKED_FOR)}. Pass --package "
-                      "DIR pointing at the repository or package root")
+    return None
 
 
 def is_package(folder: Path) -> bool:
-    """Whether a folder holds a package of any layout."""
+    """Whether a folder holds a package of any layout (itself, not one below it)."""
     try:
-        detect(folder)
+        return folder.is_dir() and _here(folder.resolve()) is not None
     except (ConfigError, OSError):
         return False
-    return True
 
 
 def read_package(root: Path) -> PackageLayout:
