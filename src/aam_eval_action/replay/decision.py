@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from aam_eval_action.engines.registry import engine_of_cli
@@ -269,22 +269,9 @@ def open_user(
     """The case's simulated-user cassette (None in live mode), read like a judge cassette.
 
     Raises Miss when the file is damaged."""
-    s = settings
-    if s.mode == "live":
-        return None
-    from aam_eval_action.replay.judge_cassette import JudgeCassette
-    from aam_eval_action.replay.upstream import Network
-
-    path = agent_cassette.user_path(s.cassettes, name, s.cassette_stem)
-    try:
-        uc = JudgeCassette(path, s.mode, provider, redact, s.cassettes, Network.of(s.network_env),
-                           checkout=runner_checkout(s.runner_env))
-    except Exception as exc:  # our safe read names file and line; vcrpy raises yaml and value errors
-        raise Miss("damaged", "user", f"{path}: damaged simulated-user cassette ({exc})",
-                   rerecord_command(s, name)) from None
-    if not path.exists():
-        return JudgeReplay(uc, "no-cassette", "no simulated-user cassette recorded", ())
-    return JudgeReplay(uc, "stale", "the conversation changed", ())
+    path = agent_cassette.user_path(settings.cassettes, name, settings.cassette_stem)
+    return _side_cassette(settings, name, provider, redact, path, "user",
+                          ("simulated-user cassette", "the conversation changed"))
 
 
 def open_mock_agents(
@@ -293,22 +280,31 @@ def open_mock_agents(
     """The case's cassette of agent-played mocks (None in live mode), read like a judge cassette.
 
     Raises Miss when the file is damaged."""
-    s = settings
+    path = agent_cassette.mocks_path(settings.cassettes, name, settings.cassette_stem)
+    return _side_cassette(settings, name, provider, redact, path, "mock",
+                          ("mock-agent cassette", "a mocked call changed"))
+
+
+def _side_cassette(
+    s: RunSettings, name: str, provider: str, redact: Callable[[str], str], path: Path, subject: Subject,
+    words: tuple[str, str],
+) -> JudgeReplay | None:
+    """A cassette of model calls beside the agent's (the simulated user's, the agent mocks'),
+    read like a judge cassette; `words`: what it is called, and what a stale one means."""
     if s.mode == "live":
         return None
     from aam_eval_action.replay.judge_cassette import JudgeCassette
     from aam_eval_action.replay.upstream import Network
 
-    path = agent_cassette.mocks_path(s.cassettes, name, s.cassette_stem)
+    what, stale = words
     try:
-        mc = JudgeCassette(path, s.mode, provider, redact, s.cassettes, Network.of(s.network_env),
-                           checkout=runner_checkout(s.runner_env))
-    except Exception as exc:
-        raise Miss("damaged", "mock", f"{path}: damaged mock-agent cassette ({exc})",
-                   rerecord_command(s, name)) from None
+        cassette = JudgeCassette(path, s.mode, provider, redact, s.cassettes, Network.of(s.network_env),
+                                 checkout=runner_checkout(s.runner_env))
+    except Exception as exc:  # our safe read names file and line; vcrpy raises yaml and value errors
+        raise Miss("damaged", subject, f"{path}: damaged {what} ({exc})", rerecord_command(s, name)) from None
     if not path.exists():
-        return JudgeReplay(mc, "no-cassette", "no mock-agent cassette recorded", ())
-    return JudgeReplay(mc, "stale", "a mocked call changed", ())
+        return JudgeReplay(cassette, "no-cassette", f"no {what} recorded", ())
+    return JudgeReplay(cassette, "stale", stale, ())
 
 
 def user_miss(settings: RunSettings, name: str, replay: JudgeReplay, turn: int) -> Miss:
