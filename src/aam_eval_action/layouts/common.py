@@ -123,14 +123,74 @@ def frontmatter(root: Path, rel: str) -> tuple[dict[str, Any], int]:
     try:
         data = yaml.load(block, Loader=_LOADER) if block.strip() else {}
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{rel}:{line}: frontmatter: invalid YAML: {problem}; quote values "
-                          "with ': ' in them") from None
+        data = lenient(lines[1:end])
+        if data is None:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 2 if mark is not None else 1
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"{rel}:{line}: frontmatter: invalid YAML: {problem}; quote values "
+                              "with ': ' in them") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{rel}:2: frontmatter: must be a YAML mapping of fields (name, description)")
     return data, end + 2
+
+
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):(?:[ \t]+(.*))?$")
+
+
+def _entries(lines: list[str]) -> list[tuple[int, str, str | None, list[str]]] | None:
+    """A frontmatter's top-level entries: (its line index, key, the rest of its line, the
+    lines beneath it); None when a line is neither an entry nor beneath one."""
+    entries: list[tuple[int, str, str | None, list[str]]] = []
+    for i, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[0] in " \t" or line.startswith("- "):
+            if not entries:
+                return None
+            entries[-1][3].append(line)
+            continue
+        found = _TOP_KEY.match(line)
+        if found is None:
+            return None
+        entries.append((i, found.group(1), found.group(2), []))
+    return entries
+
+
+def lenient(lines: list[str]) -> dict[str, Any] | None:
+    """A frontmatter that is not valid YAML, read as Claude Code, Codex and Gemini CLI read it:
+    each top-level entry on its own, and one whose value does not parse (an unquoted `: `
+    inside it) taken as the whole rest of its line. None when it is not made of such entries."""
+    entries = _entries(lines)
+    if not entries:
+        return None
+    data: dict[str, Any] = {}
+    for _, key, value, beneath in entries:
+        text = f"{key}: {value or ''}\n" + "\n".join(beneath)
+        try:
+            one = yaml.load(text, Loader=_LOADER)
+        except yaml.YAMLError:
+            if beneath or value is None:
+                return None
+            one = {key: value.strip()}
+        if not isinstance(one, dict):
+            return None
+        data.update(one)
+    return data
+
+
+def unquoted(lines: list[str]) -> list[tuple[int, str, str]]:
+    """The entries of a frontmatter that only a lenient reader takes: (line index, key, the
+    value quoted as YAML wants it)."""
+    out = []
+    for i, key, value, beneath in _entries(lines) or []:
+        if value is None or beneath:
+            continue
+        try:
+            yaml.load(f"{key}: {value}", Loader=_LOADER)
+        except yaml.YAMLError:
+            out.append((i, key, json.dumps(value.strip(), ensure_ascii=False)))
+    return out
 
 
 def lint_skill(root: Path, rel_dir: str, name: str) -> list[Finding]:
@@ -148,6 +208,12 @@ def lint_skill(root: Path, rel_dir: str, name: str) -> list[Finding]:
     if not front:
         return [Finding(rel, 1, "no YAML frontmatter: the Agent Skills standard asks for name and "
                         "description between '---' lines")]
+    block = text.splitlines()[1:]
+    block = block[:next((i for i, line in enumerate(block) if line.strip() == "---"), len(block))]
+    for i, key, quoted in unquoted(block):
+        found.append(Finding(rel, i + 2, f"frontmatter: {key}: an unquoted ': ' in the value is not "
+                             "valid YAML; Claude Code, Codex and Gemini CLI read the rest of the line as it, "
+                             f"Copilot CLI does not load the skill; quote it: {key}: {quoted}"))
     written = front.get("name")
     if not isinstance(written, str) or not written:
         found.append(Finding(rel, line("name"),
