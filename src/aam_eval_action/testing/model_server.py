@@ -880,10 +880,14 @@ def tool_names(body: dict[str, Any]) -> set[str]:
     return {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)}
 
 
+COPILOT_OWN = frozenset({"bash", "view", "create", "edit", "skill", "task", "glob", "grep", "web_fetch"})
+
+
 def is_copilot(body: dict[str, Any]) -> bool:
     """Copilot CLI speaks Anthropic Messages and OpenAI Responses; its tools are `bash`, `view`…
-    (a sub-agent of it may have `bash` and its helpers only)."""
-    return "bash" in tool_names(body)
+    (a sub-agent of it may have `bash` and its helpers only; a run given `--available-tools`,
+    only some of them)."""
+    return bool(COPILOT_OWN & tool_names(body))
 
 
 def copilot_call(step: dict[str, Any], cwd: str | None, tools: set[str]) -> tuple[str, dict[str, Any]] | None:
