@@ -287,7 +287,7 @@ def test_an_unparsable_plugin_json_names_its_line(tmp_path: Path) -> None:
 
 def test_an_unparsable_skill_frontmatter_names_its_line(tmp_path: Path) -> None:
     repo = _marketplace(tmp_path, "./plugins/p", {
-        "plugins/p/skills/x/SKILL.md": "---\nname: x\ndescription: a: b: c\n---\nBody\n"})
+        "plugins/p/skills/x/SKILL.md": "---\nname: x\n  description: indented under name\n---\nBody\n"})
     _fails(repo, tmp_path, "plugins/p/skills/x/SKILL.md:3: frontmatter: invalid YAML")
 
 

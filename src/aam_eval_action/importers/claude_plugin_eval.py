@@ -304,9 +304,18 @@ def _to_case(found: _Case) -> Imported:
     }
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
-    graders = tuple({**DEFAULTS.get(str(grader["type"]), {}), "weight": 1, **grader}
+    graders = tuple(_sides({**DEFAULTS.get(str(grader["type"]), {}), "weight": 1, **grader})
                     for grader, _ in found.graders)
     return Imported(case, int(line) if line.isdigit() else None, skipped, file=file, graders=graders)
+
+
+def _sides(grader: dict[str, Any]) -> dict[str, Any]:
+    """A `tool_order` side written as a bare tool name is `{tool: <name>}`, as that runner keeps it."""
+    if grader["type"] == "tool_order":
+        for side in ("before", "after"):
+            if isinstance(grader.get(side), str):
+                grader[side] = {"tool": grader[side]}
+    return grader
 
 
 def _bounded(found: _Case, key: str, most: int) -> None:
