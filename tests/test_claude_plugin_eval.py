@@ -136,6 +136,18 @@ def test_a_refusal_names_the_file_the_line_and_what_to_write(plugin: Path) -> No
     assert "context keys go in case.yaml's context:" in said
 
 
+def test_the_size_caps_are_that_runners(plugin: Path) -> None:
+    case = plugin / "evals/files/changelog-written"
+    (case / "graders/huge.md").write_text("---\ntype: regex\n---\n" + "x" * cpe.MAX_BYTES)
+    said = _ours(plugin)[1]["evals/files/changelog-written"]
+    assert said.startswith(f"evals/files/changelog-written/graders/huge.md:1: huge.md is {cpe.MAX_BYTES + 20} bytes "
+                           f"(cap: {cpe.MAX_BYTES})")
+    (case / "graders/huge.md").unlink()
+    for n in range(cpe.MAX_GRADER_FILES):
+        (case / f"graders/g{n:03}.md").write_text("no frontmatter: not a grader\n")
+    assert "graders/ has 259 .md entries (cap: 256)" in _ours(plugin)[1]["evals/files/changelog-written"]
+
+
 def test_the_blank_init_template_is_refused(plugin: Path) -> None:
     """`claude plugin eval init --bare NAME` writes this; left as it is, it is not a case."""
     blank = plugin / "evals/blank"

@@ -176,8 +176,20 @@ def _place(doc: Json, *loc: str | int) -> str:
     return f"{doc.rel}:{doc.line(*loc) or 1}"
 
 
+MAX_BYTES, MAX_GRADER_FILES = 1_048_576, 256
+"""That runner's caps: a case file or a grader file, and the `.md` files of `graders/`."""
+
+
+def _capped(root: Path, rel: str) -> None:
+    size = (root / rel).stat().st_size
+    if size > MAX_BYTES:
+        raise ConfigError(f"{rel}:1: {Path(rel).name} is {size} bytes (cap: {MAX_BYTES}); split it, or move "
+                          "long text into a file the case reads")
+
+
 def _read_yaml(found: _Case) -> None:
     rel = f"{found.folder}/case.yaml"
+    _capped(found.root, rel)
     doc = load_json(found.root, rel)
     data = doc.data
     if not isinstance(data, dict):
@@ -211,6 +223,7 @@ def _read_yaml(found: _Case) -> None:
 
 def _read_prompt_md(found: _Case) -> None:
     rel = f"{found.folder}/prompt.md"
+    _capped(found.root, rel)
     front, body = _front_and_body(found.root, rel)
     for key in front:
         if key not in PROMPT_MD_KEYS:
@@ -227,8 +240,13 @@ def _read_prompt_md(found: _Case) -> None:
     found.fields["prompt"], found.where["prompt"] = body.strip(), f"{rel}:1"
     graders = found.root / found.folder / "graders"
     if graders.is_dir():
-        for path in sorted(graders.glob("*.md")):
+        entries = sorted(graders.glob("*.md"))
+        if len(entries) > MAX_GRADER_FILES:
+            raise ConfigError(f"{found.folder}/graders: graders/ has {len(entries)} .md entries (cap: "
+                              f"{MAX_GRADER_FILES}); keep at most {MAX_GRADER_FILES} graders")
+        for path in (p for p in entries if not p.is_dir()):
             g_rel = path.relative_to(found.root).as_posix()
+            _capped(found.root, g_rel)
             g_front, g_body = _front_and_body(found.root, g_rel)
             if not g_front:
                 continue  # a .md file without frontmatter is not a grader
