@@ -131,9 +131,22 @@ def bench_startup(rows: list[tuple[str, str]]) -> None:
 def bench_diff(rows: list[tuple[str, str]]) -> None:
     base = json.loads((BENCH_DIR / "r1000.json").read_text())
     head = json.loads(json.dumps(base))
+    # As varied as a real pair: flipped both ways, errored, slower and dearer, removed and new cases.
     for i, case in enumerate(head["cases"]):
         if i % 50 == 0:
             case["verdict"] = "FAIL"
+            case["error"] = f"expected output to contain 'total {i}'"
+        elif i % 50 == 7:
+            case["verdict"] = "ERROR"
+            case["error"] = "the agent session failed: timed out after 120 s"
+        elif i % 50 == 13 and case.get("verdict") != "PASS":
+            case["verdict"] = "PASS"
+            case.pop("error", None)
+        took = float(case.get("duration_seconds") or 1.0)
+        case["duration_seconds"] = round(took * (1.3 if i % 3 else 0.8), 3)
+    removed = {i for i in range(len(head["cases"])) if i % 97 == 5}
+    added = [dict(head["cases"][i], name=f"{head['cases'][i]['name']}-new") for i in range(0, 1000, 100)]
+    head["cases"] = [c for i, c in enumerate(head["cases"]) if i not in removed] + added
     (BENCH_DIR / "h1000.json").write_text(json.dumps(head))
     argv = [*CLI, "diff", str(BENCH_DIR / "r1000.json"), str(BENCH_DIR / "h1000.json"),
             "--format", "markdown"]
