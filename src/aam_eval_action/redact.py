@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +37,7 @@ class Redactor:
         short = sorted({(v, n) for n, v in secrets.items() if 0 < len(v) < MIN_SECRET_LEN},
                        key=lambda p: -len(p[0]))
         self._words = [(re.compile(rf"(?<![\w-]){re.escape(v)}(?![\w-])"), n) for v, n in short]
+        self._all = [v for v, _ in self._pairs] + [v for v, _ in short]
 
     @classmethod
     def from_environment(cls, extra: Mapping[str, str], environ: Mapping[str, str]) -> Redactor:
@@ -61,12 +63,27 @@ class Redactor:
         return value
 
     def deep(self, value: Any) -> Any:
-        """Redact every string inside nested dicts and lists."""
+        """Redact every string inside nested dicts and lists (as they are when none holds a
+        secret or anything shaped like a key: one scan of their JSON tells)."""
+        if isinstance(value, dict | list) and not self._found_in(value):
+            return value
+        return self._deep(value)
+
+    def _found_in(self, value: Any) -> bool:
+        try:
+            blob = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return True
+        # Any occurrence of a secret (as written, or as JSON escapes it) sends the value the long way.
+        return (any(v in blob or json.dumps(v, ensure_ascii=False)[1:-1] in blob for v in self._all)
+                or _KEY_START.search(blob) is not None)
+
+    def _deep(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
             # Keys are field names: only values long enough to be unambiguous are replaced there.
-            return {self._key(k) if isinstance(k, str) else k: self.deep(v) for k, v in value.items()}
+            return {self._key(k) if isinstance(k, str) else k: self._deep(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self.deep(v) for v in value]
+            return [self._deep(v) for v in value]
         return value

@@ -902,7 +902,30 @@ def learnt_masks(cassettes: Path) -> list[VolatileMask]:
             for label, mask in every_mask(cassettes)]
 
 
+_PROBING: dict[int, Any] = {}
+"""Sandbox probes started early (`probe_sandbox`), by the id of the run's settings."""
+
+
+def probe_sandbox(s: RunSettings) -> None:
+    """Start probing what this machine's sandbox enforces, in a thread, while the run goes on:
+    the probes wait on child processes, and the report needs their answer only at the end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="sandbox-probe")
+    _PROBING[id(s)] = (s, pool.submit(_sandbox_info, s))
+    pool.shutdown(wait=False)
+
+
 def sandbox_info(s: RunSettings) -> SandboxInfo:
+    """What the sandbox enforces here: probed now, or taken from a probe `probe_sandbox` began."""
+    started = _PROBING.pop(id(s), None)
+    if started is not None and started[0] is s:
+        result: SandboxInfo = started[1].result()
+        return result
+    return _sandbox_info(s)
+
+
+def _sandbox_info(s: RunSettings) -> SandboxInfo:
     """`network_enforced` is reported whenever the network is to be off: never silently."""
     from aam_eval_action.engines.registry import ENGINES
     from aam_eval_action.sandbox.plan import (

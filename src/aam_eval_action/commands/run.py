@@ -97,8 +97,11 @@ def execute(
         describe_plugins,
         file_error_results,
         merge_reports,
+        probe_sandbox,
     )
 
+    for s in runs:
+        probe_sandbox(s)  # while the cases run
     matrix = len(runs) > 1
     budget = Budget(first.max_usd)  # one cap for every engine and model of the run
     contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix, budget=budget)
