@@ -1130,8 +1130,7 @@ def all_passed(report: Report) -> bool:
 
 def to_json(report: Report) -> str:
     """Stable JSON: seed field order, no nulls for absent additive fields, trailing newline."""
-    data = report.model_dump(mode="json", exclude_none=True)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return report.model_dump_json(indent=2, exclude_none=True) + "\n"  # as json.dumps(indent=2) writes it
 
 
 def load_report(path: Path) -> Report:
