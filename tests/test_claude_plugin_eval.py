@@ -435,6 +435,34 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.cli
+def test_one_run_each_with_no_baseline_arm_gives_the_same_scores(plugin: Path, tmp_path: Path) -> None:
+    """The suite as a maintainer runs it by hand (one arm, `--ablation none` in both tools): the
+    same cases loaded, the same refused, every case's score and every grader's verdict equal,
+    every grader scored (with-only indicators too)."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    key = "sk-ant-test-plugin-eval-one-arm"
+    with ModelServer(SCENARIOS, api_key=key) as server:
+        theirs_dir = Path(shutil.copytree(plugin, tmp_path / "theirs"))
+        done = claude_plugin_eval(theirs_dir, tmp_path, server.url, key, tmp_path / "theirs.json",
+                                  "--allow-tools", "Write", "--scaffold", "--ablation", "none")
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+                              "--ablation", "none", "--scaffold", "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                             env=env, capture_output=True, text=True, timeout=600, check=False)
+    theirs = {c["name"]: c for c in json.loads((tmp_path / "theirs.json").read_text())["cases"]}
+    assert "✗ evals/refused-llm-target/case.yaml" in (done.stdout + done.stderr).replace(str(theirs_dir) + "/", "")
+    ours = {c["name"]: c for c in json.loads((tmp_path / "ours.json").read_text())["cases"] if "score" in c}
+    assert {n: c["aggregates"]["score"] for n, c in theirs.items()} == {n: c["score"] for n, c in ours.items()}
+    assert {n: c["score"] for n, c in ours.items()} == ONE_ARM, ran.stdout[-3000:]
+    for name, case in theirs.items():
+        verdicts = {g["name"]: (g["passed"], g["scored"]) for r in case["arms"]["with"] for g in r["graders"]}
+        assert {g["name"]: (g["passed"], g["scored"]) for g in ours[name].get("graders") or []} == verdicts, name
+
+
+@pytest.mark.cli
 def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(plugin: Path, tmp_path: Path) -> None:
     """The base recorded; a pull request edits release-notes, and with it the notes lose their
     Fixed heading: the comment's headline gives the score and the mean delta base → head, and a
