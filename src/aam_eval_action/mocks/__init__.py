@@ -12,8 +12,9 @@ server folder:
   that breaks a guard aborts the run (it scores 0, ungraded).
 * `_tools.json` is a saved `tools/list` (the tools' descriptions and input schemas); a tool it
   does not list is offered with an empty description and any input.
-* `_server.md` (`type: agent`, `tools: [...]`) is a model playing the server. Read and checked
-  here, not served: its tools answer with a tool error that says so.
+* `_server.md` (`type: agent`, `tools: [...]`, `abort_when:`) is a model playing the server: the
+  stand-in hands its calls to the harness (`pipeline/mock_agent.py`), which asks the model and
+  records the answers in the case's own cassette.
 
 A folder named after a server of the plugin under test shadows it (its tools keep their names,
 `mcp__plugin_<plugin>_<server>__<tool>` on Claude Code); any other folder is a standalone server
@@ -39,8 +40,6 @@ SERVER_FILE, TOOLS_FILE = "_server.md", "_tools.json"
 MAX_ENTRIES, MAX_GUARDS, MAX_BYTES = 256, 32, 1_048_576
 PLACEHOLDER = "TODO: replace with the canned result this tool should return"
 FRONT_KEYS = ("type", "expect", "error", "tools", "abort_when")
-TYPES = frozenset({"string", "number", "bool", "boolean", "object", "array"})
-ABORTED = "eval aborted by mock"
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,7 @@ def _layer(root: Path, rel: str, notes: list[str]) -> dict[str, dict[str, Any]]:
         if not SEGMENT.match(entry.name):
             raise ConfigError(f"{rel}/{entry.name}/: name the directory after the server segment of the tool "
                               'name (letters, digits, "_" and "-" only)')
-        server = _server(root, f"{rel}/{entry.name}", entry.name)
+        server = _server(root, f"{rel}/{entry.name}")
         if server is None:
             notes.append(f"mocks: mocks/{entry.name}/ has no <tool>.md responders: nothing is mocked for "
                          f"{entry.name}")
@@ -179,7 +178,7 @@ def _layer(root: Path, rel: str, notes: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _server(root: Path, rel: str, name: str) -> dict[str, Any] | None:
+def _server(root: Path, rel: str) -> dict[str, Any] | None:
     entries = sorted((root / rel).iterdir(), key=lambda p: p.name)
     if len(entries) > MAX_ENTRIES:
         raise ConfigError(f"{rel}/ has {len(entries)} entries (cap: {MAX_ENTRIES})")
@@ -216,7 +215,7 @@ def _server(root: Path, rel: str, name: str) -> dict[str, Any] | None:
         if "__" in tool:
             raise ConfigError(f'{rel}/{tool}.md: "__" is the tool-name separator and cannot appear in a '
                               "mocked tool name")
-    return {"tools": tools, "listings": listings, "agent": agent, "name": name}
+    return {"tools": tools, "listings": listings, "agent": agent}
 
 
 def _read(root: Path, file: str) -> str:

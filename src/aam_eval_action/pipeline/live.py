@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aam_eval_action.engines.common import compact
 from aam_eval_action.errors import AamEvalError
@@ -44,6 +44,10 @@ from aam_eval_action.sandbox.plan import (
     simulated_none,
 )
 from aam_eval_action.session import SelfCheck, Session
+
+if TYPE_CHECKING:
+    from aam_eval_action.mocks import Served
+    from aam_eval_action.pipeline.mock_agent import MockAgents, Relay
 
 DUMMY_KEY = "aam-eval-replay-no-key"
 SESSION_KEY = "aam-eval-session-key-kept-by-the-proxy"
@@ -174,7 +178,7 @@ def _attribute(proxy: Proxy, turn: int) -> None:
         proxy.divergence = proxy.divergence.model_copy(update={"user_turn": turn})
 
 
-def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -> Any:
+def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -> Served | None:
     """A `claude plugin eval` case's mocked MCP servers: each active one's stand-in spec written
     beside the workspace, its calls logged under the session's HOME (the stand-in runs in the
     session's sandbox). None for a case without mocks."""
@@ -196,7 +200,8 @@ def reads_trace(grader: dict[str, Any]) -> bool:
     return grader.get("type") == "baseline" or grader.get("target", grader.get("focus")) == "trace"
 
 
-def mock_agents(ctx: CaseContext, loaded: LoadedCase, served: Any) -> tuple[Any, Any]:
+def mock_agents(ctx: CaseContext, loaded: LoadedCase,
+                served: Served | None) -> tuple[MockAgents | None, Relay]:
     """The model playing the case's agent mocks, and the relay their stand-ins hand calls to
     (nothing to relay: None and a relay that answers nothing)."""
     from aam_eval_action.pipeline.mock_agent import MockAgents, Relay
