@@ -132,3 +132,20 @@ def test_a_file_template_never_leaves_the_mock_folder(plugin: Path, tmp_path: Pa
                                                  "params": {"name": "create_issue", "arguments": {"title": ".."}}})
     assert answers[0]["result"]["isError"] is True
     assert "is not a plain file-name segment" in answers[0]["result"]["content"][0]["text"]
+
+
+def test_what_resolving_mocks_notices_is_warned_with_no_workflow_command(
+        plugin: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest's server name is the repository's text: quoted in a warning, no line of it can
+    start a workflow command on a GitHub runner."""
+    from aam_eval_action.pipeline.context import CaseContext
+    from aam_eval_action.redact import Redactor
+
+    read = mocks.load(plugin, mocks.layers(plugin, "evals", CASE))
+    mocks.resolve(read, {"tracker": {}, "x\n::error::pwned": {}}, "team-notes", allow_real=False)
+    ctx = CaseContext(settings=None, redactor=Redactor({}))  # type: ignore[arg-type]
+    for note in read.notes:
+        ctx.warn_once(note)
+    said = capsys.readouterr().err
+    assert "is NOT started" in said
+    assert not any(line.lstrip().startswith("::") for line in said.splitlines()), said

@@ -29,12 +29,15 @@ class CaseContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def warn_once(self, text: str) -> None:
-        """A warning line on stderr, once per run however many cases run into it."""
+        """A warning line on stderr, once per run however many cases run into it. It may quote the
+        repository (a manifest's server name): no line of it can be read as a workflow command."""
+        from aam_eval_action.render.console import neutralize_commands
+
         with self._lock:
             if text in self._warned:
                 return
             self._warned.add(text)
-        print(f"aam-eval: warning: {text}", file=sys.stderr, flush=True)
+        print(neutralize_commands(f"aam-eval: warning: {text}"), file=sys.stderr, flush=True)
 
     def for_case(self, case: Case) -> CaseContext:
         """This context, with the run's attempts and timeout replaced by the case's own when its
