@@ -114,7 +114,26 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "volatile values")
     p.add_argument("--allow-empty", action="store_true",
                    help="a run that selects no case passes (default: it fails, saying why)")
+    p.add_argument("--with", dest="with_dirs", action="append", default=[], metavar="DIR",
+                   help="neighbour skills installed beside the package for its trigger cases (a skill "
+                        "folder, a folder of skills, a plugin); repeatable; with eval-config neighbors")
+    p.add_argument("--sweep", type=_sweep, metavar="N[,N...]",
+                   help="a crowding sweep: also run the trigger cases with each number of neighbours "
+                        "installed, drawn from the neighbours (or the marketplace's other plugins)")
     _add_package_flags(p)
+
+
+def _sweep(value: str) -> tuple[int, ...]:
+    from aam_eval_action.spec import check_sweep
+
+    try:
+        return tuple(check_sweep([int(part) for part in value.split(",") if part.strip()]))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r}: {exc}; write sizes like 0,20,100") from None
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
 def _plugins(value: str) -> list[str]:
@@ -173,6 +192,20 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("diff", help="compare two reports (one: a report alone, its engines side by side)")
     d.add_argument("reports", nargs="+", type=Path, metavar="[BASE] HEAD")
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    b = sub.add_parser("budget", help="what each CLI's skill listing shows of the package: its size against "
+                                      "the budget, and the skills cut short or shown by name only")
+    b.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    b.add_argument("--engine", metavar="ENGINE[,ENGINE...]", help="the engine(s) (default: all four)")
+    window = b.add_mutually_exclusive_group()
+    window.add_argument("--model", metavar="MODEL[,MODEL...]",
+                        help="the model(s): the context window follows from each, as the CLI sizes it "
+                             "(default: each engine's default model)")
+    window.add_argument("--context", metavar="TOKENS", help="a context window instead, like 200k or 1m")
+    b.add_argument("--with", dest="with_dirs", action="append", default=[], metavar="DIR",
+                   help="neighbour skills installed beside the package (a skill folder, a folder of "
+                        "skills, a plugin); repeatable")
+    b.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
+    b.add_argument("--json", action="store_true", help="print the listings as JSON")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
@@ -261,6 +294,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             baseline=args.baseline, rerun=args.rerun, self_check=args.self_check, max_usd=args.max_usd,
             judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce, threshold=args.threshold,
             ablation=args.ablation, scaffold=args.scaffold, allow_real_servers=args.allow_real_servers,
+            with_dirs=tuple(args.with_dirs), sweep=args.sweep,
         )
         return run(RunArgs(
             package=args.package, cases=args.cases, overrides=overrides, target=args.target,
@@ -325,6 +359,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.commands.doctor import doctor
 
         return doctor(args.package)
+    if args.command == "budget":
+        from aam_eval_action.commands.budget import BudgetArgs, budget, context
+
+        return budget(BudgetArgs(
+            package=args.package, engines=_split(args.engine), models=_split(args.model),
+            window=context(args.context) if args.context else None, with_dirs=tuple(args.with_dirs),
+            plugins=args.plugin, json=args.json,
+        ))
     if args.command == "check":
         from aam_eval_action.commands.check import check
 

@@ -107,6 +107,9 @@ class PackageLayout:
     nested: tuple[str, ...] = ()
     """Other plugins' folders inside this one's: not part of it."""
     findings: tuple[Finding, ...] = ()
+    neighbors: tuple[Any, ...] = ()
+    """Skills installed beside the package for its trigger cases (`catalog.installed.Neighbor`):
+    eval-config `neighbors:`, `--with`, or a crowding sweep's draw."""
     _files: dict[str | None, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """`files_for` per target, walked once per layout (a run fingerprints every case with it)."""
 

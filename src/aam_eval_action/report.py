@@ -640,6 +640,74 @@ class PluginSummary(Part):
     """True when the plugin has no eval cases at all: nothing of it is evaluated (additive)."""
 
 
+class ListingView(Part):
+    """What one CLI's skill listing shows of the package in this run, predicted by its rule
+    (`catalog.rules`) for the skills the run installs (additive)."""
+
+    engine: str
+    model: str
+    cli: str
+    """The CLI release whose rule this is."""
+    budget: int | None = None
+    """None: the CLI puts no budget on its listing."""
+    unit: str = "characters"
+    used: int = 0
+    """The listing's size, its own skills included."""
+    skills: dict[str, Literal["full", "truncated", "name-only", "left-out"]]
+    """Each of the package's skills: listed in full, cut short, by name only, or not at all."""
+    neighbors: int = 0
+    """Neighbour skills listed with it."""
+    neighbors_name_only: int = 0
+    """Of them, shown by name only or not at all."""
+
+
+class SweepSkill(Part):
+    """One skill at one point of a crowding sweep (additive)."""
+
+    shown: Literal["full", "truncated", "name-only", "left-out"]
+    """How the CLI's listing shows it with that many neighbours (its rule's prediction)."""
+    cases: int = 0
+    """Its graded trigger prompts."""
+    recall: float | None = None
+    recall_ci: tuple[float, float] | None = None
+    """95% Wilson interval."""
+    precision: float | None = None
+    precision_ci: tuple[float, float] | None = None
+
+
+class SweepPoint(Part):
+    """The trigger cases on one engine + model with one number of neighbours installed (additive)."""
+
+    engine: str
+    model: str
+    size: int
+    """The sweep's size asked for."""
+    neighbors: int
+    """Neighbours installed: the size, or the whole pool when it is smaller (drawn the same way
+    every time; a bigger draw holds every smaller one)."""
+    skills: dict[str, SweepSkill]
+    """The package's skills."""
+    lost: list[str] = Field(default_factory=list)
+    """Cases whose prompt reached its skill with the fewest neighbours, and not with these."""
+    taken: dict[str, str] = Field(default_factory=dict)
+    """Case → the neighbour its prompt went to instead."""
+    graded: int = 0
+    replayed: int = 0
+    errored: int = 0
+
+
+class Sweep(Part):
+    """A crowding sweep: the trigger cases rerun with more and more neighbours installed (additive)."""
+
+    pool: int
+    """Neighbours it drew from."""
+    sizes: list[int]
+    points: list[SweepPoint]
+    name_only_from: dict[str, dict[str, int | None]] = Field(default_factory=dict)
+    """`<engine> <model>` → skill → the fewest neighbours (of this pool, drawn as the sweep draws)
+    with which the listing shows it by name only or not at all; None when never."""
+
+
 class Report(Part):
     """`evals/reports/<timestamp>.json`: the seed's eval report."""
 
@@ -682,6 +750,11 @@ class Report(Part):
     plugins: list[PluginSummary] | None = None
     """The plugins run, each with its summary, in a repository of plugins; each case then
     names its `plugin` (additive)."""
+    listings: list[ListingView] | None = None
+    """What each engine's skill listing shows of the package (with the run's neighbours), when
+    it cuts anything, or the run installs neighbours (additive)."""
+    sweep: Sweep | None = None
+    """The crowding sweep, when the run made one (`--sweep`) (additive)."""
 
 
 # --- building a report ---

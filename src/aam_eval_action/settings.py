@@ -7,16 +7,20 @@ takes the mapping or the values it needs as parameters from the command that rea
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedCase, LoadedPackage
 from aam_eval_action.modes import Mode, Rerun
+from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
@@ -70,6 +74,10 @@ class Overrides:
     ablation: str | None = None
     scaffold: bool | None = None
     allow_real_servers: bool | None = None
+    with_dirs: tuple[str, ...] = ()
+    """`--with DIR`: neighbour skills installed beside the package for its trigger cases."""
+    sweep: tuple[int, ...] | None = None
+    """`--sweep 0,20,100`: a crowding sweep's sizes (None: eval-config `sweep`)."""
 
 
 SMALL_JUDGE = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5-mini"}
@@ -138,6 +146,20 @@ class RunSettings:
     cassette_stem: str = ""
     """The file stem of this engine + model's cassettes: the engine's name for the model it
     runs by default, `<engine>@<model>` for any other, so each pair of a matrix keeps its own."""
+    neighbors: tuple[Any, ...] = ()
+    """Skills installed beside the package for its trigger cases (`catalog.installed.Neighbor`)."""
+    pool: tuple[Any, ...] = ()
+    """Every neighbour the run could draw: `neighbors`, or the marketplace's other plugins."""
+    sweep: tuple[int, ...] = ()
+    """A crowding sweep's sizes: its trigger cases also run with that many neighbours."""
+    crowd: int | None = None
+    """The sweep size this run's settings install (None: the run itself, not a sweep point)."""
+
+    @functools.cached_property
+    def layout(self) -> PackageLayout:
+        """The package as this run installs it: with its neighbours."""
+        layout = self.package.layout
+        return dataclasses.replace(layout, neighbors=self.neighbors) if self.neighbors else layout
 
     def plugin_eval_judge(self) -> str:
         """The model a `claude plugin eval` grader's judge is asked: the one `--judge` or
@@ -244,7 +266,40 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         trigger_runs=o.repeat or cfg.triggers.runs,
         repeat_given=o.repeat is not None,
         trigger_threshold=cfg.triggers.threshold,
+        **crowding(package, o),
     )
+
+
+def crowding(package: LoadedPackage, o: Overrides) -> dict[str, Any]:
+    """The neighbours (eval-config `neighbors`, then `--with`) and the sweep's sizes: a sweep
+    without neighbours named draws from the marketplace's other plugins."""
+    from aam_eval_action.catalog.installed import MARKETPLACE, resolve
+
+    named = list(package.config.neighbors)
+    sweep = tuple(o.sweep if o.sweep is not None else package.config.sweep)
+    if not named and not o.with_dirs and not sweep:
+        return {}
+    layout = package.layout
+    given = resolve(layout, named, package.config_location("neighbors")) if named else ()
+    given += resolve(layout, list(o.with_dirs), "--with", outside=True) if o.with_dirs else ()
+    given = distinct(given)
+    pool = given
+    if sweep and not pool:
+        pool = resolve(layout, [MARKETPLACE], "--sweep (no `neighbors`: the marketplace's other plugins)")
+    return {"neighbors": given, "pool": pool, "sweep": sweep}
+
+
+def distinct(given: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Neighbours named twice (eval-config and `--with`) once; two folders of one name refused."""
+    from aam_eval_action.errors import ConfigError
+
+    seen: dict[str, Any] = {}
+    for n in given:
+        if n.name in seen and seen[n.name].folder != n.folder:
+            raise ConfigError(f"neighbours: two skills are named {n.name!r} ({seen[n.name].label} and "
+                              f"{n.label}); a CLI lists one of them; name one folder only")
+        seen[n.name] = n
+    return tuple(sorted(seen.values(), key=lambda n: n.name))
 
 
 def cassettes_dir(package: LoadedPackage, flag: Path | None) -> Path:

@@ -191,6 +191,20 @@ class UserConfig(Strict):
     finished without asking anything, or both (the default)."""
 
 
+MAX_SWEEP_SIZES = 8
+
+
+def check_sweep(value: list[int]) -> list[int]:
+    """A sweep's sizes: distinct numbers of neighbours from 0 to 2000, at most 8, ascending."""
+    if len(value) > MAX_SWEEP_SIZES:
+        raise ValueError(f"at most {MAX_SWEEP_SIZES} sizes")
+    if any(n < 0 or n > 2000 for n in value):
+        raise ValueError("each size is a number of neighbours from 0 to 2000")
+    if len(set(value)) != len(value):
+        raise ValueError("a size is listed twice")
+    return sorted(value)
+
+
 class EvalConfig(Strict):
     """`evals/eval-config.json`."""
 
@@ -262,6 +276,19 @@ class EvalConfig(Strict):
     user: UserConfig = Field(default_factory=UserConfig)
     """The simulated user of conversation cases: its model and when a conversation stops
     (additive field)."""
+    neighbors: list[str] = Field(default_factory=list)
+    """Skills installed beside the package for its trigger cases, as users have them: folders
+    relative to the package root (a skill, a folder of skills, a plugin), or `marketplace` for
+    every other plugin of the repository (additive field)."""
+    sweep: list[int] = Field(default_factory=list)
+    """A crowding sweep: the trigger cases also run with each of these numbers of neighbours
+    installed, drawn from `neighbors` (or the marketplace) the same way every time (additive
+    field)."""
+
+    @field_validator("sweep")
+    @classmethod
+    def _sizes(cls, value: list[int]) -> list[int]:
+        return check_sweep(value)
 
     @field_validator("engines", "models", "pairs")
     @classmethod

@@ -112,9 +112,18 @@ def execute(
         console.line(f"ERROR {err}", "yellow")
     started, t0 = datetime.now(UTC), time.monotonic()
     tasks = [(ctx, loaded) for ctx in contexts for loaded in chosen[id(ctx.settings.package)]]
+    sweep = sweep_tasks(contexts, chosen, args.keep_workspaces, budget)
+    if sweep:
+        sizes = ", ".join(str(n) for n in contexts[0].settings.sweep)
+        console.line(f"crowding sweep: {len(sweep)} trigger session(s) with {sizes} neighbour(s) of "
+                     f"{len(contexts[0].settings.pool)} installed")
+    main_tasks = len(tasks)
+    tasks += sweep
     with handle_signals():
         done, interrupted = run_tasks(tasks, first.jobs, console.case)
     duration = time.monotonic() - t0
+    swept = [(i, o) for i, o in done if i >= main_tasks]
+    done = [(i, o) for i, o in done if i < main_tasks]
     # A run that saved sessions may have replaced shared traffic entries (a snapshot-only run did not).
     if not interrupted and any(o.result.replay_kind in ("live", "rerun") for _, o in done) \
             and first.mode in ("auto", "record"):
@@ -138,6 +147,16 @@ def execute(
                             [o.session for o in outcomes], started, duration, interrupted)
         parts.append(Report.model_validate(ctx.redactor.deep(part.model_dump(mode="json"))))
     report = merge_reports(parts) if len(parts) > 1 else parts[0]
+    from aam_eval_action.pipeline.crowding import build_sweep, views
+
+    report.listings = views(runs)
+    if sweep:
+        by_ctx: dict[int, list[Outcome]] = {}
+        for i, o in swept:
+            by_ctx.setdefault(id(tasks[i][0]), []).append(o)
+        swept_contexts = list({id(t[0]): t[0] for t in sweep}.values())
+        points = [(ctx.settings, [o.result for o in by_ctx.get(id(ctx), [])]) for ctx in swept_contexts]
+        report.sweep = build_sweep(points)
     if budget.cap is not None:
         report.summary.spent_usd = budget.spent
     report.labels = labels
@@ -157,6 +176,25 @@ def execute(
     if empty is not None and empty.fails and not args.allow_empty:
         return report, EXIT_FAILED
     return report, EXIT_OK if all_passed(report) else EXIT_FAILED
+
+
+def sweep_tasks(
+    contexts: list[CaseContext], chosen: dict[int, list[LoadedCase]], keep: bool, budget: object,
+) -> list[tuple[CaseContext, LoadedCase]]:
+    """A crowding sweep's sessions: each selected trigger case at each size, per engine + model."""
+    from aam_eval_action.pipeline.context import CaseContext
+    from aam_eval_action.pipeline.crowding import sweep_settings, trigger_cases
+
+    tasks = []
+    for ctx in contexts:
+        triggers = trigger_cases(chosen[id(ctx.settings.package)])
+        if not ctx.settings.sweep or not triggers:
+            continue
+        for point in sweep_settings(ctx.settings):
+            sweep_ctx = CaseContext.for_run(point, keep_workspaces=keep, matrix=ctx.pair is not None,
+                                            budget=budget)  # type: ignore[arg-type]
+            tasks += [(sweep_ctx, loaded) for loaded in triggers]
+    return tasks
 
 
 def selection(

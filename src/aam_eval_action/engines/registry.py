@@ -42,6 +42,8 @@ class EngineInfo:
     (`claude`, `codex`, `copilot`, `gemini`: see `layouts`)."""
     hook_dialects: tuple[str, ...] = ("claude",)
     """The hook dialects it reads, its own first; hooks of another are converted into the last."""
+    skills_dir: str = ".agents/skills"
+    """Where in the workspace it reads project skills (the package's and its neighbours go there)."""
 
     def provider_for(self, model: str) -> str:
         """The provider that serves `model` on this engine: the model's own when the CLI can
@@ -55,7 +57,7 @@ ENGINES: dict[str, EngineInfo] = {
     "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
                               "aam_eval_action.engines.claude_code:ClaudeCode", cli="claude",
                               npm_package="@anthropic-ai/claude-code", user_agent="claude-cli",
-                              host="claude"),
+                              host="claude", skills_dir=".claude/skills"),
     # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs;
     # it is used where ours has no Landlock (inside ours, Codex's own is off).
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",

@@ -70,7 +70,7 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
 def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session]:
     ctx = ctx.for_case(loaded.case)
     s = ctx.settings
-    layout = s.package.layout
+    layout = s.layout
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold)
     decision = decide(s, loaded.case.name, fp)
     if decision.rerun:
@@ -173,7 +173,7 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     failure there is the baseline's ERROR, never the case's.
     """
     s = ctx.settings
-    layout = dataclasses.replace(s.package.layout, baseline=True)
+    layout = dataclasses.replace(s.layout, baseline=True)
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold)
     try:
         decision = decide(s, loaded.case.name, fp, BASELINE)

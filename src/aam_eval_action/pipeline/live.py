@@ -106,7 +106,7 @@ def run_session(
 
     s = ctx.settings
     engine = get_engine(s.engine)
-    layout = layout or s.package.layout
+    layout = layout or s.layout
     ws = workspace.create(layout, loaded.case)
     try:
         served = serve_mocks(ctx, loaded, ws)
@@ -116,6 +116,7 @@ def run_session(
         with_package = layout.installs_anything(loaded.case.installs)
         if with_package and not plugins:
             engine.install(layout, ws.root, loaded.case.installs)
+        install_neighbors(layout, loaded, ws.root / ENGINES[s.engine].skills_dir)
         if served is not None:
             for plugin in plugins:
                 plugin_servers(plugin, layout)
@@ -170,6 +171,18 @@ def run_session(
         else:
             ws.cleanup()
     return scrub(ctx, portable(session, ws)), proxy
+
+
+def install_neighbors(layout: PackageLayout, loaded: LoadedCase, dest: Path) -> None:
+    """A trigger case's neighbour skills, beside the package's, where the CLI reads project
+    skills (each folder copied as it is; a link inside it is copied as a file)."""
+    from aam_eval_action.replay.fingerprint import neighbors_of
+
+    for neighbor in neighbors_of(layout, loaded.case):
+        for path in sorted(p for p in neighbor.folder.rglob("*") if p.is_file()):
+            target = dest / neighbor.name / path.relative_to(neighbor.folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
 
 
 def _attribute(proxy: Proxy, turn: int) -> None:

@@ -22,9 +22,9 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
     )]
     lines += [(line, None) for line in eval_file_lines(s.package)]
     for loaded in cases:
-        plan = _plan(s, loaded, s.package.layout)
+        plan = _plan(s, loaded, s.layout)
         if s.two_arms(loaded):
-            plan += " · baseline " + _plan(s, loaded, dataclasses.replace(s.package.layout, baseline=True))
+            plan += " · baseline " + _plan(s, loaded, dataclasses.replace(s.layout, baseline=True))
         name = s.package.qualified(loaded.case.name)
         lines.append((f"{name}  target {loaded.case.target or '-'}  {plan}", None))
         lines += [(f"    not honoured: {check}: {why}", None) for check, why in loaded.skipped]

@@ -10,6 +10,7 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aam_eval_action.fsutil import sha256_bytes, sha256_text
 from aam_eval_action.loader import workspace_file_source
@@ -19,7 +20,7 @@ from aam_eval_action.spec import Case, EvalConfig
 HASH_CHARS = 16
 JUDGE_PROMPT_VERSION = "1"
 VALUE_INPUTS = ("engine", "model", "target", "judge-model", "judge-prompt", "judge-votes", "baseline")
-RERUNNABLE = ("package:", "fixture:", "workspace-file:", "env:", "sandbox", "turns", "user")
+RERUNNABLE = ("package:", "neighbor:", "fixture:", "workspace-file:", "env:", "sandbox", "turns", "user")
 """Inputs the agent runs or reads (package files, fixtures, workspace files, env, sandbox), and a
 conversation's later turns (scripted follow-ups, the simulated user): a change to them reaches
 the model, if at all, only through what the CLI's tools produce or at a later turn, so
@@ -81,6 +82,10 @@ def agent_fingerprint(
         inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
     for rel in layout.files_for(case.installs):
         inputs[f"package:{rel}"] = file_hash(layout.root / rel)
+    for neighbor in neighbors_of(layout, case):  # the skills installed beside it are listed with its own
+        for path in sorted(p for p in neighbor.folder.rglob("*") if p.is_file()):
+            rel = path.relative_to(neighbor.folder).as_posix()
+            inputs[f"neighbor:{neighbor.name}/{rel}"] = file_hash(path)
     # A conversation's later turns: only conversation cases carry them (one-turn fingerprints
     # stay as they were). Its per-turn checks are not inputs: they grade, they do not reach the agent.
     if case.input.turns:
@@ -110,6 +115,13 @@ def agent_fingerprint(
         # A secret's value never enters a cassette, not even hashed: only its presence counts.
         inputs[f"env:{name}"] = "<secret>" if name in secret else _h(value.encode())
     return Fingerprint.of(inputs)
+
+
+def neighbors_of(layout: PackageLayout, case: Case) -> tuple[Any, ...]:
+    """The neighbour skills a case's session installs: a trigger case's, beside the package."""
+    from aam_eval_action.pipeline.checks import trigger_expectation
+
+    return layout.neighbors if layout.neighbors and trigger_expectation(case.expected) is not None else ()
 
 
 def judge_fingerprint(case: Case, judge_model: str, agent: Fingerprint) -> Fingerprint:
@@ -164,6 +176,8 @@ def _label(key: str) -> str:
         return f"{what} {rel}"
     if kind == "env":
         return f"env {rel}"
+    if kind == "neighbor":
+        return f"neighbour skill file {rel}"
     names = {
         "prompt": "the prompt", "criteria": "judge criteria", "agent-session": "the agent session",
         "judge-model": "judge model", "judge-prompt": "judge prompt version",

@@ -646,6 +646,10 @@ CLAUDE_SKILLS = re.compile(r"skills are available[^\n]*\n")
 """The line before Claude Code's `- name: description` skill entries (in a `<system-reminder>`):
 "The following skills are available for use with the Skill tool:"."""
 SKILL_ENTRY = re.compile(r"^- ([A-Za-z0-9._:-]+): (.*)$")
+NAME_ONLY_ENTRY = re.compile(r"^- ([A-Za-z0-9._:-]+)$")
+"""Claude Code's entry for a skill its listing budget shows by name only."""
+COPILOT_OVERFLOW = re.compile(r"Additional skills available \(invoke by name\): ([^\n<]*)")
+"""Copilot CLI's line naming the skills past its listing budget."""
 CODEX_SKILL_ENTRY = re.compile(r"^- ([A-Za-z0-9._:-]+): (.*?) ?\(file: [^)]*SKILL\.md\)\s*$")
 XML_SKILL = re.compile(r"<skill>(.*?)</skill>", re.S)
 
@@ -680,6 +684,9 @@ def skill_listing(body: dict[str, Any]) -> list[tuple[str, str]]:
                 if name and re.fullmatch(r"[A-Za-z0-9._:-]+", html.unescape(name.group(1))):
                     found.append((html.unescape(name.group(1)),
                                   html.unescape(about.group(1)).strip() if about else ""))
+            for line in COPILOT_OVERFLOW.findall(listing):  # past the budget: by name only
+                names = re.sub(r"\.\.\. and \d+ more$", "", line.strip()).split(", ")
+                found += [(n.strip(), "") for n in names if re.fullmatch(r"[A-Za-z0-9._:-]+", n.strip())]
     first: dict[str, str] = {}
     for skill_name, description in found:
         first.setdefault(skill_name, description)
@@ -692,12 +699,12 @@ def _claude_skills(listing: str) -> list[tuple[str, str]]:
     entries: list[tuple[str, str]] = []
     lines: list[str] = []
     for line in listing.splitlines():
-        entry = SKILL_ENTRY.match(line)
+        entry = SKILL_ENTRY.match(line) or NAME_ONLY_ENTRY.match(line)
         if entry:
             if entries:
                 entries[-1] = (entries[-1][0], " ".join(lines))
             entries.append((entry.group(1), ""))
-            lines = [entry.group(2).strip()]
+            lines = [entry.group(2).strip()] if entry.re is SKILL_ENTRY else []
         elif entries and line.strip():
             lines.append(line.strip())
     if entries:
