@@ -186,6 +186,19 @@ class RunTotals(BaseModel):
     """`claude plugin eval` cases run with both arms: the mean of their deltas."""
 
 
+class LostListing(BaseModel):
+    """A skill of the package that the head's skill listing shows worse than the base's: cut
+    short, by name only or not at all (a CLI's listing budget)."""
+
+    engine: str
+    model: str
+    skill: str
+    base: str
+    """How the base's listing showed it: `full`, `truncated`, `name-only` or `left-out`."""
+    head: str
+    """How the head's shows it."""
+
+
 class MovedPrompt(BaseModel):
     """A trigger prompt that fired another skill on the head than on the base: what a changed
     description does."""
@@ -200,6 +213,8 @@ class MovedPrompt(BaseModel):
     """The skill it fires on the head, or `none`."""
     expected: str | None = None
     """The skill it belongs to, or `none`."""
+    neighbor: bool | None = None
+    """True when it now goes to a neighbour skill installed beside the package."""
     file: str | None = None
     """Case file relative to the package root."""
     line: int | None = None
@@ -434,6 +449,11 @@ class ReportDiff(BaseModel):
     """Head cases whose cassettes the pull request changed ("re-recorded in this PR")."""
     moved: list[MovedPrompt] = Field(default_factory=list)
     """Trigger prompts that fire another skill on the head than on the base."""
+    lost_listing: list[LostListing] = Field(default_factory=list)
+    """Skills of the package the head's listing shows worse than the base's (a listing budget)."""
+    neighbors: list[str] = Field(default_factory=list)
+    """The neighbour skills the head installed beside the package (a moved prompt that goes to one
+    of them is a neighbour taking the package's prompts)."""
     confinement: list[str] = Field(default_factory=list)
     """How the head's agent sessions were confined (`writes: landlock; network: port-only`), each
     way once."""
@@ -466,6 +486,13 @@ def diff_reports(base: Report | None, head: Report) -> ReportDiff:
     matrix = head.pairs or (base is not None and base.pairs)
     diff = _diff_matrix(base, head) if matrix else _diff_pair(base, head)
     diff.labels = head.labels
+    from aam_eval_action.render.crowding import lost_listings
+
+    diff.lost_listing = [LostListing(engine=e, model=m, skill=s, base=b, head=h)
+                         for e, m, s, b, h in lost_listings(base, head)]
+    diff.neighbors = sorted({n for v in head.listings or [] for n in v.neighbor_names})
+    for moved in diff.moved:
+        moved.neighbor = moved.head in diff.neighbors or None
     diff.empty, diff.plugins_without_cases = head.summary.empty, plugins_without_cases(head)
     plugins = _plugin_names(base, head)
     if len(plugins) > 1:

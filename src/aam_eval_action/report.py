@@ -659,6 +659,8 @@ class ListingView(Part):
     """Neighbour skills listed with it."""
     neighbors_name_only: int = 0
     """Of them, shown by name only or not at all."""
+    neighbor_names: list[str] = Field(default_factory=list)
+    """Their names (a prompt that goes to one of them is a neighbour taking the package's)."""
 
 
 class SweepSkill(Part):

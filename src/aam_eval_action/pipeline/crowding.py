@@ -41,6 +41,7 @@ def view(s: RunSettings) -> ListingView:
         engine=s.engine, model=s.model, cli=found.cli, budget=found.budget, unit=found.unit, used=found.used,
         skills={e.skill.name: e.shown for e in found.of("package") if not e.skill.command},
         neighbors=len(theirs), neighbors_name_only=sum(e.shown in ("name-only", "left-out") for e in theirs),
+        neighbor_names=sorted(e.skill.name for e in theirs),
     )
 
 

@@ -336,6 +336,8 @@ def _plain(fn: Callable[..., str]) -> Callable[..., Markup]:
 
 FILTERS: dict[str, Callable[..., Markup]] = {
     "md": md,
+    "listing_word": lambda v: Markup({"full": "in full", "truncated": "cut short", "name-only": "name only",
+                                      "left-out": "not listed"}.get(str(unwrap(v)), "?")),
     "md_join": md_join,
     "shell_arg": shell_arg,
     "case_cell": case_cell,

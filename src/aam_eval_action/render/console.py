@@ -95,6 +95,12 @@ class Console:
             self.line(extra)
         for line in routing_lines(report):
             self.line(line)
+        from aam_eval_action.render.crowding import listing_lines, sweep_lines
+
+        for line in listing_lines(report):
+            self.line(line, "yellow")
+        for line in sweep_lines(report.sweep):
+            self.line(line)
         confined = sorted({c.confinement for c in report.cases if c.confinement})
         if confined:
             self.line("sandbox: " + " / ".join(confined))

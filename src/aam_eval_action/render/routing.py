@@ -86,7 +86,8 @@ def moved_markdown(moved: list[MovedPrompt], md: Callable[..., Markup]) -> Marku
     for m in moved[:MOVED_ROWS]:
         pair = f" <sub>{md(m.engine, 40)} · {md(m.model, 60)}</sub>" if m.engine else ""
         lines.append(f"| {md(m.prompt, PROMPT_CHARS)}<br><sub>{md(m.name, 80)}</sub>{pair} | "
-                     f"{md(m.base, 40)} → **{md(m.head, 40)}** | {md(m.expected or 'none', 40)} |")
+                     f"{md(m.base, 40)} → **{md(m.head, 40)}**{' (a neighbour)' if m.neighbor else ''} | "
+                     f"{md(m.expected or 'none', 40)} |")
     if len(moved) > MOVED_ROWS:
         lines.append(f"| … and {len(moved) - MOVED_ROWS} more | | |")
     return Markup("\n".join(lines))
