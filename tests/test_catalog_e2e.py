@@ -83,11 +83,12 @@ def test_the_listing_each_cli_sends_is_the_one_budget_predicts(tmp_path: Path, e
     loaded = repo.packages[0]
     pool = crowding(loaded, Overrides())["pool"]
     assert len(pool) == 90
-    target = [s for s in package_skills(loaded.layout, engine) if s.name == SKILL]
-    full = {s.name: s.description for s in target + neighbor_skills(pool)}
+    whole = package_skills(loaded.layout, engine)  # with neighbours, the whole plugin is installed
+    target = [s for s in whole if s.name == SKILL]
+    full = {s.name: s.description for s in whole + neighbor_skills(pool)}
     predicted = {}
     for k in sizes:
-        listing_k = predict(engine, target + neighbor_skills(draw(pool, k)), listing["model"])
+        listing_k = predict(engine, (whole if k else target) + neighbor_skills(draw(pool, k)), listing["model"])
         predicted[k] = {e.skill.name: (e.shown if e.shown != "truncated" else f"truncated:{e.description_shown}")
                         for e in listing_k.entries if e.skill.origin != "cli" and e.shown != "left-out"}
     seen = set()

@@ -103,3 +103,42 @@ def predict(engine: str, skills: list[Skill], model: str, window: int | None = N
     from aam_eval_action.catalog import rules
 
     return rules.RULES[engine](skills, model, window, env or {})
+
+
+def lint(skills: list[Skill]) -> list[tuple[str, int | None, str]]:
+    """(file, line, message) for each description a CLI cuts or refuses, and for a package that
+    alone fills more than half a CLI's listing budget (at that CLI's default model)."""
+    from aam_eval_action.catalog import rules
+    from aam_eval_action.engines.registry import ENGINES
+
+    found: list[tuple[str, int | None, str]] = []
+    for s in skills:
+        if s.command or not s.file:
+            continue
+        listed = f"{s.description} - {s.when_to_use}" if s.when_to_use else s.description
+        cuts = []
+        if len(listed) > rules.CLAUDE_DESCRIPTION_CAP:
+            cap = rules.CLAUDE_DESCRIPTION_CAP - 1
+            cuts.append(f"Claude Code cuts it (with when_to_use) to {cap:,} characters")
+        if len(" ".join(s.description.split())) > rules.CODEX_DESCRIPTION_CAP:
+            cuts.append(f"Codex cuts it to {rules.CODEX_DESCRIPTION_CAP - 3:,} characters and '...'")
+        if rules.units(s.description) > rules.COPILOT_DESCRIPTION_MAX:
+            cuts.append("Copilot CLI does not load the skill at all")
+        if cuts:
+            found.append((s.file, s.line, f"description: {len(listed):,} characters in the skill listing; "
+                          + "; ".join(cuts) + "; say when to use it in fewer words"))
+    mine = [s for s in skills if not s.command] or skills
+    if not mine:
+        return found
+    for engine in ("claude-code", "codex", "copilot"):
+        model = ENGINES[engine].default_model
+        listing = predict(engine, skills, model)
+        whole = predict(engine, skills, model, window=10**9, env={"SKILL_CHAR_BUDGET": str(10**9)})
+        share = sum(e.size for e in whole.of("package"))  # each entry in full
+        if listing.budget and share > listing.budget / 2:
+            found.append((mine[0].file or "SKILL.md", None,
+                          f"the package's {len(mine)} skill(s) alone take {share:,} of {engine}'s "
+                          f"{listing.budget:,}-{listing.unit} skill listing at {model} (over half): beside "
+                          "other plugins' skills some of them are listed by name only; `aam-eval budget` shows "
+                          "which"))
+    return found

@@ -14,7 +14,7 @@ from aam_eval_action.engines.install import chosen_hooks, conversion_warnings
 from aam_eval_action.engines.registry import ENGINES, check_engine_name
 from aam_eval_action.errors import EXIT_OK, EXIT_USAGE
 from aam_eval_action.loader import LoadedPackage, LoadedRepo, load_repo
-from aam_eval_action.package import HookSource, PackageLayout
+from aam_eval_action.package import Finding, HookSource, PackageLayout
 from aam_eval_action.pipeline.plan import eval_file_lines
 from aam_eval_action.render.console import neutralize_commands
 from aam_eval_action.settings import Overrides, check_judge, resolve_matrix
@@ -32,7 +32,10 @@ def check(package: Path, plugins: list[str] | None = None, strict: bool = False)
     # What is printed quotes the repository's files: no line may form a workflow command.
     for line in describe(repo, list(dict.fromkeys(engines))):
         print(neutralize_commands(line))
-    warnings = [f for f in repo.findings if f.level == "warning"]
+    listed = listing_findings(repo)
+    for finding in listed:
+        print(neutralize_commands(f"warning {finding}"))
+    warnings = [f for f in repo.findings if f.level == "warning"] + listed
     errors = [e for p in repo.packages for e in p.errors]
     for err in errors:
         print(neutralize_commands(str(err)), file=sys.stderr)
@@ -48,8 +51,22 @@ def check(package: Path, plugins: list[str] | None = None, strict: bool = False)
         print(neutralize_commands(line))
     cases = sum(len(p.cases) for p in repo.packages)
     said = f", {len(warnings)} warning(s)" + (" (errors with --strict)" if warnings and strict else "")
-    print(f"{cases} valid case(s), {len(errors)} error(s){said if repo.kind != 'aam' else ''}")
+    print(f"{cases} valid case(s), {len(errors)} error(s){said if repo.kind != 'aam' or listed else ''}")
     return EXIT_OK if not errors and not (strict and warnings) else EXIT_USAGE
+
+
+def listing_findings(repo: LoadedRepo) -> list[Finding]:
+    """Warnings about the skill listings: a description a CLI cuts or refuses, and a package that
+    alone fills more than half a listing budget."""
+    from aam_eval_action.catalog import lint
+    from aam_eval_action.catalog.installed import package_skills
+    found: list[Finding] = []
+    for loaded in repo.packages:
+        for file, line, message in lint(package_skills(loaded.layout, "claude-code")):
+            finding = Finding(file, line, message)
+            if finding not in found:
+                found.append(finding)
+    return found
 
 
 def no_cases_lines(repo: LoadedRepo) -> list[str]:

@@ -32,7 +32,7 @@ from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.providers import KEY_VARS, PROVIDERS
 from aam_eval_action.replay import agent_cassette, traffic_store
 from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintRecord
-from aam_eval_action.replay.fingerprint import Fingerprint
+from aam_eval_action.replay.fingerprint import Fingerprint, installs_for
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
 from aam_eval_action.sandbox.plan import (
@@ -113,9 +113,10 @@ def run_session(
         if served is not None:  # shadowed servers answered by stand-ins, unmocked ones withheld
             layout = dataclasses.replace(layout, mcp=served.package_servers(layout.mcp))
         plugins = as_plugin(layout, loaded, s.engine, ws.base)
-        with_package = layout.installs_anything(loaded.case.installs)
+        installs = installs_for(layout, loaded.case)
+        with_package = layout.installs_anything(installs)
         if with_package and not plugins:
-            engine.install(layout, ws.root, loaded.case.installs)
+            engine.install(layout, ws.root, installs)
         install_neighbors(layout, loaded, ws.root / ENGINES[s.engine].skills_dir)
         if served is not None:
             for plugin in plugins:

@@ -53,7 +53,8 @@ def sweep_lines(sweep: Sweep | None) -> list[str]:
                      for name, s in p.skills.items() if s.cases]
             lost = f"; lost {len(p.lost)}: {', '.join(p.lost)}" if p.lost else ""
             taken = "".join(f" ({case} went to neighbour {to})" for case, to in p.taken.items())
-            out.append(f"    {count:>4} neighbours: {'; '.join(cells) or 'no graded trigger prompt'}{lost}{taken}")
+            said = "; ".join(cells) or "no graded trigger prompt"
+            out.append(f"    {count:>4} neighbours: {said}{lost}{taken}")
         found = sweep.name_only_from.get(f"{engine} {model}", {})
         said = [f"{name} from {n}" for name, n in sorted(found.items(), key=lambda kv: (kv[1] is None, kv[1]))
                 if n is not None]

@@ -80,7 +80,7 @@ def agent_fingerprint(
     for rel in case.input.workspace_files:
         source = workspace_file_source(layout, rel)
         inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
-    for rel in layout.files_for(case.installs):
+    for rel in layout.files_for(installs_for(layout, case)):
         inputs[f"package:{rel}"] = file_hash(layout.root / rel)
     for neighbor in neighbors_of(layout, case):  # the skills installed beside it are listed with its own
         for path in sorted(p for p in neighbor.folder.rglob("*") if p.is_file()):
@@ -122,6 +122,12 @@ def neighbors_of(layout: PackageLayout, case: Case) -> tuple[Any, ...]:
     from aam_eval_action.pipeline.checks import trigger_expectation
 
     return layout.neighbors if layout.neighbors and trigger_expectation(case.expected) is not None else ()
+
+
+def installs_for(layout: PackageLayout, case: Case) -> str | None:
+    """The target whose files a session installs: a trigger case with neighbours installs the whole
+    package, as users have it beside them (its skills' listing is the one measured)."""
+    return None if neighbors_of(layout, case) else case.installs
 
 
 def judge_fingerprint(case: Case, judge_model: str, agent: Fingerprint) -> Fingerprint:
