@@ -139,6 +139,6 @@ def lint(skills: list[Skill]) -> list[tuple[str, int | None, str]]:
             found.append((mine[0].file or "SKILL.md", None,
                           f"the package's {len(mine)} skill(s) alone take {share:,} of {engine}'s "
                           f"{listing.budget:,}-{listing.unit} skill listing at {model} (over half): beside "
-                          "other plugins' skills some of them are listed by name only; `aam-eval budget` shows "
-                          "which"))
+                          "other plugins' skills some of them are listed by name only; `aam-eval budget` "
+                          "shows which"))
     return found
