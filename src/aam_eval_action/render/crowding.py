@@ -56,9 +56,9 @@ def sweep_lines(sweep: Sweep | None) -> list[str]:
             said = "; ".join(cells) or "no graded trigger prompt"
             out.append(f"    {count:>4} neighbours: {said}{lost}{taken}")
         found = sweep.name_only_from.get(f"{engine} {model}", {})
-        said = [f"{name} from {n}" for name, n in sorted(found.items(), key=lambda kv: (kv[1] is None, kv[1]))
-                if n is not None]
-        out.append(f"    by name only in the listing: {', '.join(said)} neighbour(s)" if said else
+        points = [f"{name} from {n}" for name, n in sorted((kv for kv in found.items() if kv[1] is not None),
+                                                            key=lambda kv: kv[1] or 0)]
+        out.append(f"    by name only in the listing: {', '.join(points)} neighbour(s)" if points else
                    "    every skill keeps its description at every size of this pool")
     return out
 
@@ -69,7 +69,7 @@ def lost_listings(base: Report | None, head: Report) -> list[tuple[str, str, str
     if base is None:
         return []
     before = {(v.engine, v.model): v for v in base.listings or []}
-    out = []
+    out: list[tuple[str, str, str, str, str]] = []
     for v in head.listings or []:
         old: ListingView | None = before.get((v.engine, v.model))
         for name, shown in sorted(v.skills.items()):
