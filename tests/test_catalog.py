@@ -161,3 +161,15 @@ def test_a_pull_request_that_lengthens_a_description_shows_the_skill_that_lost_i
     assert "lost its place in the skill listing" in comment.out
     assert "| vendor-invoice-reconciler | claude-code · claude-sonnet-4-6 | in full → **name only** |" in comment.out
     assert "moved to another skill" in comment.out and "vendor-invoice-reconciler → **none**" in comment.out
+
+
+def test_init_draws_near_misses_from_the_marketplaces_other_plugins(tmp_path: Path) -> None:
+    root = crowded.write(tmp_path / "acme-skills")
+    shutil.rmtree(root / "evals/cases")
+    config = json.loads((root / "evals/eval-config.json").read_text())
+    del config["neighbors"], config["sweep"]  # a marketplace: its other plugins are the neighbours
+    (root / "evals/eval-config.json").write_text(json.dumps(config))
+    plan = aam_eval("init", "--package", str(root), "--plugin", "ledger-tools", "--dry-run")
+    assert plan.code == 0, plan.err
+    assert "sibling vendor-invoice-reconciler: BM25" in plan.out
+    assert "neighbour cost-cost-spike-finder: BM25" in plan.out and "neighbour k8s-manifest-lint: BM25" in plan.out

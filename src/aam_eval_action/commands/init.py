@@ -107,7 +107,8 @@ def _plan(loaded: LoadedPackage, args: InitArgs) -> tuple[list[SkillPlan], list[
         )
     targets = [c.case.target or "" for c in loaded.cases]
     covered = {t.removeprefix("skill:") for t in targets if t.startswith("skill:")}
-    near = siblings(docs, args.siblings)
+    others = neighbor_docs(loaded)
+    near = siblings(docs + [d for d in others if d.name not in names], args.siblings)
     plans, kept = [], []
     for doc in docs:
         if args.skills and doc.name not in args.skills:
@@ -117,6 +118,19 @@ def _plan(loaded: LoadedPackage, args: InitArgs) -> tuple[list[SkillPlan], list[
             continue
         plans.append(SkillPlan(doc, near[doc.name], _counts(args, len(near[doc.name]))))
     return plans, kept
+
+
+def neighbor_docs(loaded: LoadedPackage) -> list[SkillDoc]:
+    """Skills beside the package that near misses may belong to: eval-config `neighbors`, else,
+    in a marketplace, its other plugins' skills."""
+    from aam_eval_action.catalog.installed import MARKETPLACE, resolve
+    from aam_eval_action.drafting.skills import read_neighbors
+    from aam_eval_action.settings import Overrides, crowding
+
+    named = crowding(loaded, Overrides()).get("neighbors", ())
+    if not named and loaded.several:
+        named = resolve(loaded.layout, [MARKETPLACE], "init (the marketplace's other plugins)")
+    return read_neighbors(loaded.layout, named)
 
 
 def _counts(args: InitArgs, siblings: int) -> Counts:
@@ -134,8 +148,10 @@ def _print_plan(loaded: LoadedPackage, plans: list[SkillPlan], kept: list[str], 
     for plan in plans:
         c = plan.counts
         print(f"  {plan.doc.name} ({plan.doc.path})")
+        own = set(loaded.layout.skills())
         for sib in plan.siblings:
-            print(f"    sibling {sib.name}: BM25 {sib.score:g}, shares {', '.join(sib.shared)}")
+            kind = "sibling" if sib.name in own else "neighbour"
+            print(f"    {kind} {sib.name}: BM25 {sib.score:g}, shares {', '.join(sib.shared)}")
         if not plan.siblings:
             print("    no sibling shares its words: its negatives are all out of scope")
         print(
@@ -171,7 +187,7 @@ def _draft(
 ) -> dict[Path, str] | None:
     """The files of one skill's drafted suite, or None (said why) when nothing can be written."""
     name = plan.doc.name
-    docs = {d.name: d for d in read_skills(loaded.layout)}
+    docs = {d.name: d for d in neighbor_docs(loaded)} | {d.name: d for d in read_skills(loaded.layout)}
     sibs = [docs[x.name] for x in plan.siblings]
     text = build_text(plan.doc, sibs, plan.counts)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aam_eval_action.fsutil import sha256_bytes
@@ -60,27 +61,33 @@ class SkillDoc:
 
 def read_skills(layout: PackageLayout) -> list[SkillDoc]:
     """Every skill of the package, read from its SKILL.md."""
-    docs = []
-    for name in layout.skills():
-        skill_md = layout.skill_dir(name) / "SKILL.md"
-        rel = skill_md.relative_to(layout.root).as_posix()
-        front, body_line = frontmatter(layout.root, rel)
-        lines = skill_md.read_text(encoding="utf-8", errors="replace").splitlines()
-        body = "\n".join(lines[body_line - 1 :])
-        description = front.get("description")
-        masks = _spellings(name)
-        docs.append(
-            SkillDoc(
-                name=name,
-                description=description.strip() if isinstance(description, str) else "",
-                body=mask(body, masks, "this skill"),
-                body_line=body_line,
-                path=rel,
-                sha256=sha256_bytes(skill_md.read_bytes()),
-                masks=masks,
-            )
-        )
-    return docs
+    return [read_skill(layout.root, layout.skill_dir(name) / "SKILL.md", name) for name in layout.skills()]
+
+
+def read_neighbors(layout: PackageLayout, neighbors: tuple[Any, ...]) -> list[SkillDoc]:
+    """The neighbour skills inside the repository (eval-config `neighbors`, the marketplace's other
+    plugins), read as the package's are: their prompts are near misses too."""
+    root = layout.root.resolve()
+    return [read_skill(root, n.folder / "SKILL.md", n.name) for n in neighbors
+            if (n.folder / "SKILL.md").resolve().is_relative_to(root)]
+
+
+def read_skill(root: Path, skill_md: Path, name: str) -> SkillDoc:
+    rel = skill_md.resolve().relative_to(root.resolve()).as_posix()
+    front, body_line = frontmatter(root, rel)
+    lines = skill_md.read_text(encoding="utf-8", errors="replace").splitlines()
+    body = "\n".join(lines[body_line - 1 :])
+    description = front.get("description")
+    masks = _spellings(name)
+    return SkillDoc(
+        name=name,
+        description=description.strip() if isinstance(description, str) else "",
+        body=mask(body, masks, "this skill"),
+        body_line=body_line,
+        path=rel,
+        sha256=sha256_bytes(skill_md.read_bytes()),
+        masks=masks,
+    )
 
 
 def _spellings(name: str) -> tuple[str, ...]:
