@@ -162,6 +162,20 @@ def test_a_pull_request_that_lengthens_a_description_shows_the_skill_that_lost_i
     assert "| vendor-invoice-reconciler | claude-code · claude-sonnet-4-6 | in full → **name only** |" in comment.out
     assert "moved to another skill" in comment.out and "vendor-invoice-reconciler → **none**" in comment.out
 
+    # The HTML report draws the listing against its budget, and names the skill shown by name only.
+    from support.browser import running_browser, show
+
+    assert aam_eval("view", str(head), "-o", str(tmp_path / "page.html")).code == 0
+    for browser in running_browser():
+        page = show(browser, tmp_path / "page.html")
+        assert page.js("document.querySelector('#listings h2').innerText") == "Skill listings"
+        shown = page.js("[...document.querySelectorAll('.listing-skills li')].map(li => li.innerText)")
+        assert "vendor-invoice-reconciler by name only" in shown and "expense-report-auditor in full" in shown
+        widths = page.js("[...document.querySelectorAll('.listing-bar rect')].map(r => +r.getAttribute('width'))")
+        assert len(widths) == 4 and all(w > 0 for w in widths[:3])  # the CLI's, the package's, the neighbours'
+        assert page.js("document.querySelector('.listing p.muted').innerText").endswith("of 8,000 characters · 2 neighbours, 0 by name only")
+        assert page.problems() == []
+
 
 def test_init_draws_near_misses_from_the_marketplaces_other_plugins(tmp_path: Path) -> None:
     root = crowded.write(tmp_path / "acme-skills")

@@ -653,6 +653,12 @@ class ListingView(Part):
     unit: str = "characters"
     used: int = 0
     """The listing's size, its own skills included."""
+    cli_size: int = 0
+    """What the CLI's own skills take of it."""
+    package_size: int = 0
+    """What the package's skills take of it."""
+    neighbors_size: int = 0
+    """What the neighbours take of it."""
     skills: dict[str, Literal["full", "truncated", "name-only", "left-out"]]
     """Each of the package's skills: listed in full, cut short, by name only, or not at all."""
     neighbors: int = 0

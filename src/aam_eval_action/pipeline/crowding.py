@@ -39,6 +39,8 @@ def view(s: RunSettings) -> ListingView:
     theirs = found.of("neighbor")
     return ListingView(
         engine=s.engine, model=s.model, cli=found.cli, budget=found.budget, unit=found.unit, used=found.used,
+        cli_size=found.cli_used, package_size=sum(e.size for e in found.of("package")),
+        neighbors_size=sum(e.size for e in theirs),
         skills={e.skill.name: e.shown for e in found.of("package") if not e.skill.command},
         neighbors=len(theirs), neighbors_name_only=sum(e.shown in ("name-only", "left-out") for e in theirs),
         neighbor_names=sorted(e.skill.name for e in theirs),

@@ -288,6 +288,8 @@ def page_data(
         "volatile": [m.model_dump(mode="json", exclude_none=True) for m in report.volatile or []],
         "labels": report.labels.model_dump(mode="json", exclude_none=True) if report.labels else None,
         "routing": _routing(report),
+        "listings": [v.model_dump(mode="json", exclude_none=True) for v in report.listings or []],
+        "sweep": report.sweep.model_dump(mode="json", exclude_none=True) if report.sweep else None,
     })
     prompts = {p.qualified(c.case.name): c for p in head.packages for c in p.cases}
     for case in report.cases:

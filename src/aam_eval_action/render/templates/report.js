@@ -241,6 +241,60 @@
     return s;
   }
 
+  // --- skill listings -------------------------------------------------------------------------
+
+  var SHOWN = {"full": "in full", "truncated": "cut short", "name-only": "by name only", "left-out": "not listed"};
+
+  // Each engine's skill listing as a bar against its budget (the CLI's own skills, the package's,
+  // the neighbours'), each skill of the package with how it is shown; then the crowding sweep.
+  function listings() {
+    var list = data.listings || [], sweep = data.sweep;
+    if (!list.length && !sweep) return null;
+    var s = h("section", {class: "block listings", id: "listings"}, h("h2", null, "Skill listings"));
+    add(s, h("p", {class: "muted"}, "What each CLI lists of the installed skills in every request, against its budget. " +
+      "Past the budget a skill is cut short or listed by its name only, and rarely fires."));
+    list.forEach(function (v) {
+      var scale = Math.max(v.used || 0, v.budget || 0, 1), width = 640, x = 0;
+      var bar = svg("svg", {class: "listing-bar", viewBox: "0 0 " + width + " 16", width: width, height: 16, role: "img",
+        "aria-label": v.used.toLocaleString() + (v.budget ? " of " + v.budget.toLocaleString() : "") + " " + v.unit});
+      [["cli", v.cli_size, v.engine + "'s own skills"], ["mine", v.package_size, "this package"],
+       ["theirs", v.neighbors_size, "neighbours"]].forEach(function (p) {
+        var w = width * (p[1] || 0) / scale;
+        var rect = svg("rect", {class: "seg " + p[0], x: x.toFixed(2), y: 2, width: w.toFixed(2), height: 12});
+        var tip = svg("title");
+        tip.textContent = p[2] + ": " + (p[1] || 0).toLocaleString() + " " + v.unit;
+        rect.appendChild(tip);
+        bar.appendChild(rect);
+        x += w;
+      });
+      if (v.budget) bar.appendChild(svg("rect", {class: "limit", x: (width * v.budget / scale - 1).toFixed(2), y: 0, width: 2, height: 16}));
+      var size = v.used.toLocaleString() + (v.budget ? " of " + v.budget.toLocaleString() : "") + " " + v.unit +
+        (v.budget ? "" : " (no budget)") + (v.neighbors ? " · " + plural(v.neighbors, "neighbour") + ", " + v.neighbors_name_only + " by name only" : "");
+      var skills = Object.keys(v.skills || {}).map(function (name) {
+        return h("li", {class: "shown-" + v.skills[name], "data-skill": name}, h("b", null, name), " " + SHOWN[v.skills[name]]);
+      });
+      add(s, h("div", {class: "listing", "data-engine": v.engine}, h("h3", null, v.engine + " " + v.cli + " · " + v.model),
+        bar, h("p", {class: "muted"}, size), h("ul", {class: "listing-skills"}, skills)));
+    });
+    if (sweep) {
+      var names = [];
+      sweep.points.forEach(function (p) { Object.keys(p.skills).forEach(function (n) { if (names.indexOf(n) < 0) names.push(n); }); });
+      var head = h("tr", null, h("th", null, "engine · model"), h("th", null, "neighbours"),
+        names.map(function (n) { return h("th", null, n); }), h("th", null, "lost"));
+      var body = sweep.points.map(function (p) {
+        return h("tr", null, h("td", null, p.engine + " · " + p.model), h("td", null, String(p.size)),
+          names.map(function (n) {
+            var sk = p.skills[n];
+            return h("td", {class: sk ? "shown-" + sk.shown : null}, sk ? [h("b", null, whole(sk.recall)), interval(sk.recall_ci),
+              h("span", {class: "muted"}, " " + SHOWN[sk.shown])] : "–");
+          }), h("td", null, (p.lost || []).join(", ")));
+      });
+      add(s, h("h3", null, "Crowding sweep (" + plural(sweep.pool, "neighbour") + " in the pool)"));
+      add(s, h("div", {class: "scroll"}, h("table", {class: "matrix sweep", id: "sweep"}, h("thead", null, head), h("tbody", null, body))));
+    }
+    return s;
+  }
+
   function showCell(k, row, col) {
     trig.cell = {pair: k, row: row, col: col};
     trig.filter = "all";
@@ -1039,7 +1093,7 @@
   // --- the page -------------------------------------------------------------------------------
 
   var app = document.getElementById("app");
-  add(app, [overview(), plugins(), matrix(), routing(), trends(), volatile()]);
+  add(app, [overview(), plugins(), matrix(), routing(), listings(), trends(), volatile()]);
   // The case list takes the page's width; the case pane opens beside it when a case is chosen.
   split = h("div", {class: "split", id: "cases"}, caseTable(), h("aside", {class: "pane", id: "case"}));
   add(app, split);
