@@ -187,3 +187,15 @@ def test_init_draws_near_misses_from_the_marketplaces_other_plugins(tmp_path: Pa
     assert plan.code == 0, plan.err
     assert "sibling vendor-invoice-reconciler: BM25" in plan.out
     assert "neighbour cost-cost-spike-finder: BM25" in plan.out and "neighbour k8s-manifest-lint: BM25" in plan.out
+
+
+def test_with_names_neighbours_from_anywhere_and_a_sweep_needs_a_pool(tmp_path: Path) -> None:
+    root = crowded.write(tmp_path / "acme-skills")
+    vendored = shutil.copytree(root / "plugins/git-flow/skills", tmp_path / "elsewhere/skills")
+    pkg = Path(shutil.copytree(ROOT / "tests/fixtures/routing-skills", tmp_path / "pkg"))
+    out = aam_eval("budget", "--package", str(pkg), "--engine", "copilot", "--with", str(vendored))
+    assert out.code == 0 and "neighbours: 2 (2 in full)" in out.out, out.err
+    alone = aam_eval("run", "--package", str(pkg), "--replay", "--sweep", "0,5")
+    assert alone.code == 2 and "--sweep (no `neighbors`: the marketplace's other plugins): 'marketplace'" in alone.err
+    with pytest.raises(SystemExit):  # argparse: "a size is listed twice"
+        aam_eval("run", "--package", str(pkg), "--sweep", "0,0")
