@@ -191,8 +191,11 @@ class LostListing(BaseModel):
     short, by name only or not at all (a CLI's listing budget)."""
 
     engine: str
+    """The engine whose listing it is."""
     model: str
+    """The model it runs."""
     skill: str
+    """The package's skill."""
     base: str
     """How the base's listing showed it: `full`, `truncated`, `name-only` or `left-out`."""
     head: str

@@ -645,12 +645,15 @@ class ListingView(Part):
     (`catalog.rules`) for the skills the run installs (additive)."""
 
     engine: str
+    """The engine whose CLI sends the listing."""
     model: str
+    """The model it runs (the budget may follow from its context window)."""
     cli: str
     """The CLI release whose rule this is."""
     budget: int | None = None
     """None: the CLI puts no budget on its listing."""
     unit: str = "characters"
+    """What the budget counts: `characters`, `tokens` (Codex: UTF-8 bytes / 4) or `UTF-16 units`."""
     used: int = 0
     """The listing's size, its own skills included."""
     cli_size: int = 0
@@ -677,17 +680,22 @@ class SweepSkill(Part):
     cases: int = 0
     """Its graded trigger prompts."""
     recall: float | None = None
+    """Of its prompts, the share that fired it."""
     recall_ci: tuple[float, float] | None = None
-    """95% Wilson interval."""
+    """95% Wilson interval of the recall."""
     precision: float | None = None
+    """Of the prompts that fired it, the share that belong to it."""
     precision_ci: tuple[float, float] | None = None
+    """95% Wilson interval of the precision."""
 
 
 class SweepPoint(Part):
     """The trigger cases on one engine + model with one number of neighbours installed (additive)."""
 
     engine: str
+    """The engine the point ran on."""
     model: str
+    """The model it ran with."""
     size: int
     """The sweep's size asked for."""
     neighbors: int
@@ -700,8 +708,11 @@ class SweepPoint(Part):
     taken: dict[str, str] = Field(default_factory=dict)
     """Case → the neighbour its prompt went to instead."""
     graded: int = 0
+    """Trigger cases graded at this point."""
     replayed: int = 0
+    """Of them, replayed from cassettes."""
     errored: int = 0
+    """Trigger cases that errored (not counted as "did not fire")."""
 
 
 class Sweep(Part):
@@ -710,7 +721,9 @@ class Sweep(Part):
     pool: int
     """Neighbours it drew from."""
     sizes: list[int]
+    """The sizes asked for (neighbours installed at each point)."""
     points: list[SweepPoint]
+    """Each engine + model at each size."""
     name_only_from: dict[str, dict[str, int | None]] = Field(default_factory=dict)
     """`<engine> <model>` → skill → the fewest neighbours (of this pool, drawn as the sweep draws)
     with which the listing shows it by name only or not at all; None when never."""

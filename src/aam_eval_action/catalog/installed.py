@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from aam_eval_action.catalog import Origin, Skill
+from aam_eval_action.catalog.listing import Origin, Skill
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.package import PackageLayout
 

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from aam_eval_action.catalog import Entry, Listing, Shown, Skill
+from aam_eval_action.catalog.listing import Entry, Listing, Shown, Skill
 
 # --- Claude Code 2.1.330 ---
 
