@@ -206,6 +206,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "skills, a plugin); repeatable")
     b.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
     b.add_argument("--json", action="store_true", help="print the listings as JSON")
+    t = sub.add_parser("tune", help="propose a better description for a skill, proven on held-out trigger "
+                                    "prompts; a suggestion and a patch, never a commit")
+    t.add_argument("--skill", required=True, help="the skill whose description to tune")
+    t.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    t.add_argument("--engine", metavar="ENGINE[,ENGINE...]", help="the engine(s) (default: eval-config's)")
+    t.add_argument("--model", metavar="MODEL[,MODEL...]", help="the agent's model(s)")
+    t.add_argument("--candidates", type=_positive, default=4, help="proposals per round (default: 4)")
+    t.add_argument("--rounds", type=_positive, default=3, help="rounds of proposals (default: 3)")
+    t.add_argument("--candidate", dest="given", action="append", default=[], metavar="TEXT",
+                   help="a description of yours, through the same lint, scoring and gate; repeatable")
+    t.add_argument("--no-propose", dest="propose", action="store_false",
+                   help="no proposer: only the --candidate descriptions (and rule-made hand-offs)")
+    t.add_argument("--max-usd", type=_usd, metavar="USD",
+                   help="spend at most this much on sessions and proposals")
+    t.add_argument("--replay", action="store_true", help="from the recordings only: no key, no network")
+    t.add_argument("-o", "--output", type=Path, help="write the candidates, scores and decision as JSON here")
+    t.add_argument("--patch", type=Path, help="write the suggested change as a patch here")
+    t.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
@@ -359,6 +377,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         from aam_eval_action.commands.doctor import doctor
 
         return doctor(args.package)
+    if args.command == "tune":
+        from aam_eval_action.commands.tune import TuneArgs, tune
+
+        return tune(TuneArgs(
+            package=args.package, skill=args.skill, engines=_split(args.engine), models=_split(args.model),
+            candidates=args.candidates, rounds=args.rounds, given=args.given, propose=args.propose,
+            max_usd=args.max_usd, replay=args.replay, output=args.output, patch=args.patch,
+            plugins=args.plugin,
+        ))
     if args.command == "budget":
         from aam_eval_action.commands.budget import BudgetArgs, budget, context
 

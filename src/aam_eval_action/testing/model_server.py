@@ -166,6 +166,9 @@ JUDGE_TOOL = "record_verdict"
 JUDGE_FORMAT = "verdict"
 DRAFT_TOOL = "draft_cases"
 DRAFT_FORMAT = "drafted_cases"
+PROPOSE_TOOL = "propose_descriptions"
+PROPOSE_FORMAT = "proposed_descriptions"
+"""`aam-eval tune`'s proposer request: the tool (Anthropic) or JSON format (OpenAI) it asks for."""
 USER_TOOL = "reply_as_user"
 USER_FORMAT = "user_reply"
 """`aam-eval init`'s drafting request: the tool (Anthropic) or JSON format (OpenAI) it asks for."""
@@ -378,6 +381,11 @@ def is_draft(body: dict[str, Any]) -> bool:
     return asks_for(body, DRAFT_TOOL, DRAFT_FORMAT)
 
 
+def is_proposal(body: dict[str, Any]) -> bool:
+    """A proposer request of `aam-eval tune`: it asks for the proposed-descriptions tool or format."""
+    return asks_for(body, PROPOSE_TOOL, PROPOSE_FORMAT)
+
+
 def drafted_skill(body: dict[str, Any]) -> str:
     """The body of the skill under test in a drafting request (`<skill id="A" ...>`)."""
     found = re.search(r'<skill id="A"[^>]*>(.*?)</skill>', all_text(body), re.S)
@@ -514,7 +522,7 @@ class Script:
         (`match: "*"`), for a judge request only one with a `judge` of its own."""
         with self._lock:
             scenarios = [(i, s) for i, s in enumerate(self._scenarios)
-                         if "draft-for" not in s and REPLY_TO not in s]
+                         if "draft-for" not in s and "propose-for" not in s and REPLY_TO not in s]
         for i, s in scenarios:
             if not is_catch_all(s) and str(s.get("match", "")) in text:
                 return i, s
@@ -615,6 +623,22 @@ class Script:
                     return Reply(calls=((DRAFT_TOOL, draft),))
                 return Reply(text=str(draft))
         return Reply(text=f"scripted model server: no scenario drafts for: {' '.join(skill.split())[:200]}",
+                     status=400)
+
+    def proposal_reply(self, body: dict[str, Any]) -> Reply:
+        """The scenario whose `propose-for` is in the skill's current description (the request's
+        `<skill name=...>` section) answers with its `propose` list of descriptions."""
+        found = re.search(r'<skill name="[^"]*">(.*?)</skill>', all_text(body), re.S)
+        skill = found.group(1) if found else ""
+        with self._lock:
+            scenarios = list(self._scenarios)
+        for scenario in scenarios:
+            wanted = scenario.get("propose-for")
+            if isinstance(wanted, str) and wanted and wanted in skill:
+                texts = scenario.get("propose") or []
+                candidates = [{"description": str(t), "rationale": "scripted"} for t in texts]
+                return Reply(calls=((PROPOSE_TOOL, {"candidates": candidates}),))
+        return Reply(text=f"scripted model server: no scenario proposes for: {' '.join(skill.split())[:200]}",
                      status=400)
 
     def _next_call(self, index: int) -> int:
@@ -1461,7 +1485,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                      else owner.script.mock_reply(body) if is_mock_agent(body)
                      else owner.script.judge_reply(body, plain=True) if is_plugin_eval_judge(body)
                      else owner.script.user_reply(body) if is_simulated_user(body)
-                     else owner.script.draft_reply(body) if is_draft(body) else owner.agent_reply(body))
+                     else owner.script.draft_reply(body) if is_draft(body)
+                     else owner.script.proposal_reply(body) if is_proposal(body) else owner.agent_reply(body))
         owner.sub_agent_asked(headers)
         if reply.hold:
             owner.hold(reply.hold)

@@ -1,0 +1,100 @@
+"""`aam-eval tune` without an agent: the gate's statistics, the split, the lint, the edit of a
+SKILL.md's description, and the cap stopping a run before it spends."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aam_eval_action.commands.tune import with_description
+from aam_eval_action.tuning.candidates import handoffs, lint, split
+from aam_eval_action.tuning.stats import Paired, clopper_pearson, detectable, least_moves
+from conftest import ROOT, aam_eval
+
+SKILLS = {"db-migrations": "Writes Alembic revision files for a Flask app.",
+          "query-tuning": "Speeds up a slow SQL query. Reads the EXPLAIN plan, adds or changes an index.",
+          "schema-docs": "Documents a database schema. One page per table with its columns and keys."}
+TRAIN = ["Rename the customer column and write the downgrade too"]
+ENGINES = [("claude-code", "claude-sonnet-4-6"), ("codex", "gpt-5.5"), ("copilot", "claude-sonnet-4-6")]
+
+
+def test_the_exact_interval_and_the_paired_gate() -> None:
+    lo, hi = clopper_pearson(6, 6)
+    assert (round(lo, 4), hi) == (0.5407, 1.0)  # 0.025 ** (1/6)
+    lo, hi = clopper_pearson(3, 10)
+    assert (round(lo, 4), round(hi, 4)) == (0.0667, 0.6525)
+    six = Paired(8, better=6, worse=0)
+    assert six.shown and six.improvement == 0.75 and round(six.interval[0], 3) == 0.061
+    assert round(six.p_value, 4) == 0.0312
+    five = Paired(8, better=5, worse=0)  # one fewer: the lower bound is no longer above 0
+    assert not five.shown and five.interval[0] < 0
+    mixed = Paired(20, better=7, worse=1)
+    assert not mixed.shown and round(mixed.p_value, 3) == 0.070
+    assert least_moves() == 6
+    assert detectable(2).startswith("no improvement can show on 2 test prompt(s): at least 6 must go from wrong")
+    assert "the smallest improvement that can show is 6 prompts" in detectable(24) and "(25% of them)" in detectable(24)
+
+
+def test_a_suite_without_a_split_gets_a_fixed_stratified_one_and_says_so() -> None:
+    items = [(f"c{i}", f"c{i}", f"prompt {i}", "a" if i < 8 else "b", None) for i in range(12)]
+    first, note = split(items)
+    again, _ = split(list(reversed(items)))
+    assert [(p.name, p.split) for p in first] == [(p.name, p.split) for p in again]  # fixed, not by order
+    by = {s: [p for p in first if p.split == s] for s in ("train", "select", "test")}
+    assert {p.expected for p in by["test"]} == {"a", "b"}  # stratified
+    assert (len(by["train"]), len(by["select"]), len(by["test"])) == (6, 3, 3)
+    assert note and note.startswith("the suite has no split: made one") and "tag each case split:train" in note
+    tagged, none = split([("x", "x", "p", "a", "test"), ("y", "y", "q", "a", None)])
+    assert none is None and [p.split for p in tagged] == ["test", "train"]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "empty"),
+    ("x " * 600, "over 1,024, Copilot CLI would not load the skill"),
+    ("Rename the customer column and more.", "copies a train prompt's words ('rename the customer column and')"),
+    ("Database migrations for any task you have.", "catch-all wording ('any task')"),
+    ("Migrations. For query speed use sql-speedup instead.", "names a skill that is not installed ('sql-speedup')"),
+    ("Writes database migrations. " + "Every change gets a rollback and a backfill step. " * 19,
+     "its length pushes sql-linter out of claude-code's skill listing at claude-sonnet-4-6"),
+])
+def test_the_lint_refuses_before_anything_is_spent(text: str, why: str) -> None:
+    crowded = SKILLS | {"release-notes": "Drafts release notes from merged pull requests. " * 8,
+                        "sql-linter": "Lints SQL files for style and risky statements before they ship. " * 6}
+    assert why in (lint(text, "db-migrations", SKILLS["db-migrations"], TRAIN, crowded, ENGINES) or "")
+
+
+def test_the_lint_passes_a_plain_description_and_a_hand_off_names_the_sibling() -> None:
+    good = "Plans and writes database migrations with a rollback for each change."
+    assert lint(good, "db-migrations", SKILLS["db-migrations"], TRAIN, SKILLS, ENGINES) is None
+    [handoff] = handoffs("db-migrations", SKILLS["db-migrations"], {"schema-docs": 2}, SKILLS)
+    assert handoff.text == ("Writes Alembic revision files for a Flask app. Not for the work of schema-docs "
+                            "(Documents a database schema); use schema-docs for that.")
+    assert handoff.source == "rule: hand off to schema-docs"
+
+
+def test_the_description_is_replaced_where_it_is_written() -> None:
+    folded = "---\nname: x\ndescription: >\n  Two lines\n  of text.\nlicense: MIT\n---\n\n# X\n"
+    assert with_description(folded, 'New: "quoted"') == \
+        '---\nname: x\ndescription: "New: \\"quoted\\""\nlicense: MIT\n---\n\n# X\n'
+    missing = "---\nname: x\n---\nbody\n"
+    assert with_description(missing, "Added.") == '---\nname: x\ndescription: "Added."\n---\nbody\n'
+
+
+def test_the_cap_stops_tune_before_it_spends_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = Path(shutil.copytree(ROOT / "tests/fixtures/tune-skills", tmp_path / "pkg"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-cap")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # never reached: nothing fits the cap
+    out = aam_eval("tune", "--skill", "db-migrations", "--package", str(pkg), "--candidate", "Migrations.",
+                   "--no-propose", "--max-usd", "0.0001", "-o", str(tmp_path / "tune.json"))
+    assert out.code == 1, out.err
+    assert "STOPPED: max-usd $0.0001 stopped the tuning: spent $0.0000 on 0 session(s)" in out.out
+    assert json.loads((tmp_path / "tune.json").read_text())["decision"] == "stopped"
+    assert not (pkg / "skills/db-migrations/SKILL.md").read_text().count("Migrations.")  # never edited
+
+
+def test_tune_names_a_skill_that_does_not_exist(tmp_path: Path) -> None:
+    out = aam_eval("tune", "--skill", "nope", "--package", str(ROOT / "tests/fixtures/tune-skills"), "--replay")
+    assert out.code == 2 and "--skill nope: no such skill (skills: db-migrations, query-tuning, schema-docs)" in out.err
