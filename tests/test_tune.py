@@ -12,6 +12,7 @@ import pytest
 from aam_eval_action.commands.tune import with_description
 from aam_eval_action.tuning.candidates import handoffs, lint, split
 from aam_eval_action.tuning.stats import Paired, clopper_pearson, detectable, least_moves
+
 from conftest import ROOT, aam_eval
 
 SKILLS = {"db-migrations": "Writes Alembic revision files for a Flask app.",

@@ -1,0 +1,113 @@
+"""`aam-eval tune` through the real Claude Code and Codex CLIs against the scripted model server
+(tests/fixtures/tune-skills: three siblings, the target's description too narrow; every prompt
+routed by the words it shares with each listed description).
+
+The proposer's three candidates meet three fates: one that copies a train prompt is refused by the
+lint before anything is spent; one that also claims schema-docs' prompts is vetoed on the
+selection prompts, saying which prompt it took; the third wins on the held-out test prompts on
+both engines with the lower bound of its improvement above 0. `tune --replay` then says the same,
+byte for byte, with no CLI, no key and no network. A suite of six prompts ends in "no significant
+improvement" with the smallest effect its test prompts could show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, installed
+
+FIXTURE = ROOT / "tests/fixtures/tune-skills"
+SCENARIOS = yaml.safe_load((ROOT / "tests/fixtures/tune-skills-scenarios.yaml").read_text())["scenarios"]
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test-tune", "OPENAI_API_KEY": "sk-test-tune"}
+GOOD = SCENARIOS[0]["propose"][0]
+
+
+def _tune(pkg: Path, *flags: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aam_eval_action", "tune", "--skill", "db-migrations",
+                           "--package", str(pkg), *flags], env=env, capture_output=True, text=True, timeout=900,
+                          check=False)
+
+
+def _live_env(url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    return env | {"ANTHROPIC_BASE_URL": url, "OPENAI_BASE_URL": url + "/v1", **KEYS}
+
+
+@pytest.mark.cli
+def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engines(tmp_path: Path) -> None:
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    installed("codex")
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    flags = ["--engine", "claude-code,codex", "--model", "claude-sonnet-4-6,gpt-5.5", "--candidates", "3"]
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        live = _tune(pkg, *flags, "-o", str(tmp_path / "live.json"), "--patch", str(tmp_path / "live.patch"),
+                     env=_live_env(server.url))
+        proposer_calls = sum("propose_descriptions" in json.dumps(r.body) for r in server.requests)
+    assert live.returncode == 0, live.stdout + live.stderr
+    out = live.stdout
+    assert "tune db-migrations: 17 trigger prompts (train 5, selection 4, test 8) on claude-code · " \
+           "claude-sonnet-4-6, codex · gpt-5.5" in out
+    assert "refused (proposer, round 1): copies a train prompt's words ('rename the customer column and')" in out
+    assert ("it takes schema-docs's prompts on claude-code · claude-sonnet-4-6 (1 of the selection's, e.g. "
+            "'Document each table of the billing database with its keys')") in out
+    for pair in ("claude-code · claude-sonnet-4-6", "codex · gpt-5.5"):
+        assert f"{pair:<32}   2/8 (7%–59%)   8/8 (68%–100%)  +75% (+6% to +75%), 6 better, 0 worse" in out
+    assert f"suggested (proposer, round 1): {GOOD}" in out and proposer_calls == 1
+    record = json.loads((tmp_path / "live.json").read_text())
+    assert record["decision"] == "suggested" and record["candidate"] == GOOD
+    assert all(g["interval"][0] > 0 for g in record["gate"].values())
+    patch = (tmp_path / "live.patch").read_text()
+    assert "-description: Writes Alembic revision files for a Flask app.\n" in patch
+    assert f"+description: {json.dumps(GOOD)}\n" in patch
+    assert "Writes Alembic revision files for a Flask app." in (pkg / "skills/db-migrations/SKILL.md").read_text()
+
+    # Offline: the same candidates, numbers and decision from the recordings alone.
+    bare = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    again = _tune(pkg, *flags, "--replay", "-o", str(tmp_path / "replay.json"), "--patch",
+                  str(tmp_path / "replay.patch"), env=bare | {"PATH": "/usr/bin:/bin"})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.replace("replay.patch", "live.patch") == live.stdout
+    spent = json.loads((tmp_path / "live.json").read_text())
+    replayed = json.loads((tmp_path / "replay.json").read_text())
+    assert spent.pop("spent_usd") > 0 and replayed.pop("spent_usd") == 0  # a replay spends nothing
+    assert replayed == spent
+
+
+@pytest.mark.cli
+def test_six_prompts_end_in_no_significant_improvement(tmp_path: Path) -> None:
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    keep = {"status-backfill", "rename-invoices", "drop-audit-table", "report-explain", "table-pages",
+            "rename-customer-column"}
+    for case in (pkg / "evals/cases").glob("*.yaml"):
+        doc = yaml.safe_load(case.read_text())
+        if doc["name"] not in keep:
+            case.unlink()
+        else:  # no split tags: tune makes one and says so
+            doc.pop("tags")
+            case.write_text(yaml.safe_dump(doc, sort_keys=False))
+    copied = "Writes migrations. Rename table invoices to bills and the like."
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        run = _tune(pkg, "--no-propose", "--candidate", GOOD, "--candidate", copied, "-o",
+                    str(tmp_path / "tune.json"), env=_live_env(server.url))
+        proposer_calls = sum("propose_descriptions" in json.dumps(r.body) for r in server.requests)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "note: the suite has no split: made one, stratified by the skill each prompt belongs to" in run.stdout
+    assert "refused (yours): copies a train prompt's words" in run.stdout and proposer_calls == 0
+    assert "no significant improvement: on the test prompts the interval of the improvement does not exclude " \
+           "no change on every engine; no improvement can show on 1 test prompt(s): at least 6 must go from " \
+           "wrong to right with none going back" in run.stdout
+    record = json.loads((tmp_path / "tune.json").read_text())
+    assert record["decision"] == "no significant improvement" and record["candidate"] == GOOD
