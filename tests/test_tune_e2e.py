@@ -71,12 +71,26 @@ def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engin
     assert f"+description: {json.dumps(GOOD)}\n" in patch
     assert "Writes Alembic revision files for a Flask app." in (pkg / "skills/db-migrations/SKILL.md").read_text()
 
-    # Offline: the same candidates, numbers and decision from the recordings alone.
+    # Offline: the same candidates, numbers and decision from the recordings alone; then the
+    # suggestion posted on the pull request as a suggested change on the description line.
+    from aam_eval_action.testing.github_server import GitHubServer
+
     bare = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    again = _tune(pkg, *flags, "--replay", "-o", str(tmp_path / "replay.json"), "--patch",
-                  str(tmp_path / "replay.patch"), env=bare | {"PATH": "/usr/bin:/bin"})
+    with GitHubServer(tokens={"rw-token": "write"}) as gh:
+        gh.add_pr("octo-org", "db-skills", 7)
+        again = _tune(pkg, *flags, "--replay", "-o", str(tmp_path / "replay.json"), "--patch",
+                      str(tmp_path / "replay.patch"), "--suggest", "octo-org/db-skills#7", "--api-url", gh.url,
+                      env=bare | {"PATH": "/usr/bin:/bin", "GITHUB_TOKEN": "rw-token"})
+        [review] = gh.reviews("octo-org", "db-skills", 7)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert again.stdout.replace("replay.patch", "live.patch") == live.stdout
+    said = again.stdout.splitlines()
+    assert said[-1].startswith("suggestion posted on octo-org/db-skills#7: ")
+    assert "\n".join(said[:-1]).replace("replay.patch", "live.patch") + "\n" == live.stdout
+    [comment] = review["comments"]
+    assert review["event"] == "COMMENT" and (comment["path"], comment["line"], comment["side"]) == \
+        ("skills/db-migrations/SKILL.md", 3, "RIGHT")
+    assert comment["body"].endswith(f"```suggestion\ndescription: {json.dumps(GOOD)}\n```")
+    assert "| codex · gpt-5.5 | 2/8 | 8/8 | +6% to +75% |" in comment["body"]
     spent = json.loads((tmp_path / "live.json").read_text())
     replayed = json.loads((tmp_path / "replay.json").read_text())
     assert spent.pop("spent_usd") > 0 and replayed.pop("spent_usd") == 0  # a replay spends nothing

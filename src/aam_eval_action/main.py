@@ -224,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-o", "--output", type=Path, help="write the candidates, scores and decision as JSON here")
     t.add_argument("--patch", type=Path, help="write the suggested change as a patch here")
     t.add_argument("--plugin", type=_plugins, metavar="NAME[,NAME...]", help="only these plugins")
+    t.add_argument("--suggest", metavar="OWNER/REPO#N",
+                   help="post a winning description as a suggested change on that pull request (a review "
+                        "comment on the description line; token from GITHUB_TOKEN)")
+    t.add_argument("--api-url", default="https://api.github.com", help="GitHub API URL")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
@@ -379,12 +383,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return doctor(args.package)
     if args.command == "tune":
         from aam_eval_action.commands.tune import TuneArgs, tune
+        from aam_eval_action.settings import runner_environment
 
         return tune(TuneArgs(
             package=args.package, skill=args.skill, engines=_split(args.engine), models=_split(args.model),
             candidates=args.candidates, rounds=args.rounds, given=args.given, propose=args.propose,
             max_usd=args.max_usd, replay=args.replay, output=args.output, patch=args.patch,
-            plugins=args.plugin,
+            plugins=args.plugin, suggest=args.suggest, api_url=args.api_url,
+            token=runner_environment().get("GITHUB_TOKEN"),
         ))
     if args.command == "budget":
         from aam_eval_action.commands.budget import BudgetArgs, budget, context

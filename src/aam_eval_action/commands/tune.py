@@ -39,6 +39,10 @@ class TuneArgs:
     output: Path | None = None
     patch: Path | None = None
     plugins: list[str] | None = None
+    suggest: str | None = None
+    """`OWNER/REPO#N`: post the suggestion as a review comment on that pull request."""
+    api_url: str = "https://api.github.com"
+    token: str | None = None
 
 
 class CapReached(Exception):
@@ -523,7 +527,53 @@ def _finish(t: Tuner, baseline: Candidate, best: Candidate | None) -> int:
             t.say(line)
     record |= {"decision": "suggested", "patch": patch}
     _write(args, record, patch)
+    if args.suggest:
+        return _suggest(t, best, gates)
     return EXIT_OK
+
+
+def _suggest(t: Tuner, best: Candidate, gates: dict[str, dict[str, Any]]) -> int:
+    """The suggestion as a review comment on the pull request, on the `description:` line(s)."""
+    from aam_eval_action.github.comments import post_suggestion
+
+    args = t.args
+    found = re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", args.suggest or "")
+    if not found:
+        raise UsageError(f"--suggest {args.suggest!r}: write OWNER/REPO#NUMBER")
+    layout = t.loaded.layout
+    skill_md = layout.skill_dir(args.skill) / "SKILL.md"
+    start, end = description_lines(skill_md.read_text(encoding="utf-8"))
+    top = next((p for p in [layout.root, *layout.root.parents] if (p / ".git").exists()), layout.root)
+    path = skill_md.resolve().relative_to(top.resolve()).as_posix()
+    rows = "\n".join(f"| {pair} | {g['baseline_right']}/{g['n']} | {g['candidate_right']}/{g['n']} | "
+                     f"{g['interval'][0]:+.0%} to {g['interval'][1]:+.0%} |" for pair, g in gates.items())
+    body = (f"**`aam-eval tune` suggests a description for `{args.skill}`**: on {len(gates)} engine(s), the "
+            "held-out test prompts reach the right skill more often, and the 95% interval of the improvement "
+            "is above 0 on each (paired by prompt, McNemar exact).\n\n"
+            "| Engine · model | Baseline right | Candidate right | Improvement (95% CI) |\n"
+            "| --- | --- | --- | --- |\n"
+            f"{rows}\n\nA suggestion, not a change: commit it if it reads right to you.")
+    result = post_suggestion(api_url=args.api_url, token=args.token or "", repository=found.group(1),
+                             pr_number=int(found.group(2)), path=path, line=end, start_line=start,
+                             new_line="description: " + json.dumps(best.text, ensure_ascii=False), body=body)
+    if result.warning:
+        t.say(f"warning: {result.warning}")
+        return EXIT_FAILED
+    t.say(f"suggestion posted on {args.suggest}: {result.url}")
+    return EXIT_OK
+
+
+def description_lines(text: str) -> tuple[int, int]:
+    """The first and last line (1-based) of a SKILL.md's `description:` entry."""
+    lines = text.split("\n")
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), len(lines))
+    start = next((i for i in range(1, end) if re.match(r"description\s*:", lines[i])), None)
+    if start is None:
+        raise ConfigError("SKILL.md has no description line to suggest on")
+    stop = start + 1
+    while stop < end and (lines[stop].startswith((" ", "\t")) or not lines[stop].strip()):
+        stop += 1
+    return start + 1, stop
 
 
 def _patch(t: Tuner, text: str) -> str:

@@ -85,6 +85,39 @@ def post_comment(
         return _failed(f"could not post the PR comment on {where}: {reason}", token)
 
 
+def post_suggestion(
+    *, api_url: str, token: str, repository: str, pr_number: int, path: str, line: int, new_line: str,
+    body: str, start_line: int | None = None,
+) -> PostResult:
+    """A review on ``repository#pr_number`` with one comment on ``path``'s ``line`` holding a GitHub
+    suggested change (````suggestion``) that replaces that line with ``new_line``. Never raises
+    for a GitHub or network failure: it returns a PostResult with a warning instead."""
+    import github
+
+    if not token:
+        return _failed("no GitHub token was given: set the `github-token` input", token)
+    if not api_url.startswith(("http://", "https://")):
+        return _failed(f"could not post the suggestion: `GITHUB_API_URL` is not an http(s) URL: {api_url!r}",
+                       token)
+    fence = "````" if "```" in new_line else "```"
+    comment: dict[str, object] = {"path": path, "line": line, "side": "RIGHT",
+                                  "body": f"{body}\n\n{fence}suggestion\n{new_line}\n{fence}"}
+    if start_line is not None and start_line < line:  # a description over several lines: all of them
+        comment |= {"start_line": start_line, "start_side": "RIGHT"}
+    where = f"{repository}#{pr_number}"
+    try:
+        with _client(api_url, token) as client:
+            pull = client.get_repo(repository).get_pull(pr_number)
+            review = pull.create_review(body="aam-eval tune: a description proven on held-out prompts",
+                                        event="COMMENT", comments=[comment])  # type: ignore[list-item]
+            return PostResult(url=review.html_url, created=True, warning=None)
+    except github.GithubException as exc:
+        return _failed(f"could not post the suggestion on {where}: {_explain(exc)}", token)
+    except OSError as exc:
+        return _failed(f"could not post the suggestion on {where}: cannot reach the GitHub API at {api_url} "
+                       f"({type(exc).__name__})", token)
+
+
 def _client(api_url: str, token: str) -> Github:
     """A client tuned for a few sequential requests whose failure is only a warning."""
     import github

@@ -137,6 +137,7 @@ class GitHubServer:
         self._repos: list[tuple[str, str]] = []
         self._issues: dict[tuple[str, str, int], _Issue] = {}
         self._comments: dict[int, _Comment] = {}
+        self._reviews: dict[tuple[str, str, int], list[Json]] = {}
         self._ids = itertools.count(1_000_001)
         self.requests: list[RecordedRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
@@ -217,6 +218,11 @@ class GitHubServer:
             raise ValueError("GitHub answers a spent rate limit with 403 or 429")
         with self._lock:
             self._used, self._limited_status = self.rate_limit, status
+
+    def reviews(self, owner: str, repo: str, number: int) -> list[Json]:
+        """The PR's reviews as posted (body, event, comments with path, line, side and body)."""
+        with self._lock:
+            return [dict(r) for r in self._reviews.get((owner, repo, number), [])]
 
     def comments(self, owner: str, repo: str, number: int) -> list[Json]:
         """The PR's comments in API shape, oldest first."""
@@ -321,6 +327,30 @@ class GitHubServer:
         comment = self._add_comment(issue.owner, issue.repo, issue.number, text, BOT_LOGIN)
         payload = self._comment_json(comment, request.api, request.html)
         return _Response(201, payload, {"Location": payload["url"]})
+
+    def _create_review(self, request: _Request) -> _Response:
+        """A review with line comments; each comment needs a path, a line (and a RIGHT or LEFT side)
+        and a body, as GitHub asks."""
+        issue = self._issue_from(request)
+        _require_write(request)
+        try:
+            data = json.loads(request.body or b"{}")
+        except ValueError:
+            raise ApiError(400, "Problems parsing JSON") from None
+        comments = data.get("comments") or []
+        for c in comments:
+            if not (isinstance(c, dict) and isinstance(c.get("path"), str) and isinstance(c.get("line"), int)
+                    and isinstance(c.get("body"), str) and c.get("side", "RIGHT") in ("RIGHT", "LEFT")):
+                raise _invalid("invalid", "comments", "a review comment needs a path, a line and a body")
+        review = {"id": next(self._ids), "body": data.get("body", ""), "event": data.get("event", "PENDING"),
+                  "comments": comments, "user": {"login": BOT_LOGIN}, "commit_id": data.get("commit_id")}
+        self._reviews.setdefault((issue.owner, issue.repo, issue.number), []).append(review)
+        url = f"{request.api}/repos/{issue.owner}/{issue.repo}/pulls/{issue.number}/reviews/{review['id']}"
+        payload = {"id": review["id"], "body": review["body"], "state": "COMMENTED",
+                   "user": _user_json(BOT_LOGIN, request.api, request.html), "html_url": url, "url": url,
+                   "pull_request_url": f"{request.api}/repos/{issue.owner}/{issue.repo}/pulls/{issue.number}",
+                   "commit_id": review["commit_id"], "submitted_at": _now()}
+        return _Response(200, payload)
 
     def _get_comment(self, request: _Request) -> _Response:
         comment = self._comment_from(request)
@@ -554,6 +584,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", r"/user", GitHubServer._get_user),
     ("GET", _REPO, GitHubServer._get_repo),
     ("GET", _REPO + r"/pulls/(?P<number>\d+)", GitHubServer._get_pull),
+    ("POST", _REPO + r"/pulls/(?P<number>\d+)/reviews", GitHubServer._create_review),
     ("GET", _REPO + r"/issues/(?P<number>\d+)", GitHubServer._get_issue),
     ("GET", _REPO + r"/issues/(?P<number>\d+)/comments", GitHubServer._list_comments),
     ("POST", _REPO + r"/issues/(?P<number>\d+)/comments", GitHubServer._create_comment),
