@@ -23,6 +23,8 @@ import pytest
 import yaml
 
 from conftest import ROOT, installed
+from support.action_env import OWNER, REPO, pull_request_env
+from support.gitrepo import commit_all, init
 
 FIXTURE = ROOT / "tests/fixtures/tune-skills"
 SCENARIOS = yaml.safe_load((ROOT / "tests/fixtures/tune-skills-scenarios.yaml").read_text())["scenarios"]
@@ -47,8 +49,10 @@ def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engin
 
     installed("claude-code")
     installed("codex")
-    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
-    flags = ["--engine", "claude-code,codex", "--model", "claude-sonnet-4-6,gpt-5.5", "--candidates", "3"]
+    repo = tmp_path / "repo"
+    init(repo)
+    pkg = Path(shutil.copytree(FIXTURE, repo / "pkg"))
+    flags = ["--engine", "claude-code,codex", "--model", "claude-sonnet-4-6,gpt-5.5"]
     with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
         live = _tune(pkg, *flags, "-o", str(tmp_path / "live.json"), "--patch", str(tmp_path / "live.patch"),
                      env=_live_env(server.url))
@@ -71,24 +75,29 @@ def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engin
     assert f"+description: {json.dumps(GOOD)}\n" in patch
     assert "Writes Alembic revision files for a Flask app." in (pkg / "skills/db-migrations/SKILL.md").read_text()
 
-    # Offline: the same candidates, numbers and decision from the recordings alone; then the
-    # suggestion posted on the pull request as a suggested change on the description line.
+    # Offline: the same candidates, numbers and decision from the recordings alone.
+    bare = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    again = _tune(pkg, *flags, "--replay", "-o", str(tmp_path / "replay.json"), "--patch",
+                  str(tmp_path / "replay.patch"), env=bare | {"PATH": "/usr/bin:/bin"})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.replace("replay.patch", "live.patch") == live.stdout
+
+    # The action, asked `tune: suggest` on a pull request, replays it and posts the winner as a
+    # suggested change on the description line.
+    from aam_eval_action.commands.action import action as action_main
     from aam_eval_action.testing.github_server import GitHubServer
 
-    bare = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    base = commit_all(repo, "the recorded tuning")
     with GitHubServer(tokens={"rw-token": "write"}) as gh:
-        gh.add_pr("octo-org", "db-skills", 7)
-        again = _tune(pkg, *flags, "--replay", "-o", str(tmp_path / "replay.json"), "--patch",
-                      str(tmp_path / "replay.patch"), "--suggest", "octo-org/db-skills#7", "--api-url", gh.url,
-                      env=bare | {"PATH": "/usr/bin:/bin", "GITHUB_TOKEN": "rw-token"})
-        [review] = gh.reviews("octo-org", "db-skills", 7)
-    assert again.returncode == 0, again.stdout + again.stderr
-    said = again.stdout.splitlines()
-    assert said[-1].startswith("suggestion posted on octo-org/db-skills#7: ")
-    assert "\n".join(said[:-1]).replace("replay.patch", "live.patch") + "\n" == live.stdout
+        gh.add_pr(OWNER, REPO, 7)
+        env = pull_request_env(repo, tmp_path, gh.url, "rw-token", base, 7, tune="suggest",
+                               tune_skill="db-migrations", engine="claude-code,codex",
+                               model="claude-sonnet-4-6,gpt-5.5", fail_on="never")
+        assert action_main(env) == 0
+        [review] = gh.reviews(OWNER, REPO, 7)
     [comment] = review["comments"]
     assert review["event"] == "COMMENT" and (comment["path"], comment["line"], comment["side"]) == \
-        ("skills/db-migrations/SKILL.md", 3, "RIGHT")
+        ("pkg/skills/db-migrations/SKILL.md", 3, "RIGHT")
     assert comment["body"].endswith(f"```suggestion\ndescription: {json.dumps(GOOD)}\n```")
     assert "| codex · gpt-5.5 | 2/8 | 8/8 | +6% to +75% |" in comment["body"]
     spent = json.loads((tmp_path / "live.json").read_text())

@@ -86,6 +86,7 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
     _annotate(inputs, diff)
     _annotate_empty(inputs, diff)
     comment_url = _comment(inputs, gh, body)
+    _tune(inputs, gh, package)
     workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url, html_path))
     return exit_code(inputs, diff, bool(head.interrupted))
 
@@ -392,6 +393,34 @@ def _comment(inputs: ActionInputs, gh: GitHubContext, body: str) -> str | None:
     if result.warning:
         workflow.warning(result.warning, gh.summary_file)
     return result.url
+
+
+def _tune(inputs: ActionInputs, gh: GitHubContext, package: Path) -> None:
+    """`tune: suggest`: each `tune-skill` tuned (replayed in replay mode) and a winner posted as a
+    suggested change on the pull request; a failure is a warning, never the check's verdict."""
+    pr = gh.pull_request
+    if inputs.tune != "suggest" or pr is None:
+        return
+    if not inputs.tune_skill:
+        workflow.warning("tune: suggest needs tune-skill: the skill(s) to tune", gh.summary_file)
+        return
+    from aam_eval_action.commands.tune import TuneArgs, tune
+
+    number = int(str(pr.get("number") or gh.event.get("number") or 0))
+    for skill in inputs.tune_skill:
+        args = TuneArgs(package=package, skill=skill, replay=inputs.mode == "replay", max_usd=inputs.max_usd,
+                        engines=_names(inputs.engine), models=_names(inputs.model),
+                        plugins=inputs.plugin or None, suggest=f"{gh.repository}#{number}",
+                        api_url=gh.api_url, token=inputs.github_token)
+        try:
+            with workflow.commands_stopped():
+                tune(args)
+        except AamEvalError as exc:
+            workflow.warning(f"tune {skill}: {exc}", gh.summary_file)
+
+
+def _names(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
 def _annotate(inputs: ActionInputs, diff: ReportDiff) -> None:

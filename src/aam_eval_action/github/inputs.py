@@ -23,7 +23,7 @@ INPUTS = (
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
     "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
-    "scaffold", "allow-real-servers",
+    "scaffold", "allow-real-servers", "tune", "tune-skill",
 )
 
 
@@ -59,6 +59,11 @@ class ActionInputs(BaseModel):
     """Run `claude plugin eval` cases' scaffold scripts (inside the sandbox) before their sessions."""
     allow_real_servers: bool = Field(False, alias="allow-real-servers")
     """Start the plugin's MCP servers a `claude plugin eval` case does not mock (else not started)."""
+    tune: Literal["off", "suggest"] = "off"
+    """`suggest`: run `aam-eval tune` for `tune-skill` (replayed from its recordings in replay mode) and
+    post a winning description as a suggested change on the pull request."""
+    tune_skill: list[str] = Field(default_factory=list, alias="tune-skill")
+    """The skill(s) `tune: suggest` tunes (space- or comma-separated)."""
     runs: int | None = Field(None, ge=1, le=100)
     """Runs per case, as `claude plugin eval --runs` (the same as a repeat); default: each case's."""
     cases: list[str] = Field(default_factory=list)
@@ -112,7 +117,7 @@ class ActionInputs(BaseModel):
     """Re-execute replay: auto, always or never (snapshot only); default from eval-config.
     Re-executing needs the recorded agent CLI, i.e. the live image (`.../live@v1`)."""
 
-    @field_validator("cases", "plugin", mode="before")
+    @field_validator("cases", "plugin", "tune_skill", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):
