@@ -92,6 +92,7 @@ def test_the_cap_stops_tune_before_it_spends_and_says_so(tmp_path: Path, monkeyp
                    "--no-propose", "--max-usd", "0.0001", "-o", str(tmp_path / "tune.json"))
     assert out.code == 1, out.err
     assert "STOPPED: max-usd $0.0001 stopped the tuning: spent $0.0000 on 0 session(s)" in out.out
+    assert "estimated at most $" in out.out and "held to max-usd $0.0001: the cap will stop it before the end" in out.out
     assert json.loads((tmp_path / "tune.json").read_text())["decision"] == "stopped"
     assert not (pkg / "skills/db-migrations/SKILL.md").read_text().count("Migrations.")  # never edited
 

@@ -253,10 +253,8 @@ def tune(args: TuneArgs) -> int:
     sessions = len(pairs) * (
         len(prompts) + counts["test"] + counts["select"] * (len(args.given) + args.candidates * args.rounds)
     )
-    t.say(
-        f"  at most about {sessions} session(s) (each a trigger prompt's runs)"
-        + (f", held to max-usd ${args.max_usd:.4g}" if args.max_usd is not None else "")
-    )
+    said = f"  at most about {sessions} session(s) (each a trigger prompt's runs)"
+    t.say(said + _estimate(runs, sessions, args))
     try:
         result = _search(t, baseline)
     except CapReached as stop:
@@ -264,6 +262,35 @@ def tune(args: TuneArgs) -> int:
         _write(args, {"skill": args.skill, "decision": "stopped", "reason": str(stop), "spent_usd": t.spent})
         return EXIT_FAILED
     return _finish(t, baseline, result)
+
+
+TRIGGER_SESSION_TOKENS = (20_000, 500)
+"""A trigger session's input and output tokens, for the estimate up front (a listing, a prompt,
+one skill loaded): what the scripted sessions of the test suite report, rounded up."""
+
+
+def _estimate(runs: list[Any], sessions: int, args: TuneArgs) -> str:
+    """The cost estimate said before anything runs: the sessions at each model's price."""
+    from aam_eval_action.pricing import price_of, tokens_cost
+    from aam_eval_action.providers import provider_for_model
+    from aam_eval_action.session import Usage
+
+    if args.replay:
+        return ", replayed: $0"
+    usage = Usage(input_tokens=TRIGGER_SESSION_TOKENS[0], output_tokens=TRIGGER_SESSION_TOKENS[1])
+    each = []
+    for s in runs:
+        price = price_of(s.model, s.config.prices)
+        if price is None:
+            return f"; {s.model} has no known price, so no estimate" + (
+                ", and max-usd cannot hold it" if args.max_usd is not None else "")
+        each.append(tokens_cost(usage, price, provider_for_model(s.model, "anthropic")))
+    usd = sessions / max(len(runs), 1) * sum(each) * max(s.trigger_runs for s in runs)
+    said = f", estimated at most ${usd:.2f} (a trigger session's tokens at each model's price)"
+    if args.max_usd is not None:
+        said += f"; held to max-usd ${args.max_usd:.4g}" + (
+            ": the cap will stop it before the end" if usd > args.max_usd else "")
+    return said
 
 
 def _search(t: Tuner, baseline: Candidate) -> Candidate | None:
