@@ -73,6 +73,8 @@ def claude_budget(model: str, window: int | None, env: dict[str, str]) -> tuple[
 def width(text: str) -> int:
     """Terminal cells, as Claude Code measures its listing: wide (CJK, emoji) characters count 2,
     combining marks and format characters 0."""
+    if text.isascii() and text.isprintable():
+        return len(text)
     cells = 0
     for ch in text:
         if unicodedata.category(ch) in ("Mn", "Me", "Cf", "Cc"):
@@ -305,7 +307,8 @@ def gemini_cli(skills: list[Skill], model: str, window: int | None, env: dict[st
     listed = [*own, *sorted(loaded, key=lambda s: s.name.encode(), reverse=True)]
     entries = [Entry(s, "full", 96 + len(s.name) + len(s.description) + GEMINI_LOCATION + len(s.name) + 1,
                      len(s.description)) for s in listed]
-    entries += [Entry(s, "left-out", 0, 0) for s in skills if s not in loaded]
+    kept = {id(s) for s in loaded}
+    entries += [Entry(s, "left-out", 0, 0) for s in skills if id(s) not in kept]
     return Listing(
         engine="gemini-cli", cli=GEMINI_CLI, model=model, window=None, budget=None, unit="characters",
         used=sum(e.size for e in entries), entries=entries,
