@@ -55,7 +55,8 @@ def main() -> None:
         catalog = skills(n)
         row = [f"{n:,}"]
         for engine, model in MODELS.items():
-            row.append(f"{median_ms(lambda e=engine, m=model, c=catalog: predict(e, c, m), args.repeats):.1f}")
+            ms = median_ms(lambda e=engine, m=model, c=catalog: predict(e, c, m), args.repeats)
+            row.append(f"{ms:.1f}")
         rows.append(row)
     print_table(["skills", *(f"{e} ms" for e in MODELS)], rows)
     from support import crowded
