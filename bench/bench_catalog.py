@@ -67,7 +67,8 @@ def main() -> None:
         for _ in range(args.repeats):
             t0 = time.perf_counter()
             command = ["budget", "--package", str(root), "--plugin", "ledger-tools"]
-            subprocess.run([sys.executable, "-m", "aam_eval_action", *command], check=True, capture_output=True)
+            subprocess.run([sys.executable, "-m", "aam_eval_action", *command], check=True,
+                           capture_output=True)
             times.append(time.perf_counter() - t0)
     print(f"\naam-eval budget on the crowded marketplace (4 engines, 90 neighbours): "
           f"{statistics.median(times):.2f} s median of {args.repeats}")
