@@ -131,7 +131,11 @@ def test_a_pull_request_that_lengthens_a_description_shows_the_skill_that_lost_i
     installed("claude-code")
     root = crowded.write(tmp_path / "acme-skills")
     config = json.loads((root / "evals/eval-config.json").read_text())
-    config |= {"neighbors": ["plugins/git-flow"], "sweep": []}
+    config |= {"neighbors": ["plugins/git-flow", "evals/vendored"], "sweep": []}
+    vendored = root / "evals/vendored/invoice-matcher"  # another repository's skill, vendored
+    vendored.mkdir(parents=True)
+    (vendored / "SKILL.md").write_text(crowded.skill_md("invoice-matcher", "Match invoices to payments.",
+                                                        "1. Pair each invoice with a payment."))
     (root / "evals/eval-config.json").write_text(json.dumps(config, indent=2))
     keys = {"ANTHROPIC_API_KEY": "sk-ant-test-pr-crowd"}
     skill = root / "plugins/ledger-tools/skills/vendor-invoice-reconciler/SKILL.md"
@@ -160,7 +164,8 @@ def test_a_pull_request_that_lengthens_a_description_shows_the_skill_that_lost_i
     assert comment.code == 0, comment.err
     assert "lost its place in the skill listing" in comment.out
     assert "| vendor-invoice-reconciler | claude-code · claude-sonnet-4-6 | in full → **name only** |" in comment.out
-    assert "moved to another skill" in comment.out and "vendor-invoice-reconciler → **none**" in comment.out
+    assert "moved to another skill" in comment.out
+    assert "vendor-invoice-reconciler → **invoice-matcher** (a neighbour)" in comment.out
 
     # The HTML report draws the listing against its budget, and names the skill shown by name only.
     from support.browser import running_browser, show
@@ -173,7 +178,8 @@ def test_a_pull_request_that_lengthens_a_description_shows_the_skill_that_lost_i
         assert "vendor-invoice-reconciler by name only" in shown and "expense-report-auditor in full" in shown
         widths = page.js("[...document.querySelectorAll('.listing-bar rect')].map(r => +r.getAttribute('width'))")
         assert len(widths) == 4 and all(w > 0 for w in widths[:3])  # the CLI's, the package's, the neighbours'
-        assert page.js("document.querySelector('.listing p.muted').innerText").endswith("of 8,000 characters · 2 neighbours, 0 by name only")
+        assert page.js("document.querySelector('.listing p.muted').innerText").endswith(
+            "of 8,000 characters · 3 neighbours, 0 by name only")
         assert page.problems() == []
 
 
