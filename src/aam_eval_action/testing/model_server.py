@@ -106,6 +106,12 @@ are answered by the scenario whose `draft-for` occurs in the skill under test (t
 cases, or any other value as a plain text (a garbage answer). Such a scenario never answers an
 agent or judge request; a drafting request no scenario drafts for gets a 400.
 
+`aam-eval tune`'s proposer requests (the `propose_descriptions` tool, or the
+`proposed_descriptions` JSON format) are answered by the scenario whose `propose-for` occurs in
+the description being improved (the request's `<skill name=...>` section): `propose: [text, ...]`
+as the candidate descriptions. It never answers anything else; a proposer request no scenario
+proposes for gets a 400.
+
 The turn index is stateless: it is the number of model turns already in the request
 (assistant messages for Anthropic, `model` contents for Gemini, function calls for
 Responses), so retries of a turn
