@@ -275,8 +275,6 @@ def _estimate(runs: list[Any], sessions: int, args: TuneArgs) -> str:
     from aam_eval_action.providers import provider_for_model
     from aam_eval_action.session import Usage
 
-    if args.replay:
-        return ", replayed: $0"
     usage = Usage(input_tokens=TRIGGER_SESSION_TOKENS[0], output_tokens=TRIGGER_SESSION_TOKENS[1])
     each = []
     for s in runs:
