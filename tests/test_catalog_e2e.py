@@ -1,4 +1,4 @@
-"""Crowded catalogs through each real CLI: a marketplace of 59 plugins (90 skills besides the
+"""Crowded catalogs through each real CLI: a marketplace of 60 plugins (90 skills besides the
 plugin under test, tests/support/crowded.py), a trigger case swept at 0, 5, 50 and 100 neighbours.
 
 For every request the scripted model server receives, the listing the CLI really sent (which

@@ -1,6 +1,6 @@
 """A crowded marketplace, shaped like the big public ones (one folder per plugin, each with a
 manifest and one or two skills, `.claude-plugin/marketplace.json` listing them all): 59 other
-plugins with 104 skills whose descriptions are of realistic length (250 to 420 characters),
+plugins with 90 skills whose descriptions are of realistic length (250 to 400 characters),
 and `ledger-tools`, the plugin under test, with two skills and trigger cases.
 
 `write(root)` writes it; the skills' text is made from the table below, so each description
