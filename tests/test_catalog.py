@@ -60,6 +60,8 @@ def test_copilot_lists_whole_entries_up_to_its_fixed_budget_then_names_and_refus
     assert listing.budget == 15_000 and sum(s == "full" for s in shown.values()) == 37  # 405 a skill
     assert shown["too-long"] == shown["bad-yaml"] == "left-out" and shown["skill-059"] == "name-only"
     assert predict("copilot", _skills(60), "claude-opus-4-7").budget == 15_000  # whatever the model
+    assert predict("copilot", _skills(60), "gpt-5.5", env={"SKILL_CHAR_BUDGET": "1e3"}).budget == 1  # parseInt
+    assert predict("copilot", _skills(60), "gpt-5.5", env={"SKILL_CHAR_BUDGET": "-5"}).budget == 15_000
 
 
 def test_gemini_cli_lists_everything() -> None:
