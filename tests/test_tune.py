@@ -100,3 +100,18 @@ def test_the_cap_stops_tune_before_it_spends_and_says_so(tmp_path: Path, monkeyp
 def test_tune_names_a_skill_that_does_not_exist(tmp_path: Path) -> None:
     out = aam_eval("tune", "--skill", "nope", "--package", str(ROOT / "tests/fixtures/tune-skills"), "--replay")
     assert out.code == 2 and "--skill nope: no such skill (skills: db-migrations, query-tuning, schema-docs)" in out.err
+
+
+def test_a_suggestion_cannot_break_out_of_its_fence_or_ping_anyone() -> None:
+    from aam_eval_action.github.comments import post_suggestion
+    from aam_eval_action.testing.github_server import GitHubServer
+
+    hostile = 'description: "Runs ````\n@everyone <img src=x onerror=alert(1)> ```"'
+    with GitHubServer(tokens={"rw-token": "write"}) as gh:
+        gh.add_pr("octo", "skills", 3)
+        result = post_suggestion(api_url=gh.url, token="rw-token", repository="octo/skills", pr_number=3,
+                                 path="skills/x/SKILL.md", line=3, new_line=hostile, body="the table")
+        [review] = gh.reviews("octo", "skills", 3)
+    assert result.warning is None
+    body = review["comments"][0]["body"]
+    assert body.startswith("the table\n\n`````suggestion\n") and body.endswith("\n`````")  # longer than any run

@@ -570,11 +570,13 @@ def _suggest(t: Tuner, best: Candidate, gates: dict[str, dict[str, Any]]) -> int
     start, end = description_lines(skill_md.read_text(encoding="utf-8"))
     top = next((p for p in [layout.root, *layout.root.parents] if (p / ".git").exists()), layout.root)
     path = skill_md.resolve().relative_to(top.resolve()).as_posix()
-    rows = "\n".join(f"| {pair} | {g['baseline_right']}/{g['n']} | {g['candidate_right']}/{g['n']} | "
+    from aam_eval_action.render.comment import md
+
+    rows = "\n".join(f"| {md(pair)} | {g['baseline_right']}/{g['n']} | {g['candidate_right']}/{g['n']} | "
                      f"{g['interval'][0]:+.0%} to {g['interval'][1]:+.0%} |" for pair, g in gates.items())
-    body = (f"**`aam-eval tune` suggests a description for `{args.skill}`**: on {len(gates)} engine(s), the "
-            "held-out test prompts reach the right skill more often, and the 95% interval of the improvement "
-            "is above 0 on each (paired by prompt, McNemar exact).\n\n"
+    body = (f"**`aam-eval tune` suggests a description for {md(args.skill, 80)}**: on {len(gates)} "
+            "engine(s), the held-out test prompts reach the right skill more often, and the 95% interval of "
+            "the improvement is above 0 on each (paired by prompt, McNemar exact).\n\n"
             "| Engine · model | Baseline right | Candidate right | Improvement (95% CI) |\n"
             "| --- | --- | --- | --- |\n"
             f"{rows}\n\nA suggestion, not a change: commit it if it reads right to you.")

@@ -99,7 +99,10 @@ def post_suggestion(
     if not api_url.startswith(("http://", "https://")):
         return _failed(f"could not post the suggestion: `GITHUB_API_URL` is not an http(s) URL: {api_url!r}",
                        token)
-    fence = "````" if "```" in new_line else "```"
+    import re
+
+    longest = max((len(run) for run in re.findall(r"`+", new_line)), default=0)
+    fence = "`" * max(3, longest + 1)  # a fence no backtick run in the suggested line can close
     comment: dict[str, object] = {"path": path, "line": line, "side": "RIGHT",
                                   "body": f"{body}\n\n{fence}suggestion\n{new_line}\n{fence}"}
     if start_line is not None and start_line < line:  # a description over several lines: all of them
