@@ -7,7 +7,8 @@ lint before anything is spent; one that also claims schema-docs' prompts is veto
 selection prompts, saying which prompt it took; the third wins on the held-out test prompts on
 both engines with the lower bound of its improvement above 0. `tune --replay` then says the same,
 byte for byte, with no CLI, no key and no network. A suite of six prompts ends in "no significant
-improvement" with the smallest effect its test prompts could show.
+improvement" with the smallest effect its test prompts could show; there, a prompt whose fire
+rate sits on the threshold gets extra runs, and no other does.
 """
 
 from __future__ import annotations
@@ -122,13 +123,20 @@ def test_six_prompts_end_in_no_significant_improvement(tmp_path: Path) -> None:
             doc.pop("tags")
             case.write_text(yaml.safe_dump(doc, sort_keys=False))
     copied = "Writes migrations. Rename table invoices to bills and the like."
-    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+    config = json.loads((pkg / "evals/eval-config.json").read_text())
+    (pkg / "evals/eval-config.json").write_text(json.dumps(config | {"triggers": {"runs": 2}}))
+    # One train prompt fires its skill in every other session: its fire rate sits on the threshold.
+    wavering = {"match": "This report query is slow", "agent": [{"route": {"miss-every": 2}}, {"text": "Done."}]}
+    with ModelServer([wavering, *SCENARIOS], api_key=tuple(KEYS.values())) as server:
         run = _tune(pkg, "--no-propose", "--candidate", GOOD, "--candidate", copied, "-o",
                     str(tmp_path / "tune.json"), env=_live_env(server.url))
         proposer_calls = sum("propose_descriptions" in json.dumps(r.body) for r in server.requests)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "note: the suite has no split: made one, stratified by the skill each prompt belongs to" in run.stdout
     assert "refused (yours): copies a train prompt's words" in run.stdout and proposer_calls == 0
+    # Extra runs only there: 6 instead of 2, and only for that prompt.
+    assert ("extra runs on claude-code · claude-sonnet-4-6: 1 prompt(s) near the threshold (report-explain 50%) "
+            "ran 6 times each") in run.stdout
     assert "no significant improvement: on the test prompts the interval of the improvement does not exclude " \
            "no change on every engine; no improvement can show on 1 test prompt(s): at least 6 must go from " \
            "wrong to right with none going back" in run.stdout

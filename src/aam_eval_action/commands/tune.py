@@ -45,6 +45,10 @@ class TuneArgs:
     token: str | None = None
 
 
+EXTRA_RUNS = 3
+"""A prompt whose fire rate sits near the threshold runs this many times the suite's runs."""
+
+
 class CapReached(Exception):
     """`max-usd` stopped the tuning: what was spent is said."""
 
@@ -77,26 +81,50 @@ class Tuner:
         return self.routed[key]
 
     def _evaluate(self, text: str, which: list[str], engine: str, model: str) -> dict[str, str]:
+        chosen = [p for p in self.prompts if p.split in which]
+        if not chosen:
+            return {}
+        report = self._run(text, [p.case for p in chosen], engine, model, None)
+        routed = {c.name: c.routed_to or "none" for c in report.cases}
+        # Extra runs only where a prompt's fire rate sits near the threshold: one run either way
+        # would flip it. Elsewhere the suite's runs decide.
+        threshold = self.loaded.config.triggers.threshold
+        near = [
+            c
+            for c in report.cases
+            if c.fire_rate is not None
+            and 0 < c.fire_rate < 1
+            and abs(c.fire_rate - threshold) <= 1 / max(len(c.attempts or [None]), 1) + 1e-9
+        ]
+        if near:
+            runs = max(len(c.attempts or [None]) for c in near) * EXTRA_RUNS
+            cases = [next(p.case for p in chosen if p.name == c.name) for c in near]
+            again = self._run(text, cases, engine, model, runs)
+            routed |= {c.name: c.routed_to or "none" for c in again.cases}
+            rates = ", ".join(f"{c.name} {c.fire_rate:.0%}" for c in near)
+            self.say(
+                f"  extra runs on {engine} · {model}: {len(near)} prompt(s) near the threshold ({rates}) "
+                f"ran {runs} times each"
+            )
+        return routed
+
+    def _run(self, text: str, cases: list[str], engine: str, model: str, runs: int | None) -> Any:
+        """The cases through the real CLI (or their recordings) with the target's description
+        `text`; `runs`: that many runs each, in cassettes of their own."""
         from aam_eval_action.commands.run import RunArgs, execute
         from aam_eval_action.render.console import Console
         from aam_eval_action.settings import Overrides
 
-        chosen = [p for p in self.prompts if p.split in which]
-        if not chosen:
-            return {}
         layout = self.loaded.layout
         digest = Candidate(text, "").digest
         cassettes = (
             layout.evals_dir / self.loaded.config.cassettes / "tune" / self.args.skill / digest
         ).resolve()
+        if runs is not None:
+            cassettes = cassettes / f"runs-{runs}"
         with tempfile.TemporaryDirectory(prefix="aam-eval-tune-") as tmp:
             copy = Path(tmp) / layout.root.name
-            shutil.copytree(
-                layout.root,
-                copy,
-                symlinks=True,
-                ignore=self._ignored,
-            )
+            shutil.copytree(layout.root, copy, symlinks=True, ignore=self._ignored)
             skill_md = copy / layout.skill_dirs[self.args.skill] / "SKILL.md"
             skill_md.write_text(
                 with_description(skill_md.read_text(encoding="utf-8"), text), encoding="utf-8"
@@ -112,16 +140,17 @@ class Tuner:
                 max_usd=left if not self.args.replay else None,
                 sweep=(),
                 self_check=False,
+                repeat=runs,
             )
             run_args = RunArgs(
                 package=copy,
-                cases=[p.case for p in chosen],
+                cases=cases,
                 overrides=overrides,
                 plugins=[self.loaded.plugin] if self.loaded.several else None,
             )
             report, _ = execute(run_args, Console(io.StringIO(), environ={}))
         if report is None:
-            return {}
+            raise ConfigError(f"tune: no report for {engine}")
         self.sessions += sum(len(c.attempts or [None]) for c in report.cases if c.replay_kind == "live")
         self.spent += report.summary.spent_usd or report.summary.run_cost_usd or 0.0
         if report.summary.over_budget:
@@ -130,13 +159,17 @@ class Tuner:
         if missing:
             errors = "; ".join(f"{c.name}: {c.error}" for c in report.cases if c.name in missing)[:600]
             raise ConfigError(f"tune: {len(missing)} session(s) gave no routing on {engine} ({errors})")
-        return {c.name: c.routed_to or "none" for c in report.cases}
+        return report
 
     def _ignored(self, folder: str, names: list[str]) -> set[str]:
         """What the copy leaves out: git, recordings, reports, and tune's own output files."""
         outputs = {p.resolve() for p in (self.args.output, self.args.patch) if p is not None}
-        return {n for n in names if n in (".git", "reports", "cassettes", "node_modules")
-                or (Path(folder) / n).resolve() in outputs}
+        return {
+            n
+            for n in names
+            if n in (".git", "reports", "cassettes", "node_modules")
+            or (Path(folder) / n).resolve() in outputs
+        }
 
     def _cap(self) -> str:
         return (
@@ -281,13 +314,15 @@ def _estimate(runs: list[Any], sessions: int, args: TuneArgs) -> str:
         price = price_of(s.model, s.config.prices)
         if price is None:
             return f"; {s.model} has no known price, so no estimate" + (
-                ", and max-usd cannot hold it" if args.max_usd is not None else "")
+                ", and max-usd cannot hold it" if args.max_usd is not None else ""
+            )
         each.append(tokens_cost(usage, price, provider_for_model(s.model, "anthropic")))
     usd = sessions / max(len(runs), 1) * sum(each) * max(s.trigger_runs for s in runs)
     said = f", estimated at most ${usd:.2f} (a trigger session's tokens at each model's price)"
     if args.max_usd is not None:
         said += f"; held to max-usd ${args.max_usd:.4g}" + (
-            ": the cap will stop it before the end" if usd > args.max_usd else "")
+            ": the cap will stop it before the end" if usd > args.max_usd else ""
+        )
     return said
 
 
@@ -356,8 +391,11 @@ def _failures(t: Tuner, routed: dict[str, str]) -> tuple[list[str], list[tuple[s
         prompt = next(p for p in t.prompts if p.name == name)
         if prompt.expected == target and went != target and prompt.text not in missed:
             missed.append(prompt.text)
-        elif (prompt.expected not in (target, "none") and went == target
-              and (prompt.text, prompt.expected) not in stolen):
+        elif (
+            prompt.expected not in (target, "none")
+            and went == target
+            and (prompt.text, prompt.expected) not in stolen
+        ):
             stolen.append((prompt.text, prompt.expected))
     return missed, stolen
 
@@ -428,8 +466,14 @@ def _veto(t: Tuner, baseline: Candidate, cand: Candidate) -> str | None:
         base = baseline.scores[pair]
         before_routed = t.routed[(baseline.digest, pair, "select")]
         after_routed = t.routed[(cand.digest, pair, "select")]
-        taken = [p for p in t.prompts if p.split == "select" and p.expected not in (target, "none")
-                 and before_routed.get(p.name) == p.expected and after_routed.get(p.name) == target]
+        taken = [
+            p
+            for p in t.prompts
+            if p.split == "select"
+            and p.expected not in (target, "none")
+            and before_routed.get(p.name) == p.expected
+            and after_routed.get(p.name) == target
+        ]
         if taken:
             first = min(taken, key=lambda p: p.name)
             return (
@@ -572,17 +616,30 @@ def _suggest(t: Tuner, best: Candidate, gates: dict[str, dict[str, Any]]) -> int
     path = skill_md.resolve().relative_to(top.resolve()).as_posix()
     from aam_eval_action.render.comment import md
 
-    rows = "\n".join(f"| {md(pair)} | {g['baseline_right']}/{g['n']} | {g['candidate_right']}/{g['n']} | "
-                     f"{g['interval'][0]:+.0%} to {g['interval'][1]:+.0%} |" for pair, g in gates.items())
-    body = (f"**`aam-eval tune` suggests a description for {md(args.skill, 80)}**: on {len(gates)} "
-            "engine(s), the held-out test prompts reach the right skill more often, and the 95% interval of "
-            "the improvement is above 0 on each (paired by prompt, McNemar exact).\n\n"
-            "| Engine · model | Baseline right | Candidate right | Improvement (95% CI) |\n"
-            "| --- | --- | --- | --- |\n"
-            f"{rows}\n\nA suggestion, not a change: commit it if it reads right to you.")
-    result = post_suggestion(api_url=args.api_url, token=args.token or "", repository=found.group(1),
-                             pr_number=int(found.group(2)), path=path, line=end, start_line=start,
-                             new_line="description: " + json.dumps(best.text, ensure_ascii=False), body=body)
+    rows = "\n".join(
+        f"| {md(pair)} | {g['baseline_right']}/{g['n']} | {g['candidate_right']}/{g['n']} | "
+        f"{g['interval'][0]:+.0%} to {g['interval'][1]:+.0%} |"
+        for pair, g in gates.items()
+    )
+    body = (
+        f"**`aam-eval tune` suggests a description for {md(args.skill, 80)}**: on {len(gates)} "
+        "engine(s), the held-out test prompts reach the right skill more often, and the 95% interval of "
+        "the improvement is above 0 on each (paired by prompt, McNemar exact).\n\n"
+        "| Engine · model | Baseline right | Candidate right | Improvement (95% CI) |\n"
+        "| --- | --- | --- | --- |\n"
+        f"{rows}\n\nA suggestion, not a change: commit it if it reads right to you."
+    )
+    result = post_suggestion(
+        api_url=args.api_url,
+        token=args.token or "",
+        repository=found.group(1),
+        pr_number=int(found.group(2)),
+        path=path,
+        line=end,
+        start_line=start,
+        new_line="description: " + json.dumps(best.text, ensure_ascii=False),
+        body=body,
+    )
     if result.warning:
         t.say(f"warning: {result.warning}")
         return EXIT_FAILED

@@ -64,7 +64,10 @@ listed first) and then answers as `skill: <that one>` does, so the session reall
 (for Codex that reads `.agents/skills/<name>/SKILL.md`, where the package's skills are, not
 Codex's own system skills); the next step answers the next turn as usual. When no skill
 reaches `min-overlap` it answers `No skill fits; answering directly.` as a text step, so the
-session ends there. It reads nothing but the request: the same request, the same choice.
+session ends there. It reads nothing but the request: the same request, the same choice. With
+`route: {miss-every: N}`, every Nth session of the same prompt (counted at its first turn)
+answers without a skill instead: a prompt whose fire rate is (N-1)/N, for tests of what sits
+near a threshold.
 
 A resumed session (a conversation's next turn: the CLI sends the whole history, then the new
 user message) is still matched by its first prompt, and its turn index goes on counting, so
@@ -517,6 +520,8 @@ class Script:
         self._scenarios = list(scenarios)
         self._judge_failures: dict[int, int] = {}
         self._judge_calls: dict[int, int] = {}
+        self._routes: dict[str, int] = {}
+        """Sessions routed so far, per scenario and prompt (a route's `miss-every`)."""
         self._lock = threading.Lock()
 
     def add(self, scenario: dict[str, Any]) -> None:
@@ -540,9 +545,20 @@ class Script:
         if found is None:
             return Reply(text="OK.")
         waits = is_gemini(body) or agents_answered(body)
-        step = agent_step(found[1], turn_index(since), listed_skills(body), waits=waits)
+        turn = turn_index(since)
+        step = agent_step(found[1], turn, listed_skills(body), waits=waits)
         if "route" in step:
-            step = routed_step(step, route_prompt(since), skill_listing(body))
+            options = step["route"] if isinstance(step["route"], dict) else {}
+            every = int(options.get("miss-every", 0) or 0)
+            if every > 0 and turn == 0:  # every Nth session of this prompt answers without a skill
+                with self._lock:
+                    key = f"route:{found[0]}:{route_prompt(since)}"
+                    self._routes[key] = self._routes.get(key, 0) + 1
+                    missed = self._routes[key] % every == 0
+                if missed:
+                    step = {k: v for k, v in step.items() if k != "route"} | {"text": NO_SKILL_FITS}
+            if "route" in step:
+                step = routed_step(step, route_prompt(since), skill_listing(body))
         reply = step_reply(step, body)
         return reply if "messages" in body or is_gemini(body) else codex_wait(reply, body)
 
