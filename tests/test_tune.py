@@ -47,7 +47,7 @@ def test_a_suite_without_a_split_gets_a_fixed_stratified_one_and_says_so() -> No
     by = {s: [p for p in first if p.split == s] for s in ("train", "select", "test")}
     assert {p.expected for p in by["test"]} == {"a", "b"}  # stratified
     assert (len(by["train"]), len(by["select"]), len(by["test"])) == (6, 3, 3)
-    assert note and note.startswith("the suite has no split: made one") and "tag each case split:train" in note
+    assert note and note.startswith("the suite has no split: made one") and note.endswith("test 3")
     tagged, none = split([("x", "x", "p", "a", "test"), ("y", "y", "q", "a", None)])
     assert none is None and [p.split for p in tagged] == ["test", "train"]
 
@@ -115,3 +115,17 @@ def test_a_suggestion_cannot_break_out_of_its_fence_or_ping_anyone() -> None:
     assert result.warning is None
     body = review["comments"][0]["body"]
     assert body.startswith("the table\n\n`````suggestion\n") and body.endswith("\n`````")  # longer than any run
+
+
+@pytest.mark.parametrize("before, after", [
+    ("name: a\ninput:\n  prompt: p\n", 'name: a\ntags: ["split:test"]\ninput:\n  prompt: p\n'),
+    ("name: a\ntags: [x, y]\ninput:\n  prompt: p\n", 'name: a\ntags: ["x", "y", "split:test"]\ninput:\n  prompt: p\n'),
+    ("# kept\nname: a\ntags:\n- x\n- y\ninput:\n  prompt: p  # kept too\n",
+     '# kept\nname: a\ntags: ["x", "y", "split:test"]\ninput:\n  prompt: p  # kept too\n'),
+    ("name: a\ntags:\n  - x\n\ninput:\n  prompt: p\n", 'name: a\ntags: ["x", "split:test"]\n\ninput:\n  prompt: p\n'),
+])
+def test_a_made_split_is_written_as_a_tag_and_nothing_else_changes(before: str, after: str) -> None:
+    from aam_eval_action.tuning.candidates import with_split_tag
+
+    assert with_split_tag(before, "split:test") == after
+    assert with_split_tag("- name: a\n- name: b\n", "split:test") is None  # two cases in one file: left alone

@@ -133,6 +133,10 @@ def test_six_prompts_end_in_no_significant_improvement(tmp_path: Path) -> None:
         proposer_calls = sum("propose_descriptions" in json.dumps(r.body) for r in server.requests)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "note: the suite has no split: made one, stratified by the skill each prompt belongs to" in run.stdout
+    assert "stored as split:train, split:select and split:test tags in 6 case file(s), to review" in run.stdout
+    tagged = {yaml.safe_load(f.read_text())["name"]: yaml.safe_load(f.read_text())["tags"]
+              for f in (pkg / "evals/cases").glob("*.yaml")}
+    assert tagged["rename-customer-column"] == ["split:test"] and tagged["drop-audit-table"] == ["split:select"]
     assert "refused (yours): copies a train prompt's words" in run.stdout and proposer_calls == 0
     # Extra runs only there: 6 instead of 2, and only for that prompt.
     assert ("extra runs on claude-code · claude-sonnet-4-6: 1 prompt(s) near the threshold (report-explain 50%) "

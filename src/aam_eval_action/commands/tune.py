@@ -270,6 +270,12 @@ def tune(args: TuneArgs) -> int:
         )
     prompts, note = split(found)
     t = Tuner(args, loaded, pairs, skills, prompts)
+    if note:
+        note += "; " + (
+            _store_split(loaded, prompts)
+            if not args.replay
+            else "to keep it, tag each case split:train, split:select or split:test"
+        )
     baseline = Candidate(skills[args.skill], "baseline")
     counts = {s: sum(p.split == s for p in prompts) for s in ("train", "select", "test")}
     t.say(
@@ -322,6 +328,36 @@ def _estimate(runs: list[Any], sessions: int, args: TuneArgs) -> str:
     if args.max_usd is not None:
         said += f"; held to max-usd ${args.max_usd:.4g}" + (
             ": the cap will stop it before the end" if usd > args.max_usd else ""
+        )
+    return said
+
+
+def _store_split(loaded: Any, prompts: list[Prompt]) -> str:
+    """The made split written into the case files as `split:` tags (each file's other text as it
+    was), as `init` writes its drafts: for the person to review and commit."""
+    from aam_eval_action.fsutil import atomic_write
+    from aam_eval_action.tuning.candidates import with_split_tag
+
+    by_name = {loaded.qualified(lc.case.name): lc for lc in loaded.cases}
+    written, left = [], []
+    for p in prompts:
+        lc = by_name.get(p.name)
+        path = loaded.layout.root / lc.file if lc is not None else None
+        edited = None
+        if lc is not None and lc.source is None and path is not None and path.is_file():
+            edited = with_split_tag(path.read_text(encoding="utf-8"), f"split:{p.split}")
+        if edited is None or path is None:
+            left.append(p.name)
+            continue
+        atomic_write(path, edited, None)
+        written.append(p.name)
+    said = (
+        f"stored as split:train, split:select and split:test tags in {len(written)} case file(s), to review"
+    )
+    if left:
+        said += (
+            f"; not in {len(left)} (another tool's file, or more than one case a file: tag them yourself): "
+            + ", ".join(left[:5])
         )
     return said
 

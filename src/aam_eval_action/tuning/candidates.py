@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from aam_eval_action.catalog import Skill, predict
 
 SETS = ("train", "select", "test")
@@ -76,8 +78,7 @@ def split(prompts: list[tuple[str, str, str, str, str | None]]) -> tuple[list[Pr
     counts = {s: sum(p.split == s for p in out) for s in SETS}
     note = (
         f"the suite has no split: made one, stratified by the skill each prompt belongs to (seed {SEED}): "
-        f"train {counts['train']}, selection {counts['select']}, test {counts['test']}; to keep it, tag "
-        "each case split:train, split:select or split:test"
+        f"train {counts['train']}, selection {counts['select']}, test {counts['test']}"
     )
     return sorted(out, key=lambda p: p.name), note
 
@@ -171,8 +172,13 @@ def handoffs(target: str, baseline: str, stolen: dict[str, int], skills: dict[st
     for sibling, _ in sorted(stolen.items(), key=lambda kv: (-kv[1], kv[0])):
         about = re.split(r"(?<=[.!?])\s", skills.get(sibling, "").strip(), maxsplit=1)[0].rstrip(".!?")[:100]
         text = f"{baseline.rstrip(' .')}. Not for the work of {sibling} ({about}); use {sibling} for that."
-        out.append(Candidate(text, f"rule: hand off to {sibling}",
-                             f"it took {stolen[sibling]} of {sibling}'s train prompts"))
+        out.append(
+            Candidate(
+                text,
+                f"rule: hand off to {sibling}",
+                f"it took {stolen[sibling]} of {sibling}'s train prompts",
+            )
+        )
     return out
 
 
@@ -280,3 +286,40 @@ def proposals(provider: str, body: Any, round_no: int, count: int) -> list[Candi
                 )
             )
     return out[:count]
+
+
+def with_split_tag(text: str, tag: str) -> str | None:
+    """A case file (one YAML mapping) with `tag` added to its top-level `tags`, the rest of the
+    file as it was; None when the file is not one mapping or the edit would change anything else."""
+    try:
+        before = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(before, dict):
+        return None
+    tags = before.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return None
+    if tag in tags:
+        return text
+    lines = text.split("\n")
+    line = "tags: " + json.dumps([*tags, tag])
+    at = next((i for i, row in enumerate(lines) if re.match(r"tags\s*:", row)), None)
+    if at is None:
+        name = next((i for i, row in enumerate(lines) if re.match(r"name\s*:", row)), None)
+        lines.insert(name + 1 if name is not None else 0, line)
+    else:
+        stop = at + 1
+        while (
+            stop < len(lines)
+            and (lines[stop].startswith((" ", "\t", "-")) or not lines[stop].strip())
+            and not (not lines[stop].strip() and stop + 1 < len(lines) and re.match(r"\w", lines[stop + 1]))
+        ):
+            stop += 1
+        lines[at:stop] = [line]
+    edited = "\n".join(lines)
+    try:
+        after = yaml.safe_load(edited)
+    except yaml.YAMLError:
+        return None
+    return edited if after == {**before, "tags": [*tags, tag]} else None
