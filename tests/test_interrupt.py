@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -189,3 +190,83 @@ def test_an_interrupted_matrix_run_writes_a_partial_report_naming_every_pair(tmp
     view = subprocess.run([sys.executable, "-m", "aam_eval_action", "view", str(report), "-o", str(page)],
                           env=env, capture_output=True, text=True)
     assert view.returncode == 0 and page.is_file(), view.stdout + view.stderr
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """Every process beneath `root`, with its command line, read from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat[stat.rfind(")") + 2:].split()[1])
+    found, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                with contextlib.suppress(OSError):
+                    found[child] = (Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+KILLED_ENGINES = {"claude-code": (), "codex": ("--model", "gpt-5.5"), "copilot": (),
+                  "gemini-cli": ("--judge", "claude-sonnet-4-6")}
+
+
+@pytest.mark.cli
+def test_a_killed_run_leaves_no_process_of_its_sandboxed_sessions(tmp_path: Path) -> None:
+    """SIGKILL of `aam-eval` while each engine's sandboxed session waits on its model, after the
+    session started a process that left its group (`setsid`): within a second nothing of any
+    session is left: the launcher, the namespace's relay, the supervisor, the CLI, its shell and
+    the escaped process."""
+    from conftest import installed
+
+    for engine in KILLED_ENGINES:
+        installed(engine)
+    escaped = "sleep 3171"
+    scenarios = [{"match": f"task for {engine}.", "agent": [
+        {"bash": f"setsid {escaped} >/dev/null 2>&1 < /dev/null &"}, {"sleep": 120, "text": "late"}]}
+        for engine in KILLED_ENGINES]
+    keys = {"ANTHROPIC_API_KEY": "sk-ant-kill", "OPENAI_API_KEY": "sk-kill", "GEMINI_API_KEY": "gemini-kill"}
+    with ModelServer(scenarios, api_key=tuple(keys.values())) as server:
+        env = {**os.environ, **keys, "ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
+               "GOOGLE_GEMINI_BASE_URL": server.url, "NO_COLOR": "1"}
+        runs = {}
+        for engine, flags in KILLED_ENGINES.items():
+            pkg = write_package(tmp_path / engine, [simple_case(engine)], {"engine": engine, "timeout": 200})
+            runs[engine] = subprocess.Popen(
+                [sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg), "--mode", "live", *flags],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        waiting = {e: False for e in KILLED_ENGINES}
+        deadline = time.monotonic() + 120
+        while not all(waiting.values()) and time.monotonic() < deadline:
+            for engine, proc in runs.items():  # its second model turn: the escaped process runs
+                seen = _descendants(proc.pid)
+                waiting[engine] = any(cmd.strip() == escaped for cmd in seen.values()) and any(
+                    "sandbox.enter" in cmd for cmd in seen.values())
+            time.sleep(0.2)
+        assert all(waiting.values()), f"not every session reached its model's second turn: {waiting}"
+        sessions = {engine: _descendants(proc.pid) for engine, proc in runs.items()}
+        for proc in runs.values():
+            proc.kill()
+        for proc in runs.values():
+            proc.wait(timeout=10)
+        time.sleep(1.0)
+        left = {engine: {pid: cmd for pid, cmd in procs.items() if _alive(pid)}
+                for engine, procs in sessions.items()}
+    assert not any(left.values()), f"processes outlived their killed run: {left}"
+    for engine, procs in sessions.items():  # what was there to be killed
+        assert any("sandbox.enter" in cmd for cmd in procs.values()), engine
+        assert any(cmd.strip() == escaped for cmd in procs.values()), (engine, procs)

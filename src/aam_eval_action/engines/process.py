@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aam_eval_action.errors import AamEvalError
-from aam_eval_action.sandbox.plan import Confinement
+from aam_eval_action.sandbox.plan import Confinement, launched
 
 _running: set[int] = set()
 _running_lock = threading.Lock()
@@ -49,8 +49,7 @@ def run_process(
     in its group."""
     start = time.monotonic()
     with contextlib.ExitStack() as stack:
-        if confine is not None:
-            argv = stack.enter_context(confine.entered(argv))
+        argv = stack.enter_context(confine.entered(argv)) if confine is not None else launched(argv)
         out, err, code, timed_out = _run(argv, cwd, env, timeout)
     return Completed(
         exit_code=code,

@@ -1,6 +1,6 @@
 """`python -I -m aam_eval_action.sandbox.enter SPEC -- ARGV...`: confine this process as SPEC
-(JSON) says, then become ARGV. Everything ARGV starts inherits the confinement: the agent CLI,
-its tools, hooks, scripts and MCP servers.
+(JSON) says, then run ARGV as its child and stay as the session's parent. Everything ARGV starts
+inherits the confinement: the agent CLI, its tools, hooks, scripts and MCP servers.
 
 SPEC: `abi` (the Landlock ABI to apply, 0: none), `writable`, `tcp_ports` (None: the network is
 open); when the session gets a network namespace of its own, `netns`: the model proxy's `port`
@@ -8,7 +8,9 @@ and the UNIX `socket` the runner relays to it from; when a root runner hands the
 unprivileged user, `user`: its uid and gid; `no_udp`: the seccomp filter refuses every IP socket
 but a TCP one; `unix`: `session` (the launcher stays as the session's supervisor, answering its
 `connect` calls: a UNIX socket only beneath `folders`, an abstract one only where `abstract` says
-the kernel scopes it) or `none` (the filter refuses every `socket(AF_UNIX)`)."""
+the kernel scopes it) or `none` (the filter refuses every `socket(AF_UNIX)`); `runner`: the pid of
+the run that started it, whose death ends the session (`launch`); `confine: false`: nothing to
+enforce, the launcher only stays as the session's parent."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import os
 import signal
 import sys
 
-from aam_eval_action.sandbox import landlock, netns, seccomp, unixguard
+from aam_eval_action.sandbox import landlock, launch, netns, seccomp, unixguard
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing in the launcher
 if TYPE_CHECKING:
@@ -34,20 +36,21 @@ def enter(spec: dict[str, Any]) -> None:
     if spec.get("user"):
         _become(int(spec["user"][0]), int(spec["user"][1]))
     net = spec.get("netns")
+    listener = None
     if net:
         netns.unshare_network()
-
-        def relay_sandbox() -> None:  # the relay writes nothing and makes no TCP connection
-            if abi:
-                landlock.restrict_self(abi, [], [])
-            else:
-                _no_privileges()
-
-        netns.start_inside_relay(int(net["port"]), str(net["socket"]), relay_sandbox)
+        listener = netns.listen(int(net["port"]))
     if abi:
         landlock.restrict_self(abi, spec["writable"], spec.get("tcp_ports"))
     else:  # the namespace's capabilities are not the CLI's
         _no_privileges()
+    if net and listener is not None:
+
+        def relay_sandbox() -> None:  # the relay writes nothing and makes no TCP connection
+            if abi:
+                landlock.restrict_self(abi, [], [])
+
+        netns.start_inside_relay(listener, str(net["socket"]), relay_sandbox)
     if spec.get("unix") != seccomp.SUPERVISE and (spec.get("no_udp") or spec.get("unix")):
         seccomp.restrict_self(no_udp=bool(spec.get("no_udp")), unix=seccomp.REFUSE)
 
@@ -72,23 +75,27 @@ def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         print("usage: python -m aam_eval_action.sandbox.enter SPEC -- ARGV...", file=sys.stderr)
         return 2
+    spec = json.loads(argv[1])
+    runner = spec.get("runner")
+    launch.die_with(runner)
     try:
-        spec = json.loads(argv[1])
-        enter(spec)
+        if spec.get("confine", True):
+            enter(spec)
     except OSError as exc:
         print(f"aam-eval sandbox: not entered: {exc}", file=sys.stderr)
         return FAILED
-    if spec.get("unix") == seccomp.SUPERVISE:  # this process stays, as the session's supervisor
+    launch.die_with(runner)  # a change of user cleared it
+    if spec.get("unix") == seccomp.SUPERVISE:  # the launcher answers the session's connect calls
         status = unixguard.supervise(argv[3:], spec["folders"], bool(spec.get("abstract")),
-                                     bool(spec.get("no_udp")))
-        if status < 0:  # killed by a signal: so is this process, for its runner to see
-            if -status not in (signal.SIGKILL, signal.SIGSTOP):
-                signal.signal(-status, signal.SIG_DFL)
-            os.kill(os.getpid(), -status)
-            return 128 - status
-        return status
-    os.execvp(argv[3], argv[3:])
-    return FAILED  # execvp does not return
+                                     bool(spec.get("no_udp")), runner)
+    else:
+        status = launch.run(argv[3:], runner)
+    if status < 0:  # killed by a signal: so is this process, for its runner to see
+        if -status not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        return 128 - status
+    return status
 
 
 if __name__ == "__main__":

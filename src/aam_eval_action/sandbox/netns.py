@@ -59,11 +59,17 @@ def unshare_network() -> None:
         raise NamespaceError(exc.errno or 0, f"setting up the namespace: {exc}") from exc
 
 
-def start_inside_relay(port: int, path: str, confine: Callable[[], None]) -> None:
-    """Listen on the namespace's 127.0.0.1:`port` and serve it, in a child process that dies
-    with this one, by connecting to the UNIX socket `path` for each connection. `confine`
-    applies the child's own sandbox (no writes, no TCP) once it listens."""
-    listener = socket.create_server(("127.0.0.1", port), backlog=128)
+def listen(port: int) -> socket.socket:
+    """The namespace's 127.0.0.1:`port`, bound before the sandbox refuses every TCP bind."""
+    return socket.create_server(("127.0.0.1", port), backlog=128)
+
+
+def start_inside_relay(listener: socket.socket, path: str, confine: Callable[[], None]) -> None:
+    """Serve `listener` in a child process that dies with this one, by connecting to the UNIX
+    socket `path` for each connection. `confine` applies the child's own sandbox (no writes, no
+    TCP), nested in this process's: started after this process confined itself, the relay is
+    within its reach, for the launcher to kill (Landlock scopes signals to a domain and those
+    nested in it; a relay in a sibling domain would outlive its session)."""
     parent = os.getpid()
     if os.fork():
         listener.close()

@@ -174,7 +174,7 @@ class Confinement:
             yield seatbelt.wrap(argv, self.writable, self.tcp_ports)
             return
         if self.by or not (self.abi or self.namespace or self.user or self.no_udp or self.unix):
-            yield list(argv)
+            yield launched(argv)
             return
         spec: dict[str, object] = {"abi": self.abi, "writable": list(self.writable),
                                    "tcp_ports": list(self.tcp_ports) if self.tcp_ports is not None else None,
@@ -190,10 +190,20 @@ class Confinement:
             relay = OutsideRelay(self.tcp_ports[0])
             spec["netns"] = {"port": self.tcp_ports[0], "socket": relay.path}
         try:
-            yield [sys.executable, "-I", "-m", "aam_eval_action.sandbox.enter", json.dumps(spec), "--", *argv]
+            yield launched(argv, spec)
         finally:
             if relay is not None:
                 relay.close()
+
+
+def launched(argv: Sequence[str], spec: dict[str, object] | None = None) -> list[str]:
+    """`argv` under the launcher, which confines it as `spec` says (nothing, without one) and
+    stays as its parent, so that the session dies with this run however the run ends (on Linux;
+    elsewhere `argv` as it is, when there is nothing to confine)."""
+    if sys.platform != "linux" and spec is None:
+        return list(argv)
+    full = {**(spec or {"confine": False}), "runner": os.getpid()}
+    return [sys.executable, "-I", "-m", "aam_eval_action.sandbox.enter", json.dumps(full), "--", *argv]
 
 
 @functools.cache

@@ -43,7 +43,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import signal
 import socket
 import stat
 import struct
@@ -51,7 +50,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from aam_eval_action.sandbox import seccomp
+from aam_eval_action.sandbox import launch, seccomp
 
 NR_PIDFD_OPEN, NR_PIDFD_GETFD = 434, 438
 """The same on x86-64 and arm64 (the unified table)."""
@@ -62,7 +61,7 @@ NOTIF = struct.Struct("=QII iIQ6Q")
 """struct seccomp_notif: id, pid, flags, then struct seccomp_data: nr, arch, ip, args[6]."""
 RESP = struct.Struct("=QqiI")
 """struct seccomp_notif_resp: id, val, error, flags."""
-PR_SET_DUMPABLE, PR_SET_PDEATHSIG = 4, 1
+PR_SET_DUMPABLE = 4
 SOCKADDR_MAX = 128
 """sizeof(struct sockaddr_storage): the kernel refuses a longer address."""
 SUN_PATH_AT = 2
@@ -172,54 +171,34 @@ class Guard:
         return struct.pack("=H", socket.AF_UNIX) + f"/proc/self/fd/{held}".encode() + b"\0"
 
 
-def supervise(argv: Sequence[str], folders: Sequence[str], abstract_ok: bool, no_udp: bool) -> int:
+def supervise(argv: Sequence[str], folders: Sequence[str], abstract_ok: bool, no_udp: bool,
+              runner: int | None = None) -> int:
     """Become the supervisor of a child that installs the filter and becomes `argv`; return its
-    exit status (as a shell gives it) once it has exited."""
+    exit status (as a shell gives it) once it has exited. The supervisor is the session's
+    launcher (`launch.run`): it ends the session when `runner` goes."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    parent = os.getpid()
-    child = os.fork()
-    if child == 0:
-        try:
-            ours.close()
-            _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != parent:
-                os._exit(126)
-            listener = seccomp.restrict_self(no_udp=no_udp, unix=seccomp.SUPERVISE)
-            assert listener is not None
-            socket.send_fds(theirs, [b"L"], [listener])
-            os.close(listener)
-            theirs.close()
-            os.execvp(argv[0], list(argv))
-        except BaseException as exc:  # the child must never return
-            with contextlib.suppress(Exception):
-                print(f"aam-eval sandbox: not entered: {exc}", file=sys.stderr, flush=True)
-        os._exit(126)
-    theirs.close()
-    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the session cannot trace or read its supervisor
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: _forward(child, signum))
-    try:
-        _, fds, _, _ = socket.recv_fds(ours, 1, 1)
-    except OSError:
-        fds = []
-    ours.close()
-    if fds:
-        guard = Guard(fds[0], folders, abstract_ok)
-        threading.Thread(target=guard.serve, name="aam-unix-guard", daemon=True).start()
-    while True:
-        try:
-            _, status = os.waitpid(child, 0)
-            break
-        except ChildProcessError:
-            return 126
-        except InterruptedError:
-            continue
-    return os.waitstatus_to_exitcode(status)
 
+    def install_filter() -> None:  # in the child
+        ours.close()
+        listener = seccomp.restrict_self(no_udp=no_udp, unix=seccomp.SUPERVISE)
+        assert listener is not None
+        socket.send_fds(theirs, [b"L"], [listener])
+        os.close(listener)
+        theirs.close()
 
-def _forward(child: int, signum: int) -> None:
-    with contextlib.suppress(OSError):
-        os.kill(child, signum)
+    def guard(_child: int) -> None:
+        theirs.close()
+        _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the session cannot trace or read its supervisor
+        try:
+            _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+        except OSError:
+            fds = []
+        ours.close()
+        if fds:
+            watch = Guard(fds[0], folders, abstract_ok)
+            threading.Thread(target=watch.serve, name="aam-unix-guard", daemon=True).start()
+
+    return launch.run(argv, runner, install_filter, guard)
 
 
 def main() -> int:
