@@ -73,6 +73,12 @@ def test_budget_names_the_skills_a_crowded_marketplace_shows_by_name_only(tmp_pa
     root = crowded.write(tmp_path / "acme-skills")
     out = aam_eval("budget", "--package", str(root), "--plugin", "ledger-tools", "--engine", "claude-code,copilot")
     assert out.code == 0, out.err
+    blocks = [line for line in out.out.splitlines() if not line.startswith(" ")]
+    assert blocks == [  # per engine and model, the headline first
+        "claude-code · claude-sonnet-4-6 · plugin ledger-tools: of your 2 skills, 2 by name only; "
+        "of all 105 installed (the CLI's own 13 included), 94 by name only, 11 in full",
+        "copilot · claude-sonnet-4-6 · plugin ledger-tools: of your 2 skills, 1 by name only, 1 in full; "
+        "of all 94 installed (the CLI's own 2 included), 61 by name only, 33 in full"]
     assert "claude-code 2.1.330 · claude-sonnet-4-6 · context 200,000 tokens" in out.out
     assert "neighbours: 90 (90 name only)" in out.out
     assert "vendor-invoice-reconciler" in out.out and "NAME ONLY" in out.out
@@ -80,6 +86,8 @@ def test_budget_names_the_skills_a_crowded_marketplace_shows_by_name_only(tmp_pa
                     "--context", "1m", "--json")
     [listing] = json.loads(wide.out)
     assert listing["budget"] == 40_000 and listing["context_window"] == 1_000_000
+    assert listing["shown"]["package"] == {"full": 2, "truncated": 0, "name-only": 0, "left-out": 0}
+    assert listing["headline"].startswith("claude-code · claude-sonnet-4-6 · plugin ledger-tools: of your 2 skills, 2 in full;")
     assert aam_eval("budget", "--package", str(root), "--context", "lots").code == 2
 
 

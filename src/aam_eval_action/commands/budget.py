@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aam_eval_action.catalog import Listing, Skill, predict
+from aam_eval_action.catalog import Entry, Listing, Skill, predict
 from aam_eval_action.engines.registry import ENGINE_NAMES, ENGINES, check_engine_name
 from aam_eval_action.errors import EXIT_OK, UsageError
 from aam_eval_action.render.console import neutralize_commands
@@ -90,12 +90,36 @@ def budget(args: BudgetArgs) -> int:
     return EXIT_OK
 
 
+ORDER = ("full", "truncated", "name-only", "left-out")
+HEADLINE = {"full": "in full", "truncated": "cut short", "name-only": "by name only", "left-out": "not at all"}
+
+
+def counts(entries: list[Entry]) -> dict[str, int]:
+    """How many entries are shown each way, every way named."""
+    return {way: sum(e.shown == way for e in entries) for way in ORDER}
+
+
+def shown_as(entries: list[Entry]) -> str:
+    """`57 by name only, 3 in full`: the ways that hold any entry, the worst first."""
+    found = counts(entries)
+    return ", ".join(f"{found[way]} {HEADLINE[way]}" for way in reversed(ORDER) if found[way]) or "none"
+
+
+def headline(listing: Listing, plugin: str | None = None) -> str:
+    """The one line a person came for: how the CLI shows the package's skills, and all it has."""
+    mine, every, own = listing.of("package"), listing.entries, len(listing.of("cli"))
+    where = f"{listing.engine} · {listing.model}" + (f" · plugin {plugin}" if plugin else "")
+    also = f" (the CLI's own {own} included)" if own else ""
+    return (f"{where}: of your {len(mine)} skill{'' if len(mine) == 1 else 's'}, {shown_as(mine)}; "
+            f"of all {len(every)} installed{also}, {shown_as(every)}")
+
+
 def lines(listing: Listing, plugin: str | None = None) -> list[str]:
-    """The listing in words: size against budget, who takes it, then each of the package's skills."""
+    """The listing in words: the headline, size against budget, who takes it, then each of the
+    package's skills."""
     mine, theirs = listing.of("package"), listing.of("neighbor")
     window = f" · context {listing.window:,} tokens" if listing.window else ""
-    head = f"{listing.engine} {listing.cli} · {listing.model}{window}"
-    head += f" · plugin {plugin}" if plugin else ""
+    head = f"  {listing.engine} {listing.cli} · {listing.model}{window}"
     if listing.budget is None:
         size = f"listing {listing.used:,} {listing.unit}, no budget"
     else:
@@ -103,7 +127,7 @@ def lines(listing: Listing, plugin: str | None = None) -> list[str]:
         size = (f"listing {listing.used:,} of {listing.budget:,} {listing.unit}{over}: its own skills take "
                 f"{listing.cli_used:,}, yours {sum(e.size for e in mine):,}, neighbours "
                 f"{sum(e.size for e in theirs):,}")
-    out = [head, f"  {size}", f"  rule: {listing.rule}"]
+    out = [headline(listing, plugin), head, f"  {size}", f"  rule: {listing.rule}"]
     out += [f"  note: {note}" for note in listing.notes]
     width = max([len(e.skill.name) for e in mine] + [5])
     unit = "tok" if listing.unit == "tokens" else "ch"
@@ -125,7 +149,8 @@ def as_json(plugin: str | None, listing: Listing) -> dict[str, Any]:
     return {
         "plugin": plugin, "engine": listing.engine, "cli": listing.cli, "model": listing.model,
         "context_window": listing.window, "budget": listing.budget, "unit": listing.unit,
-        "used": listing.used,
+        "used": listing.used, "headline": headline(listing, plugin),
+        "shown": {"package": counts(listing.of("package")), "all": counts(listing.entries)},
         "cli_skills": listing.cli_used, "rule": listing.rule, "notes": listing.notes,
         "skills": [{"name": e.skill.name, "origin": e.skill.origin, "shown": e.shown, "always_on": e.size,
                     "on_invoke_chars": e.skill.body, "description_chars": len(e.skill.description),
