@@ -91,7 +91,8 @@ def budget(args: BudgetArgs) -> int:
 
 
 ORDER = ("full", "truncated", "name-only", "left-out")
-HEADLINE = {"full": "in full", "truncated": "cut short", "name-only": "by name only", "left-out": "not at all"}
+HEADLINE = {"full": "in full", "truncated": "cut short", "name-only": "by name only",
+            "left-out": "not at all"}
 
 
 def counts(entries: list[Entry]) -> dict[str, int]:

@@ -18,7 +18,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +39,6 @@ PINS_FILE = Path(__file__).resolve().parents[3] / "requirements" / "agent-clis.t
 """The pins, in a checkout or an editable install (a wheel does not carry them)."""
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 """Where `unshare` and `sandbox-exec` are looked for besides PATH."""
-VERSION_TIMEOUT = 60
 LANDLOCK_CREATE_RULESET = 444
 """The syscall's number on x86_64 and aarch64."""
 LANDLOCK_CREATE_RULESET_VERSION = 1
@@ -159,22 +157,15 @@ def probe_tools(environ: Mapping[str, str]) -> tuple[list[Cli], Tool]:
 
 
 def find_tool(name: str, search_path: str) -> Tool:
-    """`name` on `search_path` and its `--version`, run with a fresh temporary HOME (deleted
-    after) so that it writes nothing in the user's home."""
-    from aam_eval_action.replay.cli_version import VERSION
+    """`name` on `search_path` and its release, found as a run finds it (`engines.version`: an
+    engine's package.json, else `--version` with a fresh temporary HOME, deleted after, so that
+    it writes nothing in the user's home)."""
+    from aam_eval_action.engines.version import installed_version
 
     path = shutil.which(name, path=search_path)
     if path is None:
         return Tool(name, None, None)
-    with tempfile.TemporaryDirectory(prefix="aam-eval-doctor-", ignore_cleanup_errors=True) as home:
-        try:
-            done = subprocess.run([path, "--version"], capture_output=True, text=True, check=False,
-                                  timeout=VERSION_TIMEOUT, stdin=subprocess.DEVNULL,
-                                  env={"PATH": search_path, "HOME": home})
-        except (OSError, subprocess.TimeoutExpired):
-            return Tool(name, path, None)
-    found = VERSION.search(done.stdout)
-    return Tool(name, path, found.group(0) if found else None)
+    return Tool(name, path, installed_version(name, {"PATH": search_path}))
 
 
 def cli_lines(clis: list[Cli], node: Tool) -> list[Line]:

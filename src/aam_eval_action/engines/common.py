@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -104,25 +100,10 @@ def missing_cli(engine: str) -> str | None:
 
 
 def cli_version(cli: str, run: AgentRun) -> str | None:
-    """`<cli> --version` as a bare version (`1.0.102`), asked once per process, with the PATH
-    of the run's runner environment and a scratch HOME (Gemini CLI writes into `~/.gemini`
-    when asked its version)."""
-    return _cli_version(cli, run.runner_env.get("PATH", ""))
+    """The release of `cli` on the runner's PATH (`engines.version`, asked once)."""
+    from aam_eval_action.engines.version import installed_version
 
-
-@functools.cache
-def _cli_version(cli: str, search_path: str) -> str | None:
-    path = shutil.which(cli)
-    if path is None:
-        return None
-    with tempfile.TemporaryDirectory(prefix="aam-eval-version-") as home:
-        try:
-            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False,
-                                 env={"PATH": search_path, "HOME": home}).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    found = re.search(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]*[0-9A-Za-z])?", out)
-    return found.group(0) if found else None
+    return installed_version(cli, run.runner_env)
 
 
 def new_session(engine: str, provider: str, run: AgentRun, done: Completed,

@@ -102,7 +102,7 @@ def run_session(
     """Fresh workspace, package installed, the real CLI run with its model calls going `route`."""
     from aam_eval_action.engines.base import AgentRun, get_engine
     from aam_eval_action.engines.registry import ENGINES
-    from aam_eval_action.replay.cli_version import installed_version
+    from aam_eval_action.engines.version import installed_version
 
     s = ctx.settings
     engine = get_engine(s.engine)

@@ -148,8 +148,9 @@ def _rerun(s: RunSettings, name: str, recorded: AgentCassette, fp: Fingerprint) 
 
     Forced (`always`), a CLI of another version is an error, never a false divergence.
     """
+    from aam_eval_action.engines.version import installed_version
     from aam_eval_action.replay import traffic_store
-    from aam_eval_action.replay.cli_version import check_version, installed_version
+    from aam_eval_action.replay.cli_version import check_version
 
     blocking = not_rerunnable(recorded.fingerprint.inputs, fp.inputs)
     if blocking:
