@@ -122,10 +122,20 @@ def test_the_matrix_counts_where_each_prompt_went(browser: Browser, routed_page:
     assert diagonal == [f"{C}={C}", f"{M}={M}", f"{R}={R}", "none=none"]
     flagged = page.js("[...document.querySelectorAll('#confusion-0 td.off')].map(td => td.dataset.row + '>' + td.dataset.col)")
     assert flagged == [f"{C}>{R}", f"{M}>none", f"{R}>{C}", f"{R}>none", f"none>{M}"]
+    # Each cell shaded by its distance from what it should be: the diagonal by its recall, the
+    # others by their leak (their share of the row); an empty cell off the diagonal unshaded.
+    shades = page.js("[...document.querySelectorAll('#confusion-0 tbody tr')].map(tr => "
+                     "[...tr.querySelectorAll('td.cell')].map(td => (td.className.match(/ d(\\d)/) || ['', '-'])[1]))")
+    assert shades == [["1", "-", "1", "-"],   # 3 of 4 reached it; 1 of 4 leaked
+                      ["-", "2", "-", "2"],   # 2 of 3; 1 of 3
+                      ["1", "-", "2", "1"],   # 2 of 4; 1 of 4 each way
+                      ["-", "2", "-", "2"]]   # 1 of 2 fired nothing, as it should; 1 of 2 fired a skill
     style = page.js("""(() => { const css = s => getComputedStyle(document.querySelector(s));
         return [css('#confusion-0 td.diag').fontWeight, css('#confusion-0 td.off').backgroundColor,
                 css('#confusion-0 td.zero').backgroundColor]; })()""")
-    assert style[0] == "700" and style[1] == "rgb(255, 235, 233)" and style[2] != style[1]
+    assert style[0] == "700" and style[1] == "rgb(255, 248, 197)" and style[2] != style[1]
+    assert page.js(f"document.querySelector('#confusion-0 td[data-row=\"{M}\"][data-col=\"{M}\"]').title") == (
+        "2 prompts that belong to commit-message fired commit-message (recall 67% of 3) (click to list them)")
     # Recall on each skill's row, precision under each skill's column, with their 95% intervals.
     assert texts(page, "#confusion-0 td.recall") == [
         "75% (30–95%) of 4", "67% (21–94%) of 3 · 1 errored, not counted", "50% (15–85%) of 4", "–"]
@@ -135,6 +145,31 @@ def test_the_matrix_counts_where_each_prompt_went(browser: Browser, routed_page:
     assert about.startswith("3 runs per prompt; a prompt fired a skill when the skill loaded in at least 50% of its runs")
     assert page.requests() == [routed_page.as_uri()]
     assert page.problems() == []
+
+
+def test_a_skill_no_prompt_reaches_is_shaded_as_far_off_as_it_is(browser: Browser, tmp_path: Path) -> None:
+    """A 0 on the diagonal (none of the skill's 16 prompts reached it) is the reddest cell, a
+    perfect skill's the greenest; in the page and in the PR comment's matrix."""
+    from aam_eval_action.diff import diff_reports
+    from aam_eval_action.render.comment import render_comment
+
+    cases = [trigger(f"trg-r-{i:02d}", R, R, "none", 0.0, "FAIL", [], f"Write the notes for release {i}")
+             for i in range(16)]
+    cases += [trigger(f"trg-c-{i:02d}", C, C, C, 1.0, "PASS", [C], f"Add commit {i} to the changelog") for i in range(2)]
+    report = report_of(cases)
+    page = show(browser, view(report, tmp_path / "lost"))
+    cell = "#confusion-0 td[data-row='{}'][data-col='{}']"
+    colours = page.js(f"""(() => [{", ".join(
+        f"[getComputedStyle(document.querySelector(`{cell.format(a, b)}`)).backgroundColor, "
+        f"document.querySelector(`{cell.format(a, b)}`).innerText]" for a, b in ((R, R), (R, "none"), (C, C), (C, R)))}])()""")
+    red, green = "rgb(207, 34, 46)", "rgb(218, 251, 225)"
+    assert colours[0] == [red, "0"] and colours[1] == [red, "16"]   # 0 of 16 reached it: all 16 fired nothing
+    assert colours[2] == [green, "2"]                               # 2 of 2
+    assert colours[3][0] not in (red, green) and colours[3][1] == "0"  # nothing leaked: unshaded
+    assert page.problems() == []
+    comment = render_comment(diff_reports(None, report))
+    assert f"| {R} | 0 | 🟥 0 | 🟥 16 |" in comment.replace("\\-", "-")
+    assert f"| {C} | 🟩 **2** | 0 | 0 |" in comment.replace("\\-", "-")
 
 
 def test_a_canary_that_did_not_fire_is_a_harness_warning_above_the_numbers(browser: Browser, routed_page: Path) -> None:

@@ -59,13 +59,44 @@ def _one_line(text: str) -> str:
     return text if len(text) <= PROMPT_CHARS else text[: PROMPT_CHARS - 1] + "…"
 
 
+SHADES = ("🟩", "🟨", "🟧", "🟥", "🟥")
+"""A cell's mark by its band (`band`): as it should be, up to a quarter off, up to half, more."""
+LEGEND = ("🟩 as it should be · 🟨 up to 25% off · 🟧 up to 50% · 🟥 more: a diagonal cell by its recall "
+          "(the share of its row that reached its skill), any other by its leak (the share of the row it took)")
+
+
+def distance(r: Routing, row: str, col: str) -> float | None:
+    """How far a cell is from what it should be, 0 to 1: on the diagonal, 1 - its recall over the
+    row's prompts; elsewhere, its leak (its share of the row); None for a row with no prompt."""
+    total = sum(r.matrix[row].values())
+    if not total:
+        return None
+    share = r.matrix[row][col] / total
+    return 1 - share if row == col else share
+
+
+def band(far: float) -> int:
+    """0 (as it should be) to 4 (all of the row off): the shade of a cell `far` from its ideal."""
+    return 0 if far <= 0 else 1 if far <= 0.25 else 2 if far <= 0.5 else 3 if far < 1 else 4
+
+
+def _cell(r: Routing, row: str, col: str) -> str:
+    n = r.matrix[row][col]
+    far = distance(r, row, col)
+    text = f"**{n}**" if row == col and n else str(n)
+    if far is None or (row != col and not n):
+        return text  # no prompt in the row, or an empty cell off the diagonal: as it should be
+    return f"{SHADES[band(far)]} {text}"
+
+
 def markdown(r: Routing, md: Callable[..., Markup]) -> Markup:
-    """The matrix as a Markdown table; `md` escapes each untrusted string (skill names)."""
+    """The matrix as a Markdown table, each cell marked by how far it is from what it should be
+    (`distance`); `md` escapes each untrusted string (skill names)."""
     columns = " | ".join(str(md(c, 40)) for c in r.labels)
     head = f"| belongs to ↓ · fired → | {columns} | recall (95% CI) |"
     lines = [head, "| --- |" + " ---: |" * (len(r.labels) + 1)]
     for row in r.labels:
-        cells = [f"**{n}**" if row == col and n else str(n) for col in r.labels for n in [r.matrix[row][col]]]
+        cells = [_cell(r, row, col) for col in r.labels]
         s = r.skills.get(row)
         recall = f"{_pct(s.recall)}{_ci(s.recall_ci)}" if s else ""
         lines.append(f"| {md(row, 40)} | " + " | ".join(cells) + f" | {recall} |")
@@ -74,7 +105,7 @@ def markdown(r: Routing, md: Callable[..., Markup]) -> Markup:
     lines.append("| precision (95% CI) | " + " | ".join(precision) + " | |")
     problems = [f"> **Harness problem, {md(skill, 40)}**: {md(s.harness, 300)}"
                 for skill, s in r.skills.items() if s.harness]
-    text = f"_{md(heading(r))}._\n\n" + "\n".join(lines)
+    text = f"_{md(heading(r))}._\n\n" + "\n".join(lines) + f"\n\n<sub>{LEGEND}.</sub>"
     if problems:
         text += "\n\n" + "\n>\n".join(problems)
     return Markup(text)

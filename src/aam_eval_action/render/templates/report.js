@@ -192,6 +192,9 @@
   var trigRows, trigBody, trigCount, trigBar, trigCell;
   var SUSPECT = "a harness problem (above): these numbers measure the harness, not the skill's description";
 
+  // A cell's shade, 0 (as it should be) to 4 (all of its row off): render/routing.py's `band`.
+  function band(far) { return far <= 0 ? 0 : far <= 0.25 ? 1 : far <= 0.5 ? 2 : far < 1 ? 3 : 4; }
+
   // The matrix of one engine and model: rows the skill a prompt belongs to, columns the skill it
   // fired; each skill's recall on its row and precision under its column; harness problems first.
   function routingMatrix(r, k, several) {
@@ -206,11 +209,18 @@
     var thead = h("thead", null, h("tr", null, h("th", {class: "corner"}, "belongs to ↓ · fired →"),
       labels.map(function (col) { return h("th", {class: "col", "data-col": col}, col); }), h("th", null, "recall (95% CI)")));
     var tbody = h("tbody", null, labels.map(function (row) {
-      var sk = r.skills[row];
+      var sk = r.skills[row], cells = r.matrix[row] || {};
+      var total = labels.reduce(function (sum, col) { return sum + (cells[col] || 0); }, 0);
       return h("tr", {"data-row": row}, h("th", {class: "row"}, row), labels.map(function (col) {
-        var n = (r.matrix[row] || {})[col] || 0, diag = row === col;
+        var n = cells[col] || 0, diag = row === col;
         var what = plural(n, "prompt") + " that belong" + (n === 1 ? "s" : "") + " to " + row + (col === "none" ? " fired no skill" : " fired " + col);
-        return h("td", {class: "cell" + (diag ? " diag" : n ? " off" : " zero"), "data-row": row, "data-col": col,
+        // Shaded by how far it is from what it should be: a diagonal cell by its recall, any
+        // other by its leak (its share of the row); an empty cell off the diagonal is as it should be.
+        var far = total ? (diag ? 1 - n / total : n / total) : null;
+        var shade = far === null || (!diag && !n) ? "" : " d" + band(far);
+        if (far !== null && (diag || n)) what += " (" + (diag ? "recall " : "leak ") + Math.round((diag ? 1 - far : far) * 100) + "% of " + total + ")";
+        return h("td", {class: "cell" + (diag ? " diag" : n ? " off" : " zero") + shade, "data-row": row, "data-col": col,
+          "data-distance": far === null ? null : String(Math.round(far * 1000) / 1000),
           title: n ? what + " (click to list them)" : what, tabindex: n ? "0" : null,
           onclick: n ? function () { showCell(k, row, col); } : null,
           onkeydown: n ? function (e) { if (e.key === "Enter") showCell(k, row, col); } : null}, String(n));
@@ -226,7 +236,7 @@
     var runs = r.runs ? plural(r.runs, "run") + " per prompt; " : "";
     var rule = r.threshold !== undefined && r.threshold !== null ? "in at least " + Math.round(r.threshold * 100) + "% of its runs" : "in at least the threshold share of its runs";
     add(box, h("p", {class: "muted"}, runs + "a prompt fired a skill when the skill loaded " + rule +
-      ". Bold: prompts that reached their own skill; red: prompts that went elsewhere (click a cell to list them)."));
+      ". Each cell is shaded by how far it is from what it should be: green, as it should be; yellow, up to 25% off; orange, up to 50%; red, more. A diagonal cell by its recall (the share of its row that reached its skill), any other by its leak (the share of the row it took). Click a cell to list its prompts."));
     add(box, h("div", {class: "scroll"}, h("table", {class: "matrix confusion", id: "confusion-" + k}, thead, tbody, tfoot)));
     return box;
   }
