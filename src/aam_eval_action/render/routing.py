@@ -61,8 +61,9 @@ def _one_line(text: str) -> str:
 
 SHADES = ("🟩", "🟨", "🟧", "🟥", "🟥")
 """A cell's mark by its band (`band`): as it should be, up to a quarter off, up to half, more."""
-LEGEND = ("🟩 as it should be · 🟨 up to 25% off · 🟧 up to 50% · 🟥 more: a diagonal cell by its recall "
-          "(the share of its row that reached its skill), any other by its leak (the share of the row it took)")
+LEGEND = ("🟩 as it should be · 🟨 up to 25% off · 🟧 up to 50% · 🟥 more: a diagonal cell by its "
+          "recall (the share of its row that reached its skill), any other by its leak (the share of the "
+          "row it took)")
 
 
 def distance(r: Routing, row: str, col: str) -> float | None:
