@@ -34,7 +34,10 @@ from support.strict_skips import (  # noqa: E402
     skips_allowed,
 )
 
-__all__ = ["pytest_collectreport", "pytest_runtest_makereport"]
+from support.file_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402
+
+__all__ = ["pytest_collectreport", "pytest_runtest_logreport", "pytest_runtest_makereport",
+           "pytest_terminal_summary"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from aam_eval_action.engines import compile_cache
 from aam_eval_action.engines.base import AgentRun
 from aam_eval_action.engines.common import (
     RegisteredEngine,
@@ -28,6 +29,7 @@ from aam_eval_action.engines.common import (
     mapped_tools,
     new_session,
     one_line,
+    runner_env,
 )
 from aam_eval_action.engines.install import (
     append_text,
@@ -112,6 +114,9 @@ class GeminiCli(RegisteredEngine):
         env = base_env(run)
         env.update(run.env)
         env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"  # project settings (hooks, MCP) apply only then
+        cache = compile_cache.folder(CLI, cli_version(CLI, run), runner_env(run))
+        if cache is not None:  # its bundle compiled once per release, read-only to the session
+            env[compile_cache.ENV] = str(cache)
         return direct_loopback(env)
 
 
