@@ -114,6 +114,9 @@ class GeminiCli(RegisteredEngine):
         env = base_env(run)
         env.update(run.env)
         env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"  # project settings (hooks, MCP) apply only then
+        # It would start a second Node to give itself half the machine's memory: a headless
+        # session does not need it, and each start costs a second of CPU.
+        env["GEMINI_CLI_NO_RELAUNCH"] = "true"
         cache = compile_cache.folder(CLI, cli_version(CLI, run), runner_env(run))
         if cache is not None:  # its bundle compiled once per release, read-only to the session
             env[compile_cache.ENV] = str(cache)
