@@ -27,14 +27,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 EXAMPLE = ROOT / "examples" / "csv-tools"
 
 from support.agent_clis import CliSetupError, ensure_pinned_clis  # noqa: E402
+from support.file_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402
 from support.strict_skips import (  # noqa: E402
     ALLOW_ENV,
     pytest_collectreport,
     pytest_runtest_makereport,
     skips_allowed,
 )
-
-from support.file_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402
 
 __all__ = ["pytest_collectreport", "pytest_runtest_logreport", "pytest_runtest_makereport",
            "pytest_terminal_summary"]
