@@ -27,7 +27,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 EXAMPLE = ROOT / "examples" / "csv-tools"
 
 from support.agent_clis import CliSetupError, ensure_pinned_clis  # noqa: E402
-from support.file_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402
+from support.file_times import (  # noqa: E402
+    longest_first,
+    pytest_runtest_logreport,
+    pytest_terminal_summary,
+)
 from support.strict_skips import (  # noqa: E402
     ALLOW_ENV,
     pytest_collectreport,
@@ -40,7 +44,9 @@ __all__ = ["pytest_collectreport", "pytest_runtest_logreport", "pytest_runtest_m
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Before any end-to-end test runs, the pinned `claude` and `codex` go first on PATH."""
+    """The longest test files first; before any end-to-end test runs, the pinned CLIs go first on
+    PATH."""
+    longest_first(items)
     if not any(item.get_closest_marker("cli") for item in items):
         return
     try:
