@@ -11,6 +11,7 @@ through a `CONNECT` tunnel, an `http` one with an absolute-form request to the p
 from __future__ import annotations
 
 import base64
+import functools
 import http.client
 import ipaddress
 import ssl
@@ -54,15 +55,22 @@ class Network:
         return scheme_proxy or self._get("all_proxy") or None
 
     def ssl_context(self) -> ssl.SSLContext:
-        """The default trust store plus every CA bundle the runner names."""
-        context = ssl.create_default_context()
-        for name in CA_FILE_VARS:
-            if self.env.get(name):
-                context.load_verify_locations(cafile=self.env[name])
-        for name in CA_DIR_VARS:
-            if self.env.get(name):
-                context.load_verify_locations(capath=self.env[name])
-        return context
+        """The default trust store plus every CA bundle the runner names: made once per set of
+        bundles (loading one takes tens of milliseconds; a context serves any number of
+        connections, from any thread)."""
+        files = tuple(self.env[name] for name in CA_FILE_VARS if self.env.get(name))
+        folders = tuple(self.env[name] for name in CA_DIR_VARS if self.env.get(name))
+        return _context(files, folders)
+
+
+@functools.lru_cache(maxsize=8)
+def _context(files: tuple[str, ...], folders: tuple[str, ...]) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    for cafile in dict.fromkeys(files):  # each bundle once, however many variables name it
+        context.load_verify_locations(cafile=cafile)
+    for capath in dict.fromkeys(folders):
+        context.load_verify_locations(capath=capath)
+    return context
 
 
 def bypassed(host: str, port: int | None, no_proxy: str) -> bool:
