@@ -16,9 +16,6 @@ from aam_eval_action.pipeline.budget import OverBudget, traffic_cost
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
-from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
-from aam_eval_action.pipeline.rerun import continue_upstream, live_cost, rerun_session
-from aam_eval_action.pipeline.self_check import self_check
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
@@ -93,6 +90,11 @@ def _sessions(
 ) -> tuple[list[Session], list[SelfCheck]]:
     """The case's sessions, replayed as recorded (snapshot) or live (and recorded, each
     recording then checked against itself)."""
+    # The live side (its proxies, HTTP and the engines) is loaded only when a session runs:
+    # a snapshot replay of a thousand cases does without it.
+    from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
+    from aam_eval_action.pipeline.self_check import self_check
+
     s = ctx.settings
     if decision.replay and decision.recorded is not None:
         # Recorded sessions were redacted when they were recorded.
@@ -128,6 +130,9 @@ def _rerun_case(
     ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision
 ) -> tuple[CaseResult, Session]:
     """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto."""
+    from aam_eval_action.pipeline.live import save_sessions
+    from aam_eval_action.pipeline.rerun import continue_upstream, live_cost, rerun_session
+
     s = ctx.settings
     assert decision.recorded is not None
     over: OverBudget | None = None

@@ -6,11 +6,14 @@ the prompts a change moved from one skill to another. Plain text for the console
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
-from aam_eval_action.diff import MovedPrompt
 from aam_eval_action.report import Routing
+
+if TYPE_CHECKING:  # the console's matrix needs no diff: a run does not load it
+    from aam_eval_action.diff import MovedPrompt
 
 PROMPT_CHARS = 90
 MOVED_ROWS = 30

@@ -56,13 +56,20 @@ def read_text(path: Path, *, inside: Path | None = None) -> str | None:
 def load_yaml(path: Path, text: str) -> Any:
     """Parse untrusted YAML: standard tags only, no aliases, safe constructors.
 
-    The checks are made as the objects are built, node by node: a refused tag is named with
-    its line, and an alias shows as a node built a second time (refused before its value is
-    used, so an alias "bomb" is never expanded).
+    The document is composed into nodes (by libyaml where there is one), every node is checked
+    before any object is built (a refused tag is named with its line; an alias shows as a node
+    met a second time, so an alias "bomb" is never expanded), then the safe constructor builds
+    the objects. A text with no `&` and no `!` anywhere can hold neither an anchor (so no alias)
+    nor a tag, and needs no check.
     """
-    loader = _CheckingLoader(text)
+    loader = _LOADER(text)
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if "&" in text or "!" in text:  # without either, no anchor (so no alias) and no tag is written
+            _check(node)
+        return loader.construct_document(node)
     except _Refused as refused:
         raise UntrustedFileError(f"{path}:{refused.line}: {refused.what}") from None
     except yaml.YAMLError as exc:
@@ -80,15 +87,21 @@ class _Refused(Exception):
         self.what = what
 
 
-class _CheckingLoader(_LOADER):  # type: ignore[misc, valid-type]
-    """The safe loader, refusing non-standard tags and aliases while it builds."""
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        if node in self.constructed_objects:
+def _check(root: yaml.Node) -> None:
+    """Refuse a non-standard tag or an alias (a node reached twice) anywhere under `root`."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
             raise _Refused(node, ALIASES_REFUSED)
+        seen.add(id(node))
         if node.tag not in _ALLOWED_TAGS:
             raise _Refused(node, f"YAML tag {node.tag!r} is refused {TAG_REASON}")
-        return super().construct_object(node, deep)
+        if isinstance(node, yaml.MappingNode):  # children in document order, the first on top
+            todo.extend(child for pair in reversed(node.value) for child in reversed(pair))
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(reversed(node.value))
 
 
 def _check_events(path: Path, text: str) -> None:
