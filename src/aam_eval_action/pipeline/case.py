@@ -92,16 +92,18 @@ def _sessions(
     recording then checked against itself)."""
     # The live side (its proxies, HTTP and the engines) is loaded only when a session runs:
     # a snapshot replay of a thousand cases does without it.
-    from aam_eval_action.pipeline.live import live_session, restore_for_debugging, save_sessions
-    from aam_eval_action.pipeline.self_check import self_check
-
     s = ctx.settings
     if decision.replay and decision.recorded is not None:
         # Recorded sessions were redacted when they were recorded.
         sessions = decision.recorded.attempts[: s.repeat]
         if ctx.keep_workspaces and not variant:
+            from aam_eval_action.pipeline.live import restore_for_debugging
+
             restore_for_debugging(ctx, loaded, sessions[0])
         return sessions, []
+    from aam_eval_action.pipeline.live import live_session, save_sessions
+    from aam_eval_action.pipeline.self_check import self_check
+
     runs = [live_session(ctx, loaded, layout) for _ in range(s.repeat)]
     sessions = [session for session, _ in runs]
     prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
