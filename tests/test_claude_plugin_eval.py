@@ -89,9 +89,35 @@ def claude_plugin_eval(cwd: Path, tmp_path: Path, base_url: str, key: str, out: 
                           check=False)
 
 
+def _mixed_shapes(plugin: Path) -> None:
+    """The two mixed shapes public suites keep, and a case with no prompt anywhere: a case.yaml
+    with no execution beside a prompt.md and graders/; one with execution but no prompt and no
+    graders, beside both; one with neither prompt.md nor a prompt."""
+    grader = "---\ntype: regex\n---\nminutes\n"
+    shapes = {
+        "evals/no-execution": {
+            "case.yaml": 'schema_version: "1.0"\nname: no-execution\ncontext:\n  scaffold_script: setup.sh\n',
+            "setup.sh": "#!/bin/sh\necho staged > staged.txt\n",
+            "prompt.md": "---\nruns: 2\ntags: [shape]\n---\nTurn this into minutes: Ana ships the API on Friday.\n",
+            "graders/said-minutes.md": grader},
+        "evals/no-prompt-no-graders": {
+            "case.yaml": 'schema_version: "1.0"\nname: no-prompt-no-graders\nexecution:\n  max_turns: 4\n',
+            "prompt.md": "Turn this into minutes: Li reviews the schema by Monday.\n",
+            "graders/said-minutes.md": grader},
+        "evals/no-prompt-anywhere": {
+            "case.yaml": 'schema_version: "1.0"\nname: no-prompt-anywhere\nexecution:\n  max_turns: 4\n'
+                         "graders:\n  - {name: x, type: regex, pattern: minutes}\n"},
+    }
+    for folder, files in shapes.items():
+        for rel, text in files.items():
+            (plugin / folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (plugin / folder / rel).write_text(text)
+
+
 @pytest.mark.cli
 def test_the_suite_loads_as_claude_plugin_eval_loads_it(plugin: Path, refusing: str, tmp_path: Path) -> None:
     installed("claude-code")
+    _mixed_shapes(plugin)
     done = claude_plugin_eval(plugin, tmp_path, refusing, "sk-ant-test-loading", tmp_path / "out.json",
                               "--ablation", "none")
     said = done.stdout + done.stderr
@@ -99,8 +125,13 @@ def test_the_suite_loads_as_claude_plugin_eval_loads_it(plugin: Path, refusing: 
     their_refused = {Path(m).relative_to(plugin).parent.as_posix()
                      for m in re.findall(r"^✗ (\S+?): ", said, flags=re.M)}
     loaded, refused = _ours(plugin)
-    assert set(refused) == their_refused == {"evals/refused-llm-target"}, said
+    assert set(refused) == their_refused == {"evals/refused-llm-target", "evals/no-prompt-anywhere"}, said
+    assert "execution.prompt is required (a prompt.md body, or execution.prompt in case.yaml)" in said
+    assert refused["evals/no-prompt-anywhere"].startswith(
+        "evals/no-prompt-anywhere: execution.prompt is required (a prompt.md body, or execution.prompt in case.yaml)")
     assert {c["dir"] for c in theirs["cases"]} == set(loaded)
+    assert {"evals/no-execution", "evals/no-prompt-no-graders"} <= set(loaded)
+    assert loaded["evals/no-execution"].imported.case.execution.scaffold == "evals/no-execution/setup.sh"
     for case in theirs["cases"]:
         ours = loaded[case["dir"]]
         assert (ours.imported.case.name, ours.source, ours.runs) == (case["name"], case["source"], case["runsPerCase"])

@@ -55,7 +55,9 @@ def _record(pkg: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, scenarios: 
         monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        result = aam_eval("run", "--package", str(pkg), "--record", "--jobs", "3", "-o", str(out), *extra)
+        # No self-check: these recordings are replayed as snapshots (test_self_check_e2e.py checks it).
+        result = aam_eval("run", "--package", str(pkg), "--record", "--no-self-check", "--jobs", "3", "-o", str(out),
+                          *extra)
     for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name)
     return out, result.out + result.err

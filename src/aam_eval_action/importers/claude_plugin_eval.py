@@ -206,18 +206,19 @@ def _read_yaml(found: _Case) -> None:
             raise ConfigError(f"{_place(doc, 'context')}: invalid case.yaml: context: a mapping "
                               "(scaffold_script, history_file, add_dirs)")
         found.fields["context"], found.where["context"] = context, _place(doc, "context")
+    # Merged before it is validated, as that runner merges: a case.yaml with no execution, or
+    # no prompt and no graders, is whole when prompt.md gives the prompt and graders/ the graders.
     execution = data.get("execution")
-    if not isinstance(execution, dict):
-        where = _place(doc, "execution") if "execution" in data else rel + ":1"
-        raise ConfigError(f"{where}: invalid case.yaml: execution: required, a mapping with prompt")
-    for key in EXECUTION_KEYS:
-        if key in execution:
-            found.fields[key], found.where[key] = execution[key], _place(doc, "execution", key)
+    if execution is not None and not isinstance(execution, dict):
+        raise ConfigError(f"{_place(doc, 'execution')}: invalid case.yaml: execution: a mapping (prompt, "
+                          "max_turns, allowed_tools, ...)")
+    for key, value in (execution or {}).items():
+        if key in EXECUTION_KEYS:
+            found.fields[key], found.where[key] = value, _place(doc, "execution", key)
     graders = data.get("graders")
-    if not isinstance(graders, list):
-        where = _place(doc, "graders") if "graders" in data else rel + ":1"
-        raise ConfigError(f"{where}: invalid case.yaml: graders: a list of at least one grader")
-    for i, grader in enumerate(graders):
+    if graders is not None and not isinstance(graders, list):
+        raise ConfigError(f"{_place(doc, 'graders')}: invalid case.yaml: graders: a list of graders")
+    for i, grader in enumerate(graders or []):
         found.graders.append((grader, f"{_place(doc, 'graders', i)}: invalid case.yaml: graders.{i}"))
 
 
@@ -284,7 +285,8 @@ def _to_case(found: _Case) -> Imported:
         raise ConfigError(f"{found.at('name')}: invalid case.yaml: name: Required; add name: <case>")
     prompt = f.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        raise ConfigError(f"{found.at('prompt')}: execution.prompt: Required; write the user prompt to test")
+        raise ConfigError(f"{found.at('prompt')}: execution.prompt is required (a prompt.md body, or "
+                          "execution.prompt in case.yaml); write the user prompt to test")
     if TEMPLATE_PROMPT in prompt:
         raise ConfigError(f'{found.at("prompt")}: the prompt is still the blank `init` template: replace the '
                           f'"{TEMPLATE_PROMPT}" line with the user prompt to test')
