@@ -144,7 +144,7 @@ STABLE_ID = re.compile(r"^([A-Za-z]+)_aam(\d+)$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class SseEvent(_Model):
