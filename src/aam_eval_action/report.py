@@ -40,7 +40,7 @@ CheckResult = Literal["PASS", "FAIL", "SKIP"]
 class Part(BaseModel):
     """Base for report parts: extra keys from other versions are kept, not refused."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    model_config = ConfigDict(extra="allow")
 
 
 class SandboxInfo(Part):

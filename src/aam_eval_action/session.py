@@ -13,7 +13,7 @@ TOOL_RESULT_CAP = 4 * 1024
 class Model(BaseModel):
     """Base for the session models: unknown keys are refused so typos in cassettes show."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class SelfCheck(Model):

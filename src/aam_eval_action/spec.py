@@ -80,7 +80,7 @@ class Strict(BaseModel):
     """Base for author-written formats: unknown keys are errors, hyphenated keys as written."""
 
     model_config = ConfigDict(
-        extra="forbid", populate_by_name=False, frozen=True, defer_build=True
+        extra="forbid", populate_by_name=False, frozen=True
     )
 
 

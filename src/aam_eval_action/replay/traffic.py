@@ -144,7 +144,7 @@ STABLE_ID = re.compile(r"^([A-Za-z]+)_aam(\d+)$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class SseEvent(_Model):
