@@ -1,3 +1,3 @@
-from aam_eval_action.main import main
+from aam_eval_action.main import cli
 
-raise SystemExit(main())
+raise SystemExit(cli())
