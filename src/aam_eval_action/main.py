@@ -299,7 +299,7 @@ def cli() -> int:
 
     A run builds many short-lived objects without cycles (parsed cassettes, sessions, results):
     the modules and models loaded by then are set aside for good (`gc.freeze`) and the youngest
-    generation is collected ten times less often (a replay of a thousand cases runs about 6%
+    generation is collected ten times less often (a replay of a thousand cases runs about 5%
     faster). Only here, not in `main`, which a long-lived process may call many times."""
     import gc
 
