@@ -43,13 +43,6 @@ __all__ = ["pytest_collectreport", "pytest_runtest_logreport", "pytest_runtest_m
            "pytest_terminal_summary"]
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """A worker a core, and one more: the end-to-end tests wait part of the time on their CLIs,
-    servers and timeouts, and a third worker on two cores fills that time (about a sixth off the
-    suite's time there). At most four (`--maxprocesses`)."""
-    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest test files first; before any end-to-end test runs, the pinned CLIs go first on
     PATH."""
