@@ -26,6 +26,13 @@ def runner_env(run: AgentRun) -> Mapping[str, str]:
     return run.runner_env
 
 
+def runner_cache(environ: Mapping[str, str], name: str) -> Path:
+    """`name`'s folder in the runner's cache (`$XDG_CACHE_HOME`, else `~/.cache`), shared by every
+    run: what a CLI unpacks or compiles once, not once a session."""
+    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or "/tmp") / ".cache")
+    return Path(base) / "aam-eval-action" / name
+
+
 PROXY_KEYS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 

@@ -20,6 +20,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from aam_eval_action.engines.common import runner_cache
+
 ENV = "NODE_COMPILE_CACHE"
 TIMEOUT = 60
 
@@ -29,9 +31,8 @@ def folder(cli: str, version: str | None, environ: Mapping[str, str]) -> Path | 
     None when there is no version to key it by or it could not be filled."""
     if not version:
         return None
-    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or "/tmp") / ".cache")
-    return _filled(cli, Path(base) / "aam-eval-action" / "node-compile-cache" / f"{cli}-{version}",
-                   environ.get("PATH", ""))
+    where = runner_cache(environ, "node-compile-cache") / f"{cli}-{version}"
+    return _filled(cli, where, environ.get("PATH", ""))
 
 
 @functools.cache

@@ -28,6 +28,7 @@ from aam_eval_action.engines.common import (
     mapped_tools,
     new_session,
     one_line,
+    runner_cache,
     runner_env,
     usage_since,
 )
@@ -162,8 +163,7 @@ class Copilot(RegisteredEngine):
 
 def shared_cache(environ: Mapping[str, str]) -> Path:
     """Where Copilot unpacks itself: the runner's cache folder, shared by every run."""
-    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or "/tmp") / ".cache")
-    return Path(base) / "aam-eval-action" / "copilot"
+    return runner_cache(environ, "copilot")
 
 
 
