@@ -24,6 +24,7 @@ from aam_eval_action.layouts.detect import Repo, detect
 from aam_eval_action.lines import Loc, index_lines, line_map, line_of, loc_str, nearest_line
 from aam_eval_action.package import Finding, PackageLayout
 from aam_eval_action.spec import Case, EvalConfig, Expected, PackageManifest
+from aam_eval_action.yaml_build import Loader, build
 
 M = TypeVar("M", bound=BaseModel)
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|^\.+")
@@ -32,7 +33,7 @@ CONFIG_PATH = "evals/eval-config.json"
 __all__ = ["CONFIG_PATH", "FileError", "LoadedCase", "LoadedPackage", "LoadedRepo", "line_of", "load_package",
            "load_repo"]
 # libyaml's loader when present: it keeps node marks (lines) and parses several times faster.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOADER = Loader
 
 
 @dataclass(frozen=True)
@@ -382,7 +383,7 @@ def _validate_case(
     start = node.start_mark.line + 1
     if dup:
         return FileError(rel, dup[1], f"{loc_str(prefix + dup[0])}: duplicate key; keep one")
-    data = yaml.constructor.SafeConstructor().construct_document(node)
+    data = build(node, yaml.constructor.SafeConstructor())
     name = data.get("name") if isinstance(data, dict) else None
     name = name if isinstance(name, str) else None
     if not isinstance(data, dict):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedCase, LoadedPackage
@@ -24,6 +24,9 @@ from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
+
+if TYPE_CHECKING:
+    from aam_eval_action.replay.upstream import Network
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|^\.+")
@@ -197,6 +200,13 @@ class RunSettings:
         """The environment the agent's model traffic would see: the runner's, then the agent's
         own (its proxy and CA variables decide how a recording proxy reaches the API)."""
         return {**self.runner_env, **self.agent_env}
+
+    @functools.cached_property
+    def network(self) -> Network:
+        """The proxy and CA settings of `network_env`, read once per run."""
+        from aam_eval_action.replay.upstream import Network
+
+        return Network.of(self.network_env)
 
     @property
     def in_ci(self) -> bool:

@@ -223,7 +223,6 @@ def _draft(
 def _ask(s: RunSettings, skill: str, provider: str, model: str, text: str, replay: bool) -> dict[str, Any]:
     """The model's drafted object: recorded in (or, with --replay, played from) the skill's cassette."""
     from aam_eval_action.replay.judge_cassette import JudgeCassette
-    from aam_eval_action.replay.upstream import Network
 
     path = s.cassettes / "init" / f"{skill}.yaml"
     params = request_params(provider, model, text)
@@ -235,7 +234,7 @@ def _ask(s: RunSettings, skill: str, provider: str, model: str, text: str, repla
             provider,
             s.redactor().text,
             s.cassettes,
-            Network.of(s.network_env),
+            s.network,
             checkout=runner_checkout(s.runner_env),
         )
     except Exception as exc:  # our safe reader's or vcrpy's error on a damaged or missing file

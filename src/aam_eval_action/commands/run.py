@@ -21,6 +21,7 @@ from aam_eval_action.settings import Overrides, RunSettings, check_judge, resolv
 if TYPE_CHECKING:
     from aam_eval_action.pipeline.case import Outcome
     from aam_eval_action.pipeline.context import CaseContext
+    from aam_eval_action.pipeline.scheduler import Task
     from aam_eval_action.report import EmptyRun, Report
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ def execute(
     from aam_eval_action.pipeline.budget import Budget
     from aam_eval_action.pipeline.context import CaseContext
     from aam_eval_action.pipeline.scheduler import handle_signals, run_tasks
+    from aam_eval_action.replay import prefetch
     from aam_eval_action.report import (
         Report,
         all_passed,
@@ -119,7 +121,7 @@ def execute(
                      f"{len(contexts[0].settings.pool)} installed")
     main_tasks = len(tasks)
     tasks += sweep
-    with handle_signals():
+    with handle_signals(), prefetch.ahead(cassettes_read(tasks[:main_tasks])):
         done, interrupted = run_tasks(tasks, first.jobs, console.case)
     duration = time.monotonic() - t0
     swept = [(i, o) for i, o in done if i >= main_tasks]
@@ -351,3 +353,18 @@ def write_file(path: Path, text: str, what: str, checkout: Path | None) -> None:
 
 
 __all__ = ["RunArgs", "run"]
+
+
+def cassettes_read(tasks: list[Task]) -> list[tuple[Path, Path | None]]:
+    """The cassettes a replay of these tasks reads, in the order it reads them (with the folder
+    each must stay inside); none for a run that records or goes live."""
+    from aam_eval_action.replay import agent_cassette
+
+    files: list[tuple[Path, Path | None]] = []
+    for ctx, loaded in tasks:
+        s = ctx.settings
+        if s.mode not in ("replay", "auto"):
+            continue
+        for where in (agent_cassette.session_path, agent_cassette.judge_path):
+            files.append((where(s.cassettes, loaded.case.name, s.cassette_stem), s.cassettes))
+    return files

@@ -443,7 +443,6 @@ def _propose(
     from aam_eval_action.commands.init import _call
     from aam_eval_action.fsutil import runner_checkout
     from aam_eval_action.replay.judge_cassette import JudgeCassette
-    from aam_eval_action.replay.upstream import Network
     from aam_eval_action.settings import Overrides, resolve, runner_environment
     from aam_eval_action.tuning.candidates import request_params, request_text
 
@@ -460,7 +459,7 @@ def _propose(
             provider,
             s.redactor().text,
             s.cassettes,
-            Network.of(s.network_env),
+            s.network,
             checkout=runner_checkout(s.runner_env),
         )
     except Exception as exc:

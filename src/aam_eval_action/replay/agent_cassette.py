@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action.fsutil import atomic_write, dump_yaml, is_inside
-from aam_eval_action.replay.untrusted import UntrustedFileError, load_yaml, read_text
+from aam_eval_action.replay.untrusted import UntrustedFileError, load_file
 from aam_eval_action.session import SelfCheck, Session
 
 CASSETTE_VERSION = 1
@@ -90,12 +90,11 @@ def load(path: Path, cassettes: Path | None = None) -> AgentCassette | None:
     With `cassettes`, a cassette that resolves (through a symlink) outside it is refused.
     """
     try:
-        text = read_text(path, inside=cassettes)
-        if text is None:
-            return None
-        data = load_yaml(path, text)
+        found, data = load_file(path, inside=cassettes)
     except UntrustedFileError as exc:
         raise CassetteError(str(exc)) from None
+    if not found:
+        return None
     if not isinstance(data, dict):
         raise CassetteError(f"{path}: not a cassette (expected a mapping); re-record the case")
     version = data.get("version")
@@ -107,8 +106,8 @@ def load(path: Path, cassettes: Path | None = None) -> AgentCassette | None:
     try:
         cassette = AgentCassette.model_validate(data)
     except ValidationError as exc:
-        raise CassetteError(_describe(path, text, exc)) from None
-    _check_digest(path, text, cassette)
+        raise CassetteError(_describe(path, _text(path), exc)) from None
+    _check_digest(path, cassette)
     return cassette
 
 
@@ -124,14 +123,22 @@ def _describe(path: Path, text: str, exc: ValidationError) -> str:
     return f"{path}{f':{line}' if line else ''}: damaged cassette: {where}: {msg}; re-record the case"
 
 
-def _check_digest(path: Path, text: str, cassette: AgentCassette) -> None:
+def _text(path: Path) -> str:
+    """The cassette's text, for the line of a problem found in it."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _check_digest(path: Path, cassette: AgentCassette) -> None:
     """A digest that does not hash its own inputs was edited by hand."""
     from aam_eval_action.loader import line_of
     from aam_eval_action.replay.fingerprint import Fingerprint
 
     fp = cassette.fingerprint
     if Fingerprint.of(fp.inputs).digest != fp.digest:
-        line = line_of(text, ("fingerprint", "digest"))
+        line = line_of(_text(path), ("fingerprint", "digest"))
         raise CassetteError(
             f"{path}{f':{line}' if line else ''}: damaged cassette: fingerprint.digest does not "
             "match fingerprint.inputs (edited by hand?); re-record the case"

@@ -242,11 +242,10 @@ def open_judge(
     if s.mode == "live":
         return None
     from aam_eval_action.replay.judge_cassette import JudgeCassette
-    from aam_eval_action.replay.upstream import Network
 
     path = agent_cassette.judge_path(s.cassettes, name, s.cassette_stem, variant)
     try:
-        jc = JudgeCassette(path, s.mode, s.judge_provider, redact, s.cassettes, Network.of(s.network_env),
+        jc = JudgeCassette(path, s.mode, s.judge_provider, redact, s.cassettes, s.network,
                            checkout=runner_checkout(s.runner_env))
     except UntrustedFileError as exc:  # our own safe read: the message names file and line
         where, _, what = str(exc).partition(": ")
@@ -295,11 +294,10 @@ def _side_cassette(
     if s.mode == "live":
         return None
     from aam_eval_action.replay.judge_cassette import JudgeCassette
-    from aam_eval_action.replay.upstream import Network
 
     what, stale = words
     try:
-        cassette = JudgeCassette(path, s.mode, provider, redact, s.cassettes, Network.of(s.network_env),
+        cassette = JudgeCassette(path, s.mode, provider, redact, s.cassettes, s.network,
                                  checkout=runner_checkout(s.runner_env))
     except Exception as exc:  # our safe read names file and line; vcrpy raises yaml and value errors
         raise Miss("damaged", subject, f"{path}: damaged {what} ({exc})", rerecord_command(s, name)) from None

@@ -7,6 +7,7 @@ short labels (engine, model, target) are kept as their value so the message can 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +53,9 @@ _HASHES_LOCK = threading.Lock()
 
 def file_hash(path: Path) -> str:
     """A package file's hash, read once per run while its size and modification time stay."""
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    name = os.fspath(path)
+    stat = os.stat(name)
+    key = (name, stat.st_mtime_ns, stat.st_size)
     with _HASHES_LOCK:
         found = _HASHES.get(key)
     if found is None:

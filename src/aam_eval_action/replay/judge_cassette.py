@@ -173,7 +173,12 @@ class JudgeCassette:
         """
         if self.player is None:
             return None
-        key = _match_key("POST", path, json.dumps(params), self.redact)
+        text = json.dumps(params)
+        if self.redact(text) == text:  # nothing to mask: the parameters are the body as parsed
+            parts = urlsplit(path)
+            key: MatchKey = ("POST", _path_of(parts.path), parts.query, params)
+        else:
+            key = _match_key("POST", path, text, self.redact)
         with self._lock:
             played = self.player.take(key, peek=True)
             if played is None or played["status"]["code"] >= 400:
@@ -319,8 +324,12 @@ def _match_key(method: str, uri: str, body: bytes | str | None, redact: Callable
         parsed: Any = json.loads(text) if text else None
     except ValueError:
         parsed = text
-    path = parts.path[parts.path.index("/v1/"):] if "/v1/" in parts.path else parts.path
-    return method.upper(), path, parts.query, parsed
+    return method.upper(), _path_of(parts.path), parts.query, parsed
+
+
+def _path_of(path: str) -> str:
+    """The API path from `/v1/` on (a base URL's own prefix is not matched)."""
+    return path[path.index("/v1/"):] if "/v1/" in path else path
 
 
 class Player:
@@ -337,12 +346,11 @@ class Player:
 
         Read as untrusted input: bounded size, safe loader, no tags or aliases.
         """
-        from aam_eval_action.replay.untrusted import load_yaml, read_text
+        from aam_eval_action.replay.untrusted import load_file
 
-        text = read_text(path, inside=inside)
-        if text is None:
+        exists, data = load_file(path, inside=inside)
+        if not exists:
             return cls([], {})
-        data = load_yaml(path, text)
         if not isinstance(data, dict) or not isinstance(data.get("interactions", []), list):
             raise ValueError("not a vcrpy cassette (expected a mapping with `interactions`)")
         found = []

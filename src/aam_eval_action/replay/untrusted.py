@@ -17,9 +17,11 @@ from typing import Any
 
 import yaml
 
+from aam_eval_action.yaml_build import Loader, build
+
 MAX_CASSETTE_BYTES = 16 * 1024 * 1024
 """Largest cassette file read; recorded outputs and files are capped far below this."""
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOADER = Loader
 _STANDARD_TAG = "tag:yaml.org,2002:"
 _STANDARD_KINDS = ("str", "int", "float", "bool", "null", "map", "seq", "binary", "timestamp")
 
@@ -35,22 +37,48 @@ def read_text(path: Path, *, inside: Path | None = None) -> str | None:
             f"{path}: is a symlink that points outside {inside}; replace it with the file itself"
         )
     try:
-        size = path.stat().st_size
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > MAX_CASSETTE_BYTES:
+                raise UntrustedFileError(
+                    f"{path}: {size / 1e6:.1f} MB is over the {MAX_CASSETTE_BYTES // (1024 * 1024)} "
+                    "MiB cassette limit; re-record the case (outputs this large are not replayable)"
+                )
+            data = file.read(MAX_CASSETTE_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise UntrustedFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if size > MAX_CASSETTE_BYTES:
+    if len(data) > MAX_CASSETTE_BYTES:  # grew while it was read
         raise UntrustedFileError(
-            f"{path}: {size / 1e6:.1f} MB is over the {MAX_CASSETTE_BYTES // (1024 * 1024)} MiB "
-            "cassette limit; re-record the case (outputs this large are not replayable)"
+            f"{path}: over the {MAX_CASSETTE_BYTES // (1024 * 1024)} MiB cassette limit; re-record the case"
         )
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as exc:
         raise UntrustedFileError(f"{path}: cannot be read ({exc})") from None
+
+
+def load_file(path: Path, *, inside: Path | None = None) -> tuple[bool, Any]:
+    """(whether the file exists, its parsed YAML), read as `read_text` and `load_yaml` read it;
+    taken from the run's read-ahead (`prefetch`) when it has read this file, as it is now."""
+    from aam_eval_action.replay import prefetch
+
+    ahead = prefetch.taken(path)
+    if ahead is None:
+        return read_now(path, inside=inside)
+    kind, value = ahead
+    if kind == "refused":
+        raise UntrustedFileError(value)
+    return kind == "ok", value
+
+
+def read_now(path: Path, *, inside: Path | None = None) -> tuple[bool, Any]:
+    """`load_file` in this process."""
+    text = read_text(path, inside=inside)
+    if text is None:
+        return False, None
+    return True, load_yaml(path, text)
 
 
 def load_yaml(path: Path, text: str) -> Any:
@@ -69,7 +97,7 @@ def load_yaml(path: Path, text: str) -> Any:
             return None
         if "&" in text or "!" in text:  # without either, no anchor (so no alias) and no tag is written
             _check(node)
-        return loader.construct_document(node)
+        return build(node, loader)
     except _Refused as refused:
         raise UntrustedFileError(f"{path}:{refused.line}: {refused.what}") from None
     except yaml.YAMLError as exc:

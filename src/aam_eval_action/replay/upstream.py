@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import base64
 import functools
-import http.client
 import ipaddress
-import ssl
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.providers import PROVIDERS, Provider
+
+if TYPE_CHECKING:  # the HTTP and TLS modules load with the first connection, not with every run
+    import http.client
+    import ssl
 
 UPSTREAM_TIMEOUT = 600.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -65,6 +68,8 @@ class Network:
 
 @functools.lru_cache(maxsize=8)
 def _context(files: tuple[str, ...], folders: tuple[str, ...]) -> ssl.SSLContext:
+    import ssl
+
     context = ssl.create_default_context()
     for cafile in dict.fromkeys(files):  # each bundle once, however many variables name it
         context.load_verify_locations(cafile=cafile)
@@ -154,6 +159,8 @@ class Upstream:
         """A connection for a request to `path`, the request target to send on it, and the
         headers a proxy carrying the request needs (its credentials; None: no proxy carries it,
         it goes direct or through a CONNECT tunnel)."""
+        import http.client
+
         url = urllib.parse.urlsplit(self.url(path))
         target = url.path + (f"?{url.query}" if url.query else "")
         https = url.scheme == "https"
