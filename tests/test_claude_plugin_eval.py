@@ -521,6 +521,8 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
                                    "--mode", "auto", "--no-self-check", "-o", str(tmp_path / out)], env=env,
                                   capture_output=True, text=True, timeout=600, check=False)
 
+    prose = plugin / "evals/files/changelog-written/prompt.md"  # named as people name cases
+    prose.write_text(prose.read_text().replace("name: changelog-written", "name: Changelog written"))
     base = run(SCENARIOS, "base.json")
     assert (tmp_path / "base.json").is_file(), base.stdout + base.stderr
     skill = plugin / "skills/release-notes/SKILL.md"
@@ -532,12 +534,19 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
     assert "**claude plugin eval score 0.83 → 0.71 (-0.12) · mean Δ (with the plugin − without) +0.21 → +0.08**" in comment
     table = comment.split("| case | score | without the plugin | Δ |", 1)[1].split("\n\n", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 1 and "changelog-written" in rows[0], comment
+    assert len(rows) == 1 and rows[0].startswith("| Changelog written<br>"), comment
     assert rows[0].endswith("| 1.00 → 0.50 | 0.50 | +0.50 → +0.00 |"), rows[0]
+    assert re.search(r"^FAIL  Changelog written  ", head.stdout, flags=re.M), head.stdout
+    [case] = [c for c in json.loads((tmp_path / "head.json").read_text())["cases"] if c.get("title")]
+    assert (case["name"], case["title"]) == ("changelog-written", "Changelog written")
+    exported = aam_eval("export", "--format", "claude-plugin-eval", "--package", str(plugin), "--report",
+                        str(tmp_path / "head.json"), "-o", str(tmp_path / "aggregate-result.json"))
+    assert exported.code == 0, exported.err
+    assert "Changelog written" in [c["name"] for c in json.loads((tmp_path / "aggregate-result.json").read_text())["cases"]]
     page = tmp_path / "head.html"
     assert aam_eval("view", str(tmp_path / "head.json"), "-o", str(page)).code == 0
     with report_page(page) as shown:
-        text = open_case(shown, "changelog-written")
+        text = open_case(shown, "Changelog written")
         graders = shown.js("[...document.querySelectorAll('#graders tbody tr')].map(tr => tr.innerText.split('\\t'))")
     assert "claude plugin eval score 0.50 · pass rate 0.0% · without the plugin 0.50 · Δ 0.00" in text
     assert [(g[0], g[2], g[3].strip()) for g in graders] == [("created", "1", "PASS"), ("fixed", "1", "FAIL")]
@@ -816,3 +825,59 @@ def test_a_case_that_resumes_a_recorded_session_scores_as_there(plugin: Path, tm
     ours = json.loads((tmp_path / "ours.json").read_text())["cases"][0]
     assert theirs["aggregates"]["score"] == 1 and "without" not in (theirs["arms"] or {}), done.stdout + done.stderr
     assert (ours["score"], ours.get("score_without")) == (1.0, None), ran.stdout + ran.stderr
+
+
+def _marketplace_with_a_root_suite(repo: Path) -> None:
+    """A marketplace repository whose eval dir sits at its root, outside every plugin: each case
+    names the plugins it loads (`plugins:`, relative to its folder), one names two, one names a
+    plugin that is not there; one is named in its frontmatter as a sentence."""
+    files = {
+        ".claude-plugin/marketplace.json": json.dumps({"name": "team", "owner": {"name": "t"}, "plugins": [
+            {"name": "notes", "source": "./plugins/notes"}, {"name": "crm", "source": "./plugins/crm"}]}),
+        "plugins/notes/.claude-plugin/plugin.json": '{"name": "notes", "version": "1.0.0"}',
+        "plugins/notes/skills/minutes/SKILL.md": "---\nname: minutes\ndescription: Turn notes into minutes.\n"
+                                                 "---\nWrite minutes.\n",
+        "plugins/crm/.claude-plugin/plugin.json": '{"name": "crm", "version": "1.0.0"}',
+        "plugins/crm/skills/enrich/SKILL.md": "---\nname: enrich\ndescription: Enrich a lead.\n---\nEnrich.\n",
+        "evals/routing/enrich/prompt.md": "---\nname: Enrich skill routing\nplugins: [\"../../../plugins/crm\"]\n"
+                                          "runs: 1\n---\nEnrich the lead Ana Lima at Acme.\n",
+        "evals/routing/enrich/graders/fired.md": "---\ntype: tool_used\ntool: Skill\n---\n",
+        "evals/both/case.yaml": 'schema_version: "1.0"\nname: both-plugins\nplugins:\n  - ../../plugins/notes\n'
+                                "  - ../../plugins/crm\nexecution:\n  prompt: Minutes, then enrich Ana.\nruns: 1\n"
+                                "graders:\n  - {name: said, type: regex, pattern: minutes}\n",
+        "evals/gone/case.yaml": 'schema_version: "1.0"\nname: gone\nplugins: ["../../plugins/gone"]\n'
+                                "execution:\n  prompt: Anything.\ngraders:\n  - {name: said, type: regex, pattern: x}\n",
+    }
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+
+
+@pytest.mark.cli
+def test_a_suite_outside_its_plugins_loads_as_the_runner_loads_it(refusing: str, tmp_path: Path) -> None:
+    from aam_eval_action.loader import load_repo
+
+    installed("claude-code")
+    repo = tmp_path / "team"
+    _marketplace_with_a_root_suite(repo)
+    done = claude_plugin_eval(repo, tmp_path, refusing, "sk-ant-test-outside", tmp_path / "out.json",
+                              "--ablation", "none")
+    said = done.stdout + done.stderr
+    theirs = {c["dir"]: c for c in json.loads((tmp_path / "out.json").read_text())["cases"]}
+    assert set(theirs) == {"evals/routing/enrich", "evals/both"}, said
+    assert 'plugins entry "../../plugins/gone" does not exist' in said
+
+    loaded = load_repo(repo)
+    ours = {c.file.rsplit("/", 1)[0]: (p.plugin, c) for p in loaded.packages for c in p.cases if c.file}
+    refused = {e.file: str(e) for p in loaded.packages for e in p.errors}
+    assert {folder for folder in ours} == set(theirs)
+    plugin, enrich = ours["evals/routing/enrich"]
+    assert plugin == "crm" and enrich.case.title == theirs["evals/routing/enrich"]["name"] == "Enrich skill routing"
+    assert enrich.case.name == "enrich-skill-routing"  # its id, for cassette folders
+    both = ours["evals/both"][1].case
+    assert both.execution is not None and both.execution.plugins == ["plugins/notes", "plugins/crm"]
+    [gone] = {f: e for f, e in refused.items() if f.startswith("evals/gone")}.values()
+    assert 'case "gone": plugins entry "../../plugins/gone" does not exist' in gone
+
+    run = aam_eval("run", "--package", str(repo), "--case", "Enrich*", "--dry-run")
+    assert run.code == 0 and "crm/Enrich skill routing  target" in run.out and "both-plugins  target" not in run.out, run

@@ -50,6 +50,8 @@ class CaseDiff(BaseModel):
 
     name: str
     """Case name."""
+    title: str | None = None
+    """The name the case is written under, where that is not its id."""
     category: Category
     """How the case changed from base to head."""
     target: str | None = None
@@ -691,6 +693,7 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
     assert main is not None  # every name comes from one of the two reports
     return CaseDiff(
         name=main.name,
+        title=main.title,
         category=categorize(base, head),
         target=main.target,
         base_verdict=base.verdict if base else None,

@@ -174,7 +174,33 @@ def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
     findings = list(repo.findings) + [f for layout in chosen for f in layout.findings]
     findings += _misplaced_cases(repo.root, known) if several else []
     findings += [f for package in loaded for f in package.import_findings]
+    if loaded:
+        loaded[0].errors += _unclaimed_cpe_cases(repo.root, [p.layout.base for p in loaded])
     return LoadedRepo(repo, loaded, findings)
+
+
+def _unclaimed_cpe_cases(root: Path, bases: list[str]) -> list[FileError]:
+    """`claude plugin eval` cases in an eval dir outside every plugin whose `plugins:` names none
+    of the plugins run: that runner refuses those whose entries are not there (with its reason,
+    given here), and no plugin of ours would list them."""
+    from aam_eval_action.importers import claude_plugin_eval as cpe
+
+    out: list[FileError] = []
+    dirs = {d for base in bases for d in cpe.outside_eval_dirs(root, base)}
+    for evals in sorted(dirs):
+        for folder in cpe.case_dirs(root, evals):
+            listed = cpe.listed_plugins(root, folder)
+            if listed is None or cpe.claimed_by(root, listed) in bases:
+                continue
+            rel = f"{folder}/{'case.yaml' if (root / folder / 'case.yaml').is_file() else 'prompt.md'}"
+            try:
+                cpe.read_case(root, folder, evals)
+            except ConfigError as exc:
+                out.append(FileError(rel, _line_in(str(exc)), _message_of(str(exc), rel)))
+                continue
+            out.append(FileError(rel, None, "plugins: names no plugin run here ("
+                                 f"{', '.join(b or '.' for b in bases)}); list one of them"))
+    return out
 
 
 def _misplaced_cases(root: Path, plugins: list[str]) -> list[Finding]:

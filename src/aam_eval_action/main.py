@@ -51,6 +51,9 @@ def _positive(value: str) -> int:
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run (or replay) eval cases and write the report")
     p.add_argument("cases", nargs="*", metavar="CASE", help="case names (default: all)")
+    p.add_argument("--case", action="append", default=[], dest="case_globs", metavar="GLOB",
+                   help="cases whose name matches (* any characters, ? one), as `claude plugin eval "
+                        "--case`; may be given again")
     p.add_argument("--package", type=Path, default=Path("."), help="package root (default: .)")
     p.add_argument("--engine", metavar="ENGINE[,ENGINE...]",
                    help=f"agent engine(s): {', '.join(ENGINE_NAMES + RESERVED_NAMES)}; several, "
@@ -333,7 +336,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             with_dirs=tuple(args.with_dirs), sweep=args.sweep,
         )
         return run(RunArgs(
-            package=args.package, cases=args.cases, overrides=overrides, target=args.target,
+            package=args.package, cases=[*args.cases, *args.case_globs], overrides=overrides,
+            target=args.target,
             dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit, html=args.html,
             keep_workspaces=args.keep_workspaces, shard=args.shard, plugins=args.plugin, strict=args.strict,
             tags=args.tags, allow_empty=args.allow_empty,

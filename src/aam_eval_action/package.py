@@ -238,6 +238,13 @@ def walk_files(root: Path, base: Path, plugin: bool = False, nested: set[Path] |
     return sorted(found)
 
 
+def plugin_files(root: Path, folder: str) -> list[str]:
+    """Every file of a plugin folder a `claude plugin eval` case lists (relative to `root`,
+    sorted), the `NOT_COPIED` folders (its evals among them) left out."""
+    return [rel for rel in walk_files(root, root / folder)
+            if not NOT_COPIED & set(Path(rel).relative_to(folder).parts[:-1])]
+
+
 def _left_out(folder: Path, nested: set[Path]) -> bool:
     return folder.name in NOT_COPIED or (folder / "SKILL.md").is_file() or folder.resolve() in nested
 

@@ -472,6 +472,14 @@ class CaseResult(Part):
 
     name: str
     """Case name."""
+    title: str | None = None
+    """The name the case is written under, where that is not its id (`Enrich skill routing`):
+    shown in its place."""
+
+    @property
+    def shown(self) -> str:
+        """The case's name as a person wrote it: its title, else its name."""
+        return self.title or self.name
     target: str | None = None
     """What the case exercises: `skill:NAME`, `hook:EVENT` or `agent:NAME`."""
     verdict: Verdict
@@ -934,13 +942,20 @@ def not_asked(why: str) -> JudgeVerdict:
     return JudgeVerdict(result="SKIP", reason=f"not asked: {why}")
 
 
+def _file_case(file: str) -> str:
+    """What a refused case file is listed as: its stem, or its folder's name for a case that is
+    a folder (`claude plugin eval`'s `case.yaml` / `prompt.md`)."""
+    path = Path(file)
+    return path.parent.name if path.name in ("case.yaml", "prompt.md") and path.parent.name else path.stem
+
+
 def file_error_results(errors: list[FileError], package: LoadedPackage | None = None) -> list[CaseResult]:
     """Bad case files as ERROR results, so a run reports them and goes on."""
     return [
         CaseResult(name=package.qualified(name) if package else name, verdict="ERROR", error=str(err),
                    file=err.file, line=err.line, judge_verdict=not_asked("the case file is invalid"),
                    plugin=package.plugin if package else None)
-        for err in errors for name in [err.case_name or Path(err.file).stem]
+        for err in errors for name in [err.case_name or _file_case(err.file)]
     ]
 
 

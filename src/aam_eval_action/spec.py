@@ -584,6 +584,9 @@ class Execution(Strict):
     mocks: list[str] = Field(default_factory=list)
     """The `mocks/` folders that apply to the case (relative to the repository root), shallowest
     first: its MCP servers answered by a stand-in of ours (`aam_eval_action.mocks`)."""
+    plugins: list[str] = Field(default_factory=list)
+    """The plugins the case loads (folders relative to the repository root): `plugins:` there,
+    written relative to the case's folder. Empty: the plugin whose eval dir holds the case."""
 
 
 class Case(Strict):
@@ -592,6 +595,10 @@ class Case(Strict):
 
     name: Annotated[str, AfterValidator(_case_name)]
     """Case identifier: `[a-z0-9-]`, max 64 characters."""
+    title: str | None = Field(default=None, max_length=200)
+    """The name the case is written under when that is not an identifier (a `claude plugin
+    eval` case named `Enrich skill routing`): what a person is shown, and may select it by.
+    `name` stays its id (cassette folders)."""
     description: str | None = None
     """Human-readable description."""
     target: Annotated[str, AfterValidator(_target)] | None = None

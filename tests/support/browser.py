@@ -377,7 +377,7 @@ def open_case(page: Page, name: str) -> str:
                     f"tr.querySelector('td.name').innerText === {json.dumps(name)})?.dataset.case")
     assert index is not None, f"no row for {name}"
     page.click(f'tr[data-case="{index}"] td')
-    page.wait_for(f"document.getElementById('case-view')?.dataset.name === {json.dumps(name)}")
+    page.wait_for(f"document.getElementById('case-view')?.dataset.title === {json.dumps(name)}")
     return str(page.js("document.getElementById('case-view').innerText"))
 
 

@@ -44,7 +44,8 @@ def check(package: Path, plugins: list[str] | None = None, strict: bool = False)
             print(neutralize_commands(line))
         for lc in loaded.cases:
             source = f", {lc.source}" if lc.source else ""
-            print(neutralize_commands(f"ok  {loaded.qualified(lc.case.name)}  ({lc.file}:{lc.line}{source})"))
+            shown = loaded.qualified(lc.case.title or lc.case.name)
+            print(neutralize_commands(f"ok  {shown}  ({lc.file}:{lc.line}{source})"))
             for check, why in lc.skipped:
                 print(neutralize_commands(f"    not honoured: {check}: {why}"))
     for line in volatile_lines(repo) + no_cases_lines(repo):

@@ -14,7 +14,7 @@ from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_
 from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.layouts.marketplace import console_lines
 from aam_eval_action.loader import LoadedCase, LoadedPackage, LoadedRepo, load_repo
-from aam_eval_action.pipeline.select import recorded_durations, select
+from aam_eval_action.pipeline.select import named, recorded_durations, select
 from aam_eval_action.render.console import Console
 from aam_eval_action.settings import Overrides, RunSettings, check_judge, resolve_matrix, runner_environment
 
@@ -205,16 +205,18 @@ def selection(
     """Each package's cases to run (by `id` of the package): CASE names (`<plugin>/<case>` or
     a bare name, matched in every plugin), the target, then the shard's share."""
     names = args.cases
-    known = {p.qualified(c.case.name) for p in repo.packages for c in p.cases}
-    bare = {c.case.name for p in repo.packages for c in p.cases}
-    unknown = [n for n in names if n not in known and n not in bare]
+
+    def wanted(package: LoadedPackage, case: LoadedCase, pattern: str) -> bool:
+        return named(pattern, case, package.key if package.several else None)
+
+    unknown = [n for n in names if not any(wanted(p, c, n) for p in repo.packages for c in p.cases)]
     if unknown:
+        known = {p.qualified(c.case.title or c.case.name) for p in repo.packages for c in p.cases}
         raise UsageError(f"no such case: {', '.join(unknown)}; known cases: "
                          f"{', '.join(sorted(known)) or 'none'}")
     chosen: dict[int, list[LoadedCase]] = {}
     for package, runs in matrices:
-        mine = [c.case.name for c in package.cases
-                if package.qualified(c.case.name) in names or c.case.name in names]
+        mine = [c.case.name for c in package.cases if any(wanted(package, c, n) for n in names)]
         if names and not mine:
             chosen[id(package)] = []
             continue

@@ -69,7 +69,7 @@ def _case(case: CaseResult, folder: str, read: Any, report: Report) -> dict[str,
     fields = read.imported.case if read is not None else None
     written = "prose" if (case.file or "").endswith(".md") else "case_yaml"
     out: dict[str, Any] = {
-        "name": case.name,
+        "name": case.shown,
         "dir": folder,
         "source": read.source if read is not None else written,
         "promptMarkdown": fields.input.prompt if fields else "",

@@ -127,6 +127,42 @@ def case_dirs(root: Path, evals: str) -> Iterator[str]:
             yield from walk(child, 1)
 
 
+def outside_eval_dirs(root: Path, plugin: str) -> list[str]:
+    """Eval dirs outside the plugin that may hold its cases (naming it in `plugins:`): the
+    repository's own `evals/`, for a plugin in a folder of its own."""
+    if not plugin or not (root / "evals").is_dir() or (root / "evals").is_symlink():
+        return []
+    return ["evals"]
+
+
+def claimed_by(root: Path, listed: list[str]) -> str | None:
+    """The plugin a case outside every plugin is run under: the first it lists that is a plugin
+    folder (a manifest in it); the rest are loaded beside it."""
+    return next((p for p in listed if (root / p / ".claude-plugin/plugin.json").is_file()
+                 or (root / p / "plugin.json").is_file()), None)
+
+
+def listed_plugins(root: Path, folder: str) -> list[str] | None:
+    """The folders a case's `plugins:` names (relative to the repository, unchecked), or None
+    when it lists none or cannot be read: which package a case outside every plugin is for."""
+    import os
+
+    listed: Any = None
+    try:
+        if (root / folder / "prompt.md").is_file():
+            listed = frontmatter(root, f"{folder}/prompt.md")[0].get("plugins")
+        if listed is None and (root / folder / "case.yaml").is_file():
+            data = load_json(root, f"{folder}/case.yaml").data
+            listed = data.get("plugins") if isinstance(data, dict) else None
+    except (ConfigError, OSError, UnicodeDecodeError):
+        return None
+    if not isinstance(listed, list):
+        return None
+    out = [os.path.normpath(os.path.join(folder, entry)).replace(os.sep, "/")
+           for entry in listed if isinstance(entry, str)]
+    return out or None
+
+
 class _Case:
     """One case's fields as that runner merges them, each with where it was written."""
 
@@ -303,11 +339,11 @@ def _to_case(found: _Case) -> Imported:
     add_dirs = _add_dirs(found)
     scaffold = _context_file(found, "scaffold_script")
     history = _context_file(found, "history_file")
-    if f.get("plugins"):
-        skipped["plugins"] = "the package under test is the plugin installed"
+    plugins = _plugins(found, name)
     mocks = _mocks(found)
     fields: dict[str, Any] = {
-        "name": case_name(name), "description": f.get("description"), "input": {"prompt": prompt.strip()},
+        "name": case_name(name), "title": name.strip() if case_name(name) != name.strip() else None,
+        "description": f.get("description"), "input": {"prompt": prompt.strip()},
         "repeat": int(f.get("runs") or DEFAULT_RUNS), "install-all-skills": True,
         "tags": [t for t in f.get("tags") or [] if isinstance(t, str)],
     }
@@ -321,6 +357,7 @@ def _to_case(found: _Case) -> Imported:
         "append-system-prompt": f.get("append_system_prompt") or None,
         "env": {str(k): str(v) for k, v in env.items()},
         "add-dirs": add_dirs, "scaffold": scaffold, "history": history, "mocks": mocks,
+        "plugins": plugins,
     }
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
@@ -399,6 +436,29 @@ def _context_file(found: _Case, key: str) -> str | None:
         raise ConfigError(f"{where}: context.{key}: {value!r} is not a file of the repository; fix the path "
                           "(relative to the case's folder)")
     return rel
+
+
+def _plugins(found: _Case, name: str) -> list[str]:
+    """`plugins:`, relative to the case's folder, as plugin folders of the repository (each must
+    exist and stay inside it), in the order written; refused as that runner refuses an entry."""
+    from aam_eval_action.layouts.common import inside
+
+    listed = found.fields.get("plugins")
+    if listed is None:
+        return []
+    where = found.at("plugins")
+    if not isinstance(listed, list) or not all(isinstance(p, str) and p.strip() for p in listed):
+        raise ConfigError(f"{where}: plugins: a list of plugin folders, relative to the case's folder")
+    out = []
+    for entry in listed:
+        rel = inside(found.root, found.folder, entry, f'{where}: case "{name}": plugins entry', within="")
+        if not (found.root / rel).exists():
+            raise ConfigError(f'{where}: case "{name}": plugins entry "{entry}" does not exist; fix the '
+                              "path (relative to the case's folder)")
+        if not (found.root / rel).is_dir():
+            raise ConfigError(f'{where}: case "{name}": plugins entry "{entry}" is not a plugin folder')
+        out.append(rel)
+    return list(dict.fromkeys(out))
 
 
 def _add_dirs(found: _Case) -> list[str]:

@@ -113,7 +113,13 @@ def claude_plugin_eval_files(layout: PackageLayout) -> tuple[list[EvalFile], lis
         return [EvalFile(".claude-plugin/plugin.json", claude_plugin_eval.FORMAT, error=str(exc))], []
     found: list[EvalFile] = []
     warned: list[Finding] = []
-    for folder in claude_plugin_eval.case_dirs(layout.root, evals):
+    folders = [(folder, evals) for folder in claude_plugin_eval.case_dirs(layout.root, evals)]
+    for outside in claude_plugin_eval.outside_eval_dirs(layout.root, layout.base):
+        for folder in claude_plugin_eval.case_dirs(layout.root, outside):  # the cases naming this plugin
+            listed = claude_plugin_eval.listed_plugins(layout.root, folder)
+            if listed is not None and claude_plugin_eval.claimed_by(layout.root, listed) == layout.base:
+                folders.append((folder, outside))
+    for folder, evals in folders:
         name = "case.yaml" if (layout.root / folder / "case.yaml").is_file() else "prompt.md"
         rel = f"{folder}/{name}"
         try:

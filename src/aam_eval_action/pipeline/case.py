@@ -214,7 +214,8 @@ def spending(ctx: CaseContext, loaded: LoadedCase, *, paid: bool) -> contextlib.
 def budget_result(loaded: LoadedCase, over: OverBudget) -> CaseResult:
     """A case not run for the budget: not graded, never failed, with the estimate and the cap."""
     return CaseResult(
-        name=loaded.case.name, target=loaded.case.target, verdict="SKIP", error=over.message,
+        name=loaded.case.name, title=loaded.case.title, target=loaded.case.target, verdict="SKIP",
+        error=over.message,
         file=loaded.file, line=loaded.line, judge_verdict=not_asked("not graded (budget)"),
         budget=BudgetSkip(estimate_usd=over.estimate, basis=over.basis, cap_usd=over.cap,
                           left_usd=round(max(over.left, 0.0), 6)),
@@ -223,7 +224,8 @@ def budget_result(loaded: LoadedCase, over: OverBudget) -> CaseResult:
 
 def error_result(loaded: LoadedCase, message: str, miss: Miss | None = None) -> CaseResult:
     result = CaseResult(
-        name=loaded.case.name, target=loaded.case.target, verdict="ERROR", error=message,
+        name=loaded.case.name, title=loaded.case.title, target=loaded.case.target, verdict="ERROR",
+        error=message,
         file=loaded.file, line=loaded.line, replay_miss=miss.kind if miss else None,
         miss=miss_record(miss) if miss else None,
         judge_verdict=not_asked("no recorded session" if miss else "the case errored"),
@@ -261,7 +263,8 @@ def engine_notes(loaded: LoadedCase, engine: str) -> dict[str, str]:
              "execution.allowed_tools": execution.allowed_tools,
              "execution.disallowed_tools": execution.disallowed_tools,
              "execution.append_system_prompt": execution.append_system_prompt,
-             "context.add_dirs": execution.add_dirs, "context.history_file": execution.history}
+             "context.add_dirs": execution.add_dirs, "context.history_file": execution.history,
+             "plugins": len(execution.plugins) > 1}
     passed = PASSED_ON.get(engine, ())
     return {key: f"not passed to {engine}: Claude Code's own option" for key, value in asked.items()
             if value and key not in passed}

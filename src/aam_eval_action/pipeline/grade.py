@@ -273,7 +273,7 @@ def combine(
     expected = loaded.case.expected
     target = loaded.case.target or ""
     result = CaseResult(
-        name=loaded.case.name, target=loaded.case.target, verdict=verdict,
+        name=loaded.case.name, title=loaded.case.title, target=loaded.case.target, verdict=verdict,
         deterministic_checks={c.name: "PASS" if c.passed else "FAIL" for c in shown.checks},
         judge_verdict=shown.judge, agent_output_snippet=snippet(session.output),
         error=None if verdict == "PASS" else shown.error, file=loaded.file, line=loaded.line,

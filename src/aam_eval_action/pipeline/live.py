@@ -26,7 +26,7 @@ from aam_eval_action.engines.common import compact
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import runner_checkout
 from aam_eval_action.loader import LoadedCase
-from aam_eval_action.package import PackageLayout
+from aam_eval_action.package import PackageLayout, plugin_files
 from aam_eval_action.pipeline import workspace
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.providers import KEY_VARS, PROVIDERS
@@ -236,15 +236,27 @@ def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path
     if (loaded.case.execution is None or engine != "claude-code" or layout.kind != "claude-plugin"
             or not layout.installs_anything(target)):
         return ()
+    listed = loaded.case.execution.plugins
     folder = base / "plugin" / (layout.name or "plugin")
-    for rel in layout.files_for(target):
-        source = layout.root / rel
-        if not source.resolve().is_relative_to(layout.plugin_root.resolve()):
-            continue  # a component outside the plugin's folder is not part of it
-        dest = folder / source.relative_to(layout.plugin_root)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, dest)
-    return (folder,)
+    loads: list[Path] = []
+    if not listed or layout.base in listed:
+        for rel in layout.files_for(target):
+            source = layout.root / rel
+            if not source.resolve().is_relative_to(layout.plugin_root.resolve()):
+                continue  # a component outside the plugin's folder is not part of it
+            dest = folder / source.relative_to(layout.plugin_root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, dest)
+        loads.append(folder)
+    for n, other in enumerate(p for p in listed if p != layout.base):  # the other plugins it lists
+        copy = base / "plugin" / f"{n + 1}-{Path(other).name}"
+        for rel in plugin_files(layout.root, other):
+            dest = copy / Path(rel).relative_to(other)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(layout.root / rel, dest)
+        loads.append(copy)
+    return tuple(loads)
+
 
 
 def plugin_servers(folder: Path, layout: PackageLayout) -> None:

@@ -25,7 +25,7 @@ def plan_lines(s: RunSettings, cases: list[LoadedCase]) -> list[tuple[str, str |
         plan = _plan(s, loaded, s.layout)
         if s.two_arms(loaded):
             plan += " · baseline " + _plan(s, loaded, dataclasses.replace(s.layout, baseline=True))
-        name = s.package.qualified(loaded.case.name)
+        name = s.package.qualified(loaded.case.title or loaded.case.name)
         lines.append((f"{name}  target {loaded.case.target or '-'}  {plan}", None))
         lines += [(f"    not honoured: {check}: {why}", None) for check, why in loaded.skipped]
     lines += [(f"ERROR {err}", "yellow") for err in s.package.errors]
@@ -44,7 +44,7 @@ def eval_file_lines(package: LoadedPackage) -> list[str]:
         if found.error:
             lines.append(f"eval file {found.rel} ({found.format}): not read, see the error below")
             continue
-        names = ", ".join(package.qualified(i.case.name) for i in found.cases)
+        names = ", ".join(package.qualified(i.case.title or i.case.name) for i in found.cases)
         lines.append(f"eval file {found.rel} ({found.format}): {len(found.cases)} case(s): {names}")
     return lines
 

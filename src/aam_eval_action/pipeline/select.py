@@ -28,14 +28,15 @@ def select(
     cases: list[LoadedCase], names: list[str], target: str | None, shard: tuple[int, int] | None,
     durations: dict[str, float] | None = None, tags: str | None = None,
 ) -> list[LoadedCase]:
-    """The cases to run: by name, by target, by tags, then this shard's share."""
-    known = {c.case.name for c in cases}
-    unknown = [n for n in names if n not in known]
+    """The cases to run: by name (its id or the name it is written under; `*` and `?` match as
+    in `claude plugin eval --case`), by target, by tags, then this shard's share."""
+    unknown = [n for n in names if not any(named(n, c) for c in cases)]
     if unknown:
+        known = sorted(c.case.title or c.case.name for c in cases)
         raise UsageError(
-            f"no such case: {', '.join(unknown)}; known cases: {', '.join(sorted(known)) or 'none'}"
+            f"no such case: {', '.join(unknown)}; known cases: {', '.join(known) or 'none'}"
         )
-    chosen = [c for c in cases if (not names or c.case.name in names)]
+    chosen = [c for c in cases if (not names or any(named(n, c) for n in names))]
     if target:
         chosen = [c for c in chosen if c.case.target == target]
     if tags:
@@ -45,6 +46,21 @@ def select(
         mine = set(shard_of([c.case.name for c in chosen], shard, durations or {}))
         chosen = [c for c in chosen if c.case.name in mine]
     return chosen
+
+
+def named(pattern: str, loaded: LoadedCase, plugin: str | None = None) -> bool:
+    """Whether `pattern` names the case: its id or its written name (bare, or `<plugin>/…` in a
+    repository of several plugins), exactly, or as a glob where `*` is any run of characters and
+    `?` one (that runner's `--case`)."""
+    names = [n for n in (loaded.case.name, loaded.case.title) if n]
+    names += [f"{plugin}/{n}" for n in names] if plugin else []
+    if pattern in names:
+        return True
+    if "*" not in pattern and "?" not in pattern:
+        return False
+    glob = re.compile("".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern),
+                      re.S)
+    return any(glob.fullmatch(n) for n in names)
 
 
 TAG_TOKEN = re.compile(r"\s*(&&|\|\||!|\(|\)|[A-Za-z0-9][A-Za-z0-9._:/+-]*)")

@@ -263,7 +263,7 @@ def case_cell(view: View | CaseDiff | DivergedCase | MatrixRow) -> Markup:
     talk = conversation_note(c)
     if talk:
         below.append(md(talk))
-    name = md(c.name, 100)
+    name = md(getattr(c, "title", None) or c.name, 100)
     return Markup(f"{name}<br><sub>{' · '.join(below)}</sub>") if below else name
 
 

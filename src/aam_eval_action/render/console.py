@@ -46,7 +46,7 @@ class Console:
         source = _source(r)
         flaky = "  flaky" if r.flaky else ""
         pair = f"  [{r.engine} · {r.model}]" if r.engine else ""
-        self.line(f"{r.verdict:<5} {r.name}{pair}  {r.duration_seconds:.1f}s  {source}{flaky}",
+        self.line(f"{r.verdict:<5} {r.shown}{pair}  {r.duration_seconds:.1f}s  {source}{flaky}",
                   STYLES.get(r.verdict))
         if r.verdict != "PASS" and r.error:
             self.line(f"      {r.error}", "dim")
@@ -61,13 +61,13 @@ class Console:
         """What human labels and the judge gate did to a finished case's verdict."""
         jv = r.judge_verdict
         if r.label is not None and not r.label.stale and jv is not None and jv.result != r.label.verdict:
-            self.line(f"{r.verdict:<5} {r.name}  overruled by a person ({r.label.by}): the judge said "
+            self.line(f"{r.verdict:<5} {r.shown}  overruled by a person ({r.label.by}): the judge said "
                       f"{jv.result}; {r.label.reason}", STYLES.get(r.verdict))
         elif r.label is not None and r.label.stale:
-            self.line(f"      {r.name}: the label by {r.label.by} is stale ({r.label.why_stale}): it no "
+            self.line(f"      {r.shown}: the label by {r.label.by} is stale ({r.label.why_stale}): it no "
                       "longer decides", "dim")
         if r.judge_advisory:
-            self.line(f"{r.verdict:<5} {r.name}  judge FAIL advisory: {r.judge_advisory}",
+            self.line(f"{r.verdict:<5} {r.shown}  judge FAIL advisory: {r.judge_advisory}",
                       STYLES.get(r.verdict))
 
     def summary(self, report: Report) -> None:
@@ -130,7 +130,7 @@ class Console:
             checks = ", ".join(f"{k}:{v}" for k, v in c.deterministic_checks.items()) or "-"
             judge = c.judge_verdict.result if c.judge_verdict else "-"
             source = _source(c)
-            name = f"{c.name} ({c.engine} · {c.model})" if c.engine else c.name
+            name = f"{c.shown} ({c.engine} · {c.model})" if c.engine else c.shown
             verdict = c.verdict if c.score is None else f"{c.verdict} {c.score:.2f}" + (
                 f" Δ{c.delta:+.2f}" if c.delta is not None else "")
             table.add_row(name, verdict, checks, judge, f"{c.duration_seconds:.1f}s", source,

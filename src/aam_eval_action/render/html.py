@@ -455,7 +455,7 @@ def _when(stamp: str) -> datetime | None:
 
 def _label(case: CaseResult, report: Report) -> str:
     engine, model = getattr(case, "engine", None), getattr(case, "model", None)
-    return f"{case.name} · {engine}{f' · {model}' if model else ''}" if engine else case.name
+    return f"{case.shown} · {engine}{f' · {model}' if model else ''}" if engine else case.shown
 
 
 def _row(case: CaseResult, key: Key, old: CaseResult | None, category: str | None) -> dict[str, Any]:
@@ -463,7 +463,8 @@ def _row(case: CaseResult, key: Key, old: CaseResult | None, category: str | Non
     if case.judge_verdict and case.judge_verdict.result == "FAIL":
         failed.append("judge")
     return {
-        "name": case.name, "target": case.target, "engine": key[1], "model": key[2], "plugin": case.plugin,
+        "name": case.name, "title": case.title, "target": case.target, "engine": key[1], "model": key[2],
+        "plugin": case.plugin,
         "verdict": case.verdict, "base": old.verdict if old else None, "category": category,
         "miss": case.replay_miss, "flaky": bool(case.flaky), "failed": failed,
         "duration": case.duration_seconds, "cost": case.cost_usd, "kind": case.replay_kind,

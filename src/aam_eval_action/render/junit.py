@@ -25,7 +25,7 @@ def to_junit(report: Report) -> str:
 
 def _testcase(case: CaseResult) -> ET.Element:
     el = ET.Element("testcase", {
-        "name": case.name, "classname": case.target or "eval",
+        "name": case.shown, "classname": case.target or "eval",
         "time": f"{case.duration_seconds:.3f}",
     })
     if case.file:

@@ -345,7 +345,8 @@ def _text_heading(cat: Category, group: list[CaseDiff]) -> str:
 
 
 def _text_case(c: CaseDiff) -> str:
-    name = f"{c.name} ({pair_label(c.engine, c.model)})" if c.engine else c.name
+    shown = c.title or c.name
+    name = f"{shown} ({pair_label(c.engine, c.model)})" if c.engine else shown
     parts = [f"  {name}", c.target or "-", verdict_change(c)]
     if c.significant is False:
         parts.append("within noise")

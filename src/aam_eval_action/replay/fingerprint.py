@@ -15,7 +15,7 @@ from typing import Any
 
 from aam_eval_action.fsutil import sha256_bytes, sha256_text
 from aam_eval_action.loader import workspace_file_source
-from aam_eval_action.package import PackageLayout
+from aam_eval_action.package import PackageLayout, plugin_files
 from aam_eval_action.spec import Case, EvalConfig
 
 HASH_CHARS = 16
@@ -107,6 +107,10 @@ def agent_fingerprint(
             from aam_eval_action.mocks import load
 
             inputs["mocks"] = load(layout.root, list(case.execution.mocks)).digest(layout.root)
+        for folder in case.execution.plugins:  # the other plugins it loads
+            if folder != layout.base:
+                for rel in plugin_files(layout.root, folder):
+                    inputs[f"plugin:{rel}"] = file_hash(layout.root / rel)
         for folder in case.execution.add_dirs:  # and what it may read besides its workspace
             for path in sorted(p for p in (layout.root / folder).rglob("*") if p.is_file()):
                 inputs[f"add-dir:{path.relative_to(layout.root).as_posix()}"] = file_hash(path)

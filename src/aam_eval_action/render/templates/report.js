@@ -477,7 +477,7 @@
   var several = data.plugins && data.plugins.length > 1;
   var COLUMNS = [
     ["verdict", "Verdict", function (c) { return c.verdict; }],
-    ["name", "Case", function (c) { return c.name; }],
+    ["name", "Case", function (c) { return c.title || c.name; }],
     ["target", "Target", function (c) { return c.target || ""; }]
   ].concat(several ? [["plugin", "Plugin", function (c) { return c.plugin || ""; }]] : [])
     .concat(matrixRun ? [["engine", "Engine", function (c) { return c.engine; }], ["model", "Model", function (c) { return c.model || ""; }]] : [])
@@ -495,7 +495,7 @@
   var NUMERIC = {duration: true, cost: true, passed: true};
   var CHANGES = {regressed: true, fixed: true, "new": true, "no-baseline": true};
   var GRID_COLUMNS = PAIRS ? [
-    ["name", "Case", function (g) { return g.name; }],
+    ["name", "Case", function (g) { return g.title || g.name; }],
     ["target", "Target", function (g) { return g.target || ""; }]
   ].concat(several ? [["plugin", "Plugin", function (g) { return g.plugin || ""; }]] : [])
     .concat(PAIRS.map(function (p, k) { return ["pair-" + k, p, function (g) { return g.cells[k] ? g.cells[k].c.verdict : ""; }]; }))
@@ -523,7 +523,7 @@
       var k = PAIRS.index.get(pairKey(r.c.engine, r.c.model)), mine = byName.get(r.c.name) || [];
       var g = mine.filter(function (x) { return !x.cells[k]; })[0];
       if (!g) {
-        g = {n: out.length, name: r.c.name, target: r.c.target, plugin: r.c.plugin, tr: null,
+        g = {n: out.length, name: r.c.name, title: r.c.title, target: r.c.target, plugin: r.c.plugin, tr: null,
           cells: PAIRS.map(function () { return null; })};
         mine.push(g);
         byName.set(r.c.name, mine);
@@ -548,7 +548,7 @@
     if (col[0] === "verdict") return h("td", {class: "verdict"}, badge(c.verdict), c.flaky ? h("span", {class: "tag"}, "flaky") : null,
       c.miss ? h("span", {class: "tag"}, c.miss) : null);
     if (col[0] === "base") return h("td", {class: "verdict"}, c.base ? badge(c.base) : "–");
-    if (col[0] === "name") return nameCell(c.name);
+    if (col[0] === "name") return nameCell(c.title || c.name);
     if (col[0] === "duration") return h("td", {class: "num"}, secs(c.duration));
     if (col[0] === "cost") return h("td", {class: "num"}, money(c.cost));
     return h("td", {class: col[0]}, col[2](c));
@@ -585,7 +585,7 @@
     var first = g.cells.filter(Boolean)[0];
     var open = function () { openCase(first.i); };
     g.tr = h("tr", {"data-case": first.i, "data-row": g.n}, GRID_COLUMNS.map(function (col) {
-      if (col[0] === "name") return nameCell(g.name, {tabindex: "0", onclick: open, onkeydown: function (e) { if (e.key === "Enter") open(); }});
+      if (col[0] === "name") return nameCell(g.title || g.name, {tabindex: "0", onclick: open, onkeydown: function (e) { if (e.key === "Enter") open(); }});
       if (col[0].indexOf("pair-") === 0) return pairCell(g, +col[0].slice(5));
       if (col[0] === "passed") { var n = passed(g); return h("td", {class: "num passed"}, n[0] + "/" + n[1]); }
       return h("td", {class: col[0]}, col[2](g));
@@ -612,7 +612,7 @@
 
   function visible() {
     var test = filterTest();
-    return sorted(rows.filter(function (r) { return test(r.c) && found(r.c.name, r.c.target); }), COLUMNS,
+    return sorted(rows.filter(function (r) { return test(r.c) && (found(r.c.name, r.c.target) || found(r.c.title || "", r.c.target)); }), COLUMNS,
       function (r) { return r.c; }, function (r) { return r.i; });
   }
 
@@ -621,7 +621,7 @@
   function visibleGrid() {
     var test = filterTest();
     return sorted(grid.filter(function (g) {
-      return g.cells.some(function (r) { return r && test(r.c); }) && found(g.name, g.target);
+      return g.cells.some(function (r) { return r && test(r.c); }) && (found(g.name, g.target) || found(g.title || "", g.target));
     }), GRID_COLUMNS, function (g) { return g; }, function (g) { return g.n; });
   }
 
@@ -731,8 +731,8 @@
   }
 
   function caseView(d, c, r) {
-    var box = h("article", {class: "case", id: "case-view", "data-name": d.name, "data-engine": c.engine, "data-model": c.model},
-      h("h2", null, badge(d.verdict), " ", h("span", {class: "case-name"}, d.name),
+    var box = h("article", {class: "case", id: "case-view", "data-name": d.name, "data-title": c.title || d.name, "data-engine": c.engine, "data-model": c.model},
+      h("h2", null, badge(d.verdict), " ", h("span", {class: "case-name"}, c.title || d.name),
         h("button", {type: "button", class: "close", id: "close-case", title: "close this case", "aria-label": "close this case", onclick: closeCase}, "×")),
       h("p", {class: "meta"}, [d.target, c.engine + (c.model ? " · " + c.model : ""),
         d.file ? d.file + (d.line ? ":" + d.line : "") : null, c.category].filter(Boolean).join(" · ")));
