@@ -523,6 +523,9 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
 
     prose = plugin / "evals/files/changelog-written/prompt.md"  # named as people name cases
     prose.write_text(prose.read_text().replace("name: changelog-written", "name: Changelog written"))
+    refused = plugin / "evals/no-prompt/case.yaml"  # refused: listed under its folder, with why
+    refused.parent.mkdir()
+    refused.write_text('schema_version: "1.0"\nname: no-prompt\ngraders:\n  - {name: x, type: regex, pattern: y}\n')
     base = run(SCENARIOS, "base.json")
     assert (tmp_path / "base.json").is_file(), base.stdout + base.stderr
     skill = plugin / "skills/release-notes/SKILL.md"
@@ -546,8 +549,12 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
     page = tmp_path / "head.html"
     assert aam_eval("view", str(tmp_path / "head.json"), "-o", str(page)).code == 0
     with report_page(page) as shown:
+        no_prompt = shown.js("[...document.querySelectorAll('#case-rows tr')].map(tr => [tr.querySelector("
+                             "'td.name').innerText, tr.querySelector('td.failed').innerText]).find(r => r[0] === "
+                             "'no-prompt')")
         text = open_case(shown, "Changelog written")
         graders = shown.js("[...document.querySelectorAll('#graders tbody tr')].map(tr => tr.innerText.split('\\t'))")
+    assert no_prompt is not None and "execution.prompt is required" in no_prompt[1], no_prompt
     assert "claude plugin eval score 0.50 · pass rate 0.0% · without the plugin 0.50 · Δ 0.00" in text
     assert [(g[0], g[2], g[3].strip()) for g in graders] == [("created", "1", "PASS"), ("fixed", "1", "FAIL")]
 

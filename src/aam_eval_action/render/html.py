@@ -458,6 +458,14 @@ def _label(case: CaseResult, report: Report) -> str:
     return f"{case.shown} · {engine}{f' · {model}' if model else ''}" if engine else case.shown
 
 
+def _refusal(case: CaseResult) -> str | None:
+    """Why a case file was refused (its message without the place), shown beside the case."""
+    if case.verdict != "ERROR" or not case.error or not case.judge_verdict \
+            or case.judge_verdict.reason != "not asked: the case file is invalid":
+        return None
+    return case.error.split(": ", 1)[-1][:200]
+
+
 def _row(case: CaseResult, key: Key, old: CaseResult | None, category: str | None) -> dict[str, Any]:
     failed = [n for n, r in case.deterministic_checks.items() if r == "FAIL"]
     if case.judge_verdict and case.judge_verdict.result == "FAIL":
@@ -466,6 +474,7 @@ def _row(case: CaseResult, key: Key, old: CaseResult | None, category: str | Non
         "name": case.name, "title": case.title, "target": case.target, "engine": key[1], "model": key[2],
         "plugin": case.plugin,
         "verdict": case.verdict, "base": old.verdict if old else None, "category": category,
+        "refused": _refusal(case),
         "miss": case.replay_miss, "flaky": bool(case.flaky), "failed": failed,
         "duration": case.duration_seconds, "cost": case.cost_usd, "kind": case.replay_kind,
         "trigger": _trigger(case, old),

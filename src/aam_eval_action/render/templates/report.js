@@ -482,7 +482,7 @@
   ].concat(several ? [["plugin", "Plugin", function (c) { return c.plugin || ""; }]] : [])
     .concat(matrixRun ? [["engine", "Engine", function (c) { return c.engine; }], ["model", "Model", function (c) { return c.model || ""; }]] : [])
     .concat(data.base ? [["base", "Base", function (c) { return c.base || ""; }], ["category", "Change", function (c) { return c.category || ""; }]] : [])
-    .concat([["failed", "Failed", function (c) { return c.failed.join(", "); }],
+    .concat([["failed", "Failed", function (c) { return c.failed.length ? c.failed.join(", ") : c.refused || ""; }],
       ["duration", "Time", function (c) { return c.duration || 0; }],
       ["cost", "Cost", function (c) { return c.cost === undefined || c.cost === null ? -1 : c.cost; }]]);
   var rows = data.cases.map(function (c, i) { return {i: i, c: c, tr: null, ttr: null, td: null, g: null}; });
