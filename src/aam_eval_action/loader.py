@@ -190,7 +190,7 @@ def _unclaimed_cpe_cases(root: Path, bases: list[str]) -> list[FileError]:
     for evals in sorted(dirs):
         for folder in cpe.case_dirs(root, evals):
             listed = cpe.listed_plugins(root, folder)
-            if listed is None or cpe.claimed_by(root, listed) in bases:
+            if listed is not None and cpe.claimed_by(root, listed) in bases:
                 continue
             rel = f"{folder}/{'case.yaml' if (root / folder / 'case.yaml').is_file() else 'prompt.md'}"
             try:
@@ -199,7 +199,8 @@ def _unclaimed_cpe_cases(root: Path, bases: list[str]) -> list[FileError]:
                 out.append(FileError(rel, _line_in(str(exc)), _message_of(str(exc), rel)))
                 continue
             out.append(FileError(rel, None, "plugins: names no plugin run here ("
-                                 f"{', '.join(b or '.' for b in bases)}); list one of them"))
+                                 f"{', '.join(b or '.' for b in bases)}): `claude plugin eval` runs it "
+                                 "with no plugin loaded, this run does not; list the plugin it tests"))
     return out
 
 

@@ -3,8 +3,9 @@
 Where: the plugin's eval dir, `experimental.evals` in `.claude-plugin/plugin.json` (a relative
 path), else `evals/`. A folder holding `case.yaml` or `prompt.md` is a case, its subfolders not
 scanned; any other folder is a group, scanned to a depth of 16; `.git`, `node_modules`,
-`.claude`, `results` and `mocks` are skipped (and this project's own `cases`, `fixtures`,
-`cassettes` and `reports`, which hold no `case.yaml`).
+`.claude`, `results` and `mocks` are skipped (and this project's own `cassettes` and `reports`,
+which it writes; `cases/` is walked as that runner walks it, since a suite may keep its case
+folders there).
 
 A case is `case.yaml` (`schema_version`, `name`, `execution.prompt`, `graders`, …), or
 `prompt.md` (frontmatter: the top-level and execution keys; body: the prompt) with one grader
@@ -27,7 +28,7 @@ with why: the execution fields this run does not pass to the CLI, and `plugins`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,8 @@ from aam_eval_action.layouts.common import Json, frontmatter, load_json
 
 FORMAT = "claude-plugin-eval"
 SKIPPED_FOLDERS = frozenset({".git", "node_modules", ".claude", "results", "mocks"})
-OUR_FOLDERS = frozenset({"cases", "fixtures", "cassettes", "reports"})
+OUR_FOLDERS = frozenset({"cassettes", "reports"})
+"""Folders of the eval dir this tool writes (recordings, reports): never cases, not walked."""
 MAX_DEPTH = 16
 MAX_TURNS, MAX_TIMEOUT, MAX_RUNS = 200, 3600, 50
 DEFAULT_RUNS = 3
@@ -140,6 +142,18 @@ def claimed_by(root: Path, listed: list[str]) -> str | None:
     folder (a manifest in it); the rest are loaded beside it."""
     return next((p for p in listed if (root / p / ".claude-plugin/plugin.json").is_file()
                  or (root / p / "plugin.json").is_file()), None)
+
+
+def skill_eval_dirs(root: Path, skills: Iterable[str], evals: str) -> list[str]:
+    """Eval dirs inside skill folders (`skills/<skill>/evals/`), which that runner finds too (a
+    folder with a SKILL.md is a plugin to it); the plugin's own eval dir left out."""
+    found = []
+    for folder in sorted(set(skills)):
+        rel = f"{folder}/evals" if folder else "evals"
+        if rel != evals and not rel.startswith(evals.rstrip("/") + "/") and (root / rel).is_dir() \
+                and not (root / rel).is_symlink():
+            found.append(rel)
+    return found
 
 
 def listed_plugins(root: Path, folder: str) -> list[str] | None:
@@ -330,8 +344,8 @@ def _to_case(found: _Case) -> Imported:
         _bounded(found, key, most)
     if not found.graders:
         where = found.at("graders") if "graders" in found.where else found.folder
-        raise ConfigError(f"{where}: graders: at least one grader (case.yaml's graders:, or "
-                          "graders/<name>.md)")
+        raise ConfigError(f"{where}: invalid case.yaml: graders: Required; add at least one grader "
+                          "(case.yaml's graders:, or graders/<name>.md with frontmatter)")
     skipped: dict[str, str] = {}
     names: set[str] = set()
     for grader, where in found.graders:

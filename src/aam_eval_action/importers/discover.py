@@ -114,6 +114,8 @@ def claude_plugin_eval_files(layout: PackageLayout) -> tuple[list[EvalFile], lis
     found: list[EvalFile] = []
     warned: list[Finding] = []
     folders = [(folder, evals) for folder in claude_plugin_eval.case_dirs(layout.root, evals)]
+    for inner in claude_plugin_eval.skill_eval_dirs(layout.root, layout.skill_dirs.values(), evals):
+        folders += [(folder, inner) for folder in claude_plugin_eval.case_dirs(layout.root, inner)]
     for outside in claude_plugin_eval.outside_eval_dirs(layout.root, layout.base):
         for folder in claude_plugin_eval.case_dirs(layout.root, outside):  # the cases naming this plugin
             listed = claude_plugin_eval.listed_plugins(layout.root, folder)
