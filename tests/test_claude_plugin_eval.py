@@ -532,9 +532,13 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
     skill.write_text(skill.read_text().replace("Group the titles", "List the titles, then group them"))
     head = run(head_scenarios, "head.json")
     # (0.50 + 1/3 + 1 + 1) / 4, and the deltas (0 + 1/3 + 0 + 0) / 4
-    assert "claude plugin eval score 0.71, mean Δ +0.08 (with the plugin − without)" in head.stdout, head.stdout
+    cases = json.loads((tmp_path / "head.json").read_text())["cases"]
+    rate = sum(c["pass_rate"] for c in cases if c.get("score") is not None) / 4 * 100
+    first = f"claude plugin eval score 0.71, pass rate {rate:.1f}%, mean Δ +0.08 (with the plugin − without)"
+    assert re.search(rf"^{re.escape(first)}\n\d+/\d+ passed", head.stdout, flags=re.M), head.stdout
     comment = aam_eval("diff", str(tmp_path / "base.json"), str(tmp_path / "head.json"), "--format", "markdown").out
-    assert "**claude plugin eval score 0.83 → 0.71 (-0.12) · mean Δ (with the plugin − without) +0.21 → +0.08**" in comment
+    first = "**claude plugin eval score 0.83 → 0.71 (-0.12) · mean Δ (with the plugin − without) +0.21 → +0.08**"
+    assert comment.index(first) < comment.index("**Pass rate "), comment
     table = comment.split("| case | score | without the plugin | Δ |", 1)[1].split("\n\n", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 1 and rows[0].startswith("| Changelog written<br>"), comment
@@ -552,9 +556,11 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
         no_prompt = shown.js("[...document.querySelectorAll('#case-rows tr')].map(tr => [tr.querySelector("
                              "'td.name').innerText, tr.querySelector('td.failed').innerText]).find(r => r[0] === "
                              "'no-prompt')")
+        headline = shown.js("document.getElementById('plugin-eval-headline').innerText")
         text = open_case(shown, "Changelog written")
         graders = shown.js("[...document.querySelectorAll('#graders tbody tr')].map(tr => tr.innerText.split('\\t'))")
     assert no_prompt is not None and "execution.prompt is required" in no_prompt[1], no_prompt
+    assert headline.startswith(f"score 0.71\nclaude plugin eval · pass rate {rate:.1f}% · mean Δ +0.08"), headline
     assert "claude plugin eval score 0.50 · pass rate 0.0% · without the plugin 0.50 · Δ 0.00" in text
     assert [(g[0], g[2], g[3].strip()) for g in graders] == [("created", "1", "PASS"), ("fixed", "1", "FAIL")]
 

@@ -237,6 +237,9 @@ class Summary(Part):
     """`claude plugin eval` cases: the mean of their scores (that runner's overall score) (additive)."""
     mean_delta: float | None = None
     """`claude plugin eval` cases run with both arms: the mean of their deltas (additive)."""
+    score_pass_rate: float | None = None
+    """`claude plugin eval` cases: the mean of their pass rates (that runner's overall pass rate)
+    (additive)."""
     lift_pp: float | None = None
     """Pass rate with the skill minus without it, in percentage points, over the same cases (additive)."""
     skill_not_needed: int | None = None
@@ -849,6 +852,8 @@ def _add_scores(summary: Summary, cases: list[CaseResult]) -> None:
     scored = [c.score for c in cases if c.score is not None]
     if scored:
         summary.score = sum(scored) / len(scored)
+        rates = [c.pass_rate for c in cases if c.score is not None and c.pass_rate is not None]
+        summary.score_pass_rate = sum(rates) / len(rates) if rates else None
     deltas = [c.delta for c in cases if c.delta is not None]
     if deltas:
         summary.mean_delta = sum(deltas) / len(deltas)

@@ -338,6 +338,10 @@ def package_lines(
         lines.append((f"  engine     {s.engine} · {s.model} (judge {s.judge_model}): {found}",
                       "green" if cli.found else "red"))
     lines += recording_lines(read_recordings(cassettes_dir(loaded, None)), by_engine)
+    if any(f.format == "claude-plugin-eval" for f in loaded.eval_files):
+        from aam_eval_action.pipeline.plan import cpe_rules_line
+
+        lines.append((f"  {cpe_rules_line()}", None))
     lines.append(("  --replay   runs here: it needs nothing (no CLI, no key, no network)", "green"))
     lines += record_lines(pairs, by_engine)
     missing = sorted({s.engine for s in pairs if not by_engine[s.engine].found})

@@ -38,6 +38,9 @@ from aam_eval_action.importers.common import Imported, build, case_name
 from aam_eval_action.layouts.common import Json, frontmatter, load_json
 
 FORMAT = "claude-plugin-eval"
+RULES_OF = "2.1.332"
+"""The Claude Code release whose runner's rules (what it finds, merges, refuses and scores) this
+module applies; the public suites of the tests are read the same by it and the release before."""
 SKIPPED_FOLDERS = frozenset({".git", "node_modules", ".claude", "results", "mocks"})
 OUR_FOLDERS = frozenset({"cassettes", "reports"})
 """Folders of the eval dir this tool writes (recordings, reports): never cases, not walked."""
@@ -305,7 +308,7 @@ def _read_prompt_md(found: _Case) -> None:
             field = BODY_FIELD.get(str(g_front.get("type")))
             if field and field not in g_front:
                 grader[field] = g_body.strip()
-            found.graders.append((grader, f"{g_rel}:1: graders/{path.name}"))
+            found.graders.append((grader, f"{g_rel}:1: invalid case.yaml: graders.{len(found.graders)}"))
 
 
 def _front_and_body(root: Path, rel: str) -> tuple[dict[str, Any], str]:

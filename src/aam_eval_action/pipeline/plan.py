@@ -6,6 +6,7 @@ import dataclasses
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import display_path
+from aam_eval_action.importers import claude_plugin_eval as cpe
 from aam_eval_action.loader import LoadedCase, LoadedPackage
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.replay import agent_cassette
@@ -46,7 +47,15 @@ def eval_file_lines(package: LoadedPackage) -> list[str]:
             continue
         names = ", ".join(package.qualified(i.case.title or i.case.name) for i in found.cases)
         lines.append(f"eval file {found.rel} ({found.format}): {len(found.cases)} case(s): {names}")
+    if any(f.format == cpe.FORMAT for f in package.eval_files):
+        lines.append(cpe_rules_line())
     return lines
+
+
+def cpe_rules_line() -> str:
+    """Which runner release's rules read a `claude plugin eval` suite."""
+    return (f"claude plugin eval suite read by the rules of Claude Code {cpe.RULES_OF}'s runner "
+            "(a case whose schema_version is newer than 1.x is refused, not guessed at)")
 
 
 def _plan(s: RunSettings, loaded: LoadedCase, layout: PackageLayout) -> str:

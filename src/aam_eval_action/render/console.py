@@ -81,6 +81,8 @@ class Console:
         if hidden:
             self.line(f"({hidden} more case(s) not listed: every passing case, see the report)")
         s = report.summary
+        if s.score is not None:  # a claude plugin eval suite: that runner's numbers first
+            self.line(plugin_eval_line(s))
         graded = s.graded if s.graded is not None else s.total - s.skipped
         rate = f"{s.passed / graded * 100:.1f}% of {graded} graded" if graded else "none graded"
         missed = f", {s.not_replayable} not replayable" if s.not_replayable else ""
@@ -196,15 +198,19 @@ def _width() -> int:
         return 100
 
 
+def plugin_eval_line(s: Summary) -> str:
+    """That runner's numbers: `claude plugin eval score 0.71, pass rate 25.0%, mean Δ +0.08 (…)`."""
+    rate = "" if s.score_pass_rate is None else f", pass rate {s.score_pass_rate * 100:.1f}%"
+    delta = "" if s.mean_delta is None else f", mean Δ {s.mean_delta:+.2f} (with the plugin − without)"
+    return f"claude plugin eval score {s.score or 0:.2f}{rate}{delta}"
+
+
 def measures(s: Summary) -> list[str]:
     """The skill's lift and trigger accuracy, when the run measured them."""
     lines = []
     if s.lift_pp is not None and s.baseline_pass_rate is not None:
         lines.append(f"skill lift {s.lift_pp:+.1f} pp (without the skill {s.baseline_pass_rate * 100:.1f}%), "
                      f"{s.skill_not_needed or 0} case(s) pass as well without it")
-    if s.score is not None:
-        delta = "" if s.mean_delta is None else f", mean Δ {s.mean_delta:+.2f} (with the plugin − without)"
-        lines.append(f"claude plugin eval score {s.score:.2f}{delta}")
     if s.trigger_cases:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v * 100:.1f}%"

@@ -72,6 +72,14 @@
         [head.id, head.timestamp, head.engine + (head.runtime_version ? " " + head.runtime_version : ""),
          "model " + (head.model || "–"), "judge " + (head.judge || "–"), "mode " + (head.mode || "–")].join(" · ")));
     if (head.interrupted) add(box, h("p", {class: "warn"}, "This run was interrupted: the report is partial."));
+    if (s.score !== undefined && s.score !== null) {  // a claude plugin eval suite: that runner's numbers first
+      var two = function (x) { return Number(x).toFixed(2); };
+      add(box, h("div", {class: "headline", id: "plugin-eval-headline"},
+        h("span", {class: "rate"}, "score " + two(s.score)),
+        h("span", {class: "muted"}, "claude plugin eval · pass rate " + pct(s.score_pass_rate) +
+          (s.mean_delta !== undefined && s.mean_delta !== null ? " · mean Δ " + (s.mean_delta > 0 ? "+" : "") + two(s.mean_delta) +
+            " (with the plugin − without)" : ""))));
+    }
     var rate = h("div", {class: "headline"});
     if (data.base && hl.compared) {
       add(rate, [h("span", {class: "rate", id: "headline-rate"},
