@@ -26,7 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 EXAMPLE = ROOT / "examples" / "csv-tools"
 
-from support.agent_clis import CliSetupError, ensure_pinned_clis  # noqa: E402
+from support.agent_clis import CliSetupError, ensure_pinned_clis, read_pins  # noqa: E402
+
+PINNED_CLAUDE = next(p.version for p in read_pins() if p.command == "claude")
+"""The pinned Claude Code release (the shipped example is recorded with it)."""
 from support.file_times import (  # noqa: E402
     longest_first,
     pytest_runtest_logreport,

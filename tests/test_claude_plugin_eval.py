@@ -384,13 +384,20 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     installed("claude-code")
     key = "sk-ant-test-plugin-eval"
     shutil.rmtree(plugin / "evals/refused-llm-target")
-    with ModelServer(SCENARIOS, api_key=key) as server:
+    _mixed_shapes(plugin)  # the two mixed shapes public suites keep, scored as there
+    shutil.rmtree(plugin / "evals/no-prompt-anywhere")
+    (plugin / "evals/no-execution/setup.sh").chmod(0o755)
+    expected = {**SCORES, "no-execution": (1.0, 1.0), "no-prompt-no-graders": (0.0, 0.0)}
+    scenarios = [*SCENARIOS,
+                 {"match": "Ana ships the API on Friday", "agent": [{"text": "The minutes: Ana ships on Friday."}]},
+                 {"match": "Li reviews the schema by Monday", "agent": [{"text": "Noted."}]}]
+    with ModelServer(scenarios, api_key=key) as server:
         theirs_dir = Path(shutil.copytree(plugin, tmp_path / "theirs"))
         done = claude_plugin_eval(theirs_dir, tmp_path, server.url, key, tmp_path / "theirs.json",
                                   "--allow-tools", "Write", "--scaffold")
         their_report = json.loads((tmp_path / "theirs.json").read_text())
         theirs = {c["name"]: c for c in their_report["cases"]}
-        assert {n: (c["aggregates"]["score"], c["aggregates"]["scoreWithout"]) for n, c in theirs.items()} == SCORES, (
+        assert {n: (c["aggregates"]["score"], c["aggregates"]["scoreWithout"]) for n, c in theirs.items()} == expected, (
             done.stdout + done.stderr)
         ours_env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
         ours_env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
@@ -454,7 +461,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     assert (tmp_path / "rerun.json").is_file(), rerun.stdout + rerun.stderr
     again = {c["name"]: c for c in json.loads((tmp_path / "rerun.json").read_text())["cases"]}
     assert {n: (round(c["score"], 6), round(c["score_without"], 6), c["replay_kind"]) for n, c in again.items()} == {
-        n: (round(w, 6), round(wo, 6), "rerun") for n, (w, wo) in SCORES.items()}, rerun.stdout[-3000:]
+        n: (round(w, 6), round(wo, 6), "rerun") for n, (w, wo) in expected.items()}, rerun.stdout[-3000:]
     replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
                                "--no-rerun", "--scaffold", "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
@@ -462,7 +469,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     assert (tmp_path / "replayed.json").is_file(), replayed.stdout + replayed.stderr
     again = {c["name"]: c for c in json.loads((tmp_path / "replayed.json").read_text())["cases"]}
     assert {n: (round(c["score"], 6), round(c["score_without"], 6), c["replay_kind"]) for n, c in again.items()} == {
-        n: (round(w, 6), round(wo, 6), "snapshot") for n, (w, wo) in SCORES.items()}, replayed.stdout + replayed.stderr
+        n: (round(w, 6), round(wo, 6), "snapshot") for n, (w, wo) in expected.items()}, replayed.stdout + replayed.stderr
 
 
 @pytest.mark.cli

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, aam_eval, installed
-from support.agent_clis import read_pins
+from conftest import PINNED_CLAUDE, ROOT, aam_eval, installed
 from support.cpe_corpus import (
     CORPUS,
     SCORED,
@@ -34,7 +33,7 @@ from support.cpe_corpus import (
     table_rows,
 )
 
-PINNED = next(p.version for p in read_pins() if p.command == "claude")
+PINNED = PINNED_CLAUDE
 
 
 def test_the_pinned_release_and_the_one_before_are_stored() -> None:

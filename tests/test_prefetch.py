@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from aam_eval_action.replay import prefetch
-from aam_eval_action.replay.untrusted import UntrustedFileError, load_file, read_now
+from aam_eval_action.replay.prefetch import load_file
+from aam_eval_action.replay.untrusted import UntrustedFileError, read_now
 from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
 from conftest import aam_eval

@@ -30,7 +30,7 @@ from aam_eval_action.replay.traffic import (
 from aam_eval_action.settings import Overrides, resolve
 from aam_eval_action.testing.packages import simple_case, write_package
 
-from conftest import EXAMPLE, aam_eval
+from conftest import EXAMPLE, PINNED_CLAUDE, aam_eval
 from support.reports import case as report_case
 from support.reports import report as make_report
 
@@ -175,10 +175,10 @@ def test_without_the_cli_a_changed_package_is_stale_and_says_rerun_needs_it(
     (example / "hooks/protect_secrets.py").write_text("import sys\nsys.exit(0)\n")
     case = _case(example)
     assert case["replay_miss"] == "stale"
-    assert "re-execute needs claude 2.1.330 on PATH, none is" in case["error"]
+    assert f"re-execute needs claude {PINNED_CLAUDE} on PATH, none is" in case["error"]
     forced = _case(example, "--rerun")
     assert "`claude` is not on PATH; install the recorded version" in forced["error"]
-    assert "npm install -g @anthropic-ai/claude-code@2.1.330" in forced["error"]
+    assert f"npm install -g @anthropic-ai/claude-code@{PINNED_CLAUDE}" in forced["error"]
 
 
 def test_a_changed_prompt_is_stale_without_trying(example: Path) -> None:
@@ -190,7 +190,7 @@ def test_a_changed_prompt_is_stale_without_trying(example: Path) -> None:
 
 
 def test_a_damaged_shared_store_is_a_damaged_cassette_error(example: Path) -> None:
-    store = example / "evals/cassettes/_shared/claude-2.1.330.yaml"
+    store = example / "evals/cassettes/_shared" / f"claude-{PINNED_CLAUDE}.yaml"
     store.write_text("version: 1\nentries: {}\n")
     case = _case(example, "--rerun")
     assert case["replay_miss"] == "damaged" and str(store) in case["error"]
@@ -222,7 +222,7 @@ def test_traffic_that_cannot_be_re_executed_says_why_in_words(example: Path, dam
             attempt.pop("cli_version", None)
     path.write_text(yaml.safe_dump(data))
     shared = example / "evals/cassettes/_shared"  # as recorded: the store is named after the CLI
-    shutil.copy(shared / "claude-2.1.330.yaml", shared / "unknown-unknown.yaml")
+    shutil.copy(shared / f"claude-{PINNED_CLAUDE}.yaml", shared / "unknown-unknown.yaml")
     case = _case(example, "--rerun")
     assert case["replay_miss"] == "no-cassette" and expected in case["error"], case["error"]
     assert "re-record the case" in case["error"] and "unknown@None" not in case["error"]

@@ -29,7 +29,7 @@ from aam_eval_action.report import load_report
 from aam_eval_action.settings import Overrides, resolve, runner_environment
 from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 
-from conftest import EXAMPLE, ROOT, Result, aam_eval
+from conftest import EXAMPLE, PINNED_CLAUDE, ROOT, Result, aam_eval
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -268,7 +268,7 @@ def test_codex_continues_live_from_the_diverging_turn_too(pkg: Path) -> None:
 
 def test_auto_saves_a_reverified_cassette_so_the_next_run_reads_the_snapshot(pkg: Path) -> None:
     _edit(pkg / "hooks/protect_secrets.py", "    sys.exit(2)", "    sys.exit(0)")
-    store = pkg / "evals/cassettes/_shared/claude-2.1.330.yaml"
+    store = pkg / "evals/cassettes/_shared" / f"claude-{PINNED_CLAUDE}.yaml"
     before = store.read_bytes()
     first, _ = _run(pkg, "changelog-entry")  # auto, no key: nothing may go live
     assert _cases(first)["changelog-entry"]["replay_kind"] == "rerun"

@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aam_eval_action.fsutil import atomic_write, dump_yaml, is_inside
-from aam_eval_action.replay.untrusted import UntrustedFileError, load_file
+from aam_eval_action.replay.prefetch import load_file
+from aam_eval_action.replay.untrusted import UntrustedFileError
 from aam_eval_action.session import SelfCheck, Session
 
 CASSETTE_VERSION = 1

@@ -346,7 +346,7 @@ class Player:
 
         Read as untrusted input: bounded size, safe loader, no tags or aliases.
         """
-        from aam_eval_action.replay.untrusted import load_file
+        from aam_eval_action.replay.prefetch import load_file
 
         exists, data = load_file(path, inside=inside)
         if not exists:

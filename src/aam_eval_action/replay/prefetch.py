@@ -2,9 +2,9 @@
 
 Parsing a cassette is most of what replaying a case costs, and the cases of a run replay one
 after another in one Python process. `ahead(files)` starts a second process that reads each file
-as `untrusted.load_file` does (the same size limit, symlink check, safe loader, refused tags and
+as `untrusted.read_now` does (the same size limit, symlink check, safe loader, refused tags and
 aliases) in the order the run will ask for them, and hands each result over a pipe.
-`load_file` then takes a file's result from it, if the file is still the one that was read (same
+`load_file` takes a file's result from it, if the file is still the one that was read (same
 inode, size and modification time): anything else (a file written since, one not on the list,
 a reader that failed) is read in this process, as without a reader.
 
@@ -127,6 +127,20 @@ def taken(path: Path) -> tuple[str, Any] | None:
     assert reader is not None
     reader.served += 1
     return kind, value
+
+
+def load_file(path: Path, *, inside: Path | None = None) -> tuple[bool, Any]:
+    """(whether the file exists, its parsed YAML), read as `untrusted.read_now` reads it;
+    taken from the run's read-ahead when it has read this file, as it is now."""
+    from aam_eval_action.replay.untrusted import UntrustedFileError, read_now
+
+    ahead = taken(path)
+    if ahead is None:
+        return read_now(path, inside=inside)
+    kind, value = ahead
+    if kind == "refused":
+        raise UntrustedFileError(value)
+    return kind == "ok", value
 
 
 def _stamp(name: str) -> Stamp | None:

@@ -59,22 +59,8 @@ def read_text(path: Path, *, inside: Path | None = None) -> str | None:
         raise UntrustedFileError(f"{path}: cannot be read ({exc})") from None
 
 
-def load_file(path: Path, *, inside: Path | None = None) -> tuple[bool, Any]:
-    """(whether the file exists, its parsed YAML), read as `read_text` and `load_yaml` read it;
-    taken from the run's read-ahead (`prefetch`) when it has read this file, as it is now."""
-    from aam_eval_action.replay import prefetch
-
-    ahead = prefetch.taken(path)
-    if ahead is None:
-        return read_now(path, inside=inside)
-    kind, value = ahead
-    if kind == "refused":
-        raise UntrustedFileError(value)
-    return kind == "ok", value
-
-
 def read_now(path: Path, *, inside: Path | None = None) -> tuple[bool, Any]:
-    """`load_file` in this process."""
+    """(whether the file exists, its parsed YAML): `read_text`, then `load_yaml`."""
     text = read_text(path, inside=inside)
     if text is None:
         return False, None
