@@ -533,7 +533,8 @@ class Script:
         (`match: "*"`), for a judge request only one with a `judge` of its own."""
         with self._lock:
             scenarios = [(i, s) for i, s in enumerate(self._scenarios)
-                         if "draft-for" not in s and "propose-for" not in s and REPLY_TO not in s]
+                         if "draft-for" not in s and "propose-for" not in s and REPLY_TO not in s
+                         and "mock-server" not in s]  # a model playing an MCP server plays no agent
         for i, s in scenarios:
             if not is_catch_all(s) and str(s.get("match", "")) in text:
                 return i, s
@@ -1439,8 +1440,10 @@ def _messages_problem(headers: dict[str, str], body: Any) -> str | None:
     if not isinstance(messages, list) or not messages:
         return "messages: Field required (a non-empty list)"
     for i, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+        # Claude Code 2.1.332 sends its context (git status, date) as a `system` message after
+        # the user's: the API takes it there.
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+            return f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'"
         if not isinstance(message.get("content"), str | list):
             return f"messages.{i}.content: Field required"
     return None
