@@ -901,3 +901,39 @@ def test_a_suite_outside_its_plugins_loads_as_the_runner_loads_it(refusing: str,
 
     run = aam_eval("run", "--package", str(repo), "--case", "Enrich*", "--dry-run")
     assert run.code == 0 and "crm/Enrich skill routing  target" in run.out and "both-plugins  target" not in run.out, run
+
+
+@pytest.mark.cli
+def test_a_case_loads_every_plugin_it_lists_as_the_runner_does(tmp_path: Path) -> None:
+    """A case of the repository's own eval dir that lists two plugins: the runner and we load
+    both (their skills listed as `plugin:skill` to the model), and score it the same."""
+    from aam_eval_action.testing.model_server import ModelServer, listed_skills
+
+    installed("claude-code")
+    key = "sk-ant-test-two-plugins"
+    scenarios = [{"match": "Minutes, then enrich Ana", "agent": [{"text": "The minutes are done; Ana is enriched."}]}]
+    skills = {}
+    for who in ("theirs", "ours"):
+        repo = tmp_path / who
+        _marketplace_with_a_root_suite(repo)
+        shutil.rmtree(repo / "evals/gone")
+        shutil.rmtree(repo / "evals/routing")
+        with ModelServer(scenarios, api_key=key) as server:
+            if who == "theirs":
+                done = claude_plugin_eval(repo, tmp_path, server.url, key, tmp_path / "theirs.json", "--ablation", "none")
+                [case] = json.loads((tmp_path / "theirs.json").read_text())["cases"]
+                score = case["aggregates"]["score"]
+            else:
+                env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+                env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+                done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(repo),
+                                       "--record", "--ablation", "none", "--no-self-check", "-o",
+                                       str(tmp_path / "ours.json")], env=env, capture_output=True, text=True,
+                                      timeout=600, check=False)
+                [case] = json.loads((tmp_path / "ours.json").read_text())["cases"]
+                score = case["score"]
+            skills[who] = (set().union(*(listed_skills(r.body) for r in server.requests if r.body.get("tools"))),
+                           score)
+        assert score == 1, done.stdout + done.stderr
+    assert {"notes:minutes", "crm:enrich"} <= skills["theirs"][0]
+    assert skills["ours"] == skills["theirs"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -64,8 +65,9 @@ def test_the_stored_reads_are_the_pinned_runners(tmp_path: Path) -> None:
     claude = shutil.which("claude")
     assert claude is not None
     stored = json.loads(golden_path(PINNED).read_text())["repositories"]
-    with refusing_server() as url:
-        now = {repo.name: runner_reads(claude, repo, tmp_path, url) for repo in repositories()}
+    with refusing_server() as url, ThreadPoolExecutor(4) as pool:  # each read waits mostly on the CLI
+        reads = {repo.name: pool.submit(runner_reads, claude, repo, tmp_path, url) for repo in repositories()}
+        now = {name: read.result() for name, read in reads.items()}
     assert now == stored, "the runner reads the corpus differently now: python tests/support/cpe_corpus.py"
 
 
