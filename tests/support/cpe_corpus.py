@@ -49,6 +49,14 @@ SCORED: dict[str, list[dict[str, Any]]] = {
             {"skill": "skills:text-to-sfx"}, {"text": "Effects drafted."}]},
     ],
 }
+ANSWERED = [{"match": "*", "agent": [{"text": "Done: the task is finished, as asked."}],
+             "judge": {"result": "PASS", "reason": "scripted"}}]
+"""Every other suite with cases the runner loads: each session answers in one line, and the
+judge passes every criterion (so each grader's verdict rests on the rule it applies)."""
+for _repo in ("NecturaLabs__AgentSkills", "eyepop-ai__eyepop-skills", "jame581__LogseqBrain",
+              "jimweller__clanker-output-style-plugin", "k97__skills", "mdrubelamin2__omc-slim",
+              "ssdvtechno__maxpylang-claude-plugin", "starslingdev__skills"):
+    SCORED[_repo] = ANSWERED
 """The suites run end to end, each with the scripted model's scenarios for its cases."""
 
 
@@ -179,13 +187,15 @@ def runner_scores(result: dict[str, Any]) -> dict[str, Any]:
             for c in result["cases"]}
 
 
-def refresh_scores(claude: str) -> None:
+def refresh_scores(claude: str, names: list[str] | None = None) -> None:
     """One run of each scored suite through the runner and through `aam-eval run --record`, both
     on the same claude against the scripted model server: the runner's scores, our recordings."""
     from aam_eval_action.testing.model_server import ModelServer
 
     key = "sk-ant-test-corpus-scores"
     for name, scenarios in SCORED.items():
+        if names and name not in names:
+            continue
         with tempfile.TemporaryDirectory() as work, ModelServer(scenarios, api_key=key) as server:
             theirs = Path(shutil.copytree(CORPUS / name, Path(work) / "theirs"))
             out = Path(work) / "theirs.json"
