@@ -402,7 +402,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
         ours_env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
         ours_env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
         theirs_asked = len(server.requests)
-        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--record",
                               "--engine", "claude-code", "--scaffold", "--no-self-check",
                               "-o", str(tmp_path / "ours.json")],
                              env=ours_env, capture_output=True, text=True, timeout=600, check=False)
@@ -454,7 +454,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
 
     assert numbers(again) == numbers(their_report)
     # Re-executed: the real CLI against the recorded traffic, the same numbers.
-    rerun = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
+    rerun = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--replay",
                             "--rerun", "--scaffold", "-o", str(tmp_path / "rerun.json")],
                            env={k: v for k, v in ours_env.items() if k != "ANTHROPIC_API_KEY"},
                            capture_output=True, text=True, timeout=600, check=False)
@@ -462,7 +462,7 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
     again = {c["name"]: c for c in json.loads((tmp_path / "rerun.json").read_text())["cases"]}
     assert {n: (round(c["score"], 6), round(c["score_without"], 6), c["replay_kind"]) for n, c in again.items()} == {
         n: (round(w, 6), round(wo, 6), "rerun") for n, (w, wo) in expected.items()}, rerun.stdout[-3000:]
-    replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
+    replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--replay",
                                "--no-rerun", "--scaffold", "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
                               timeout=300, check=False)
@@ -487,7 +487,7 @@ def test_one_run_each_with_no_baseline_arm_gives_the_same_scores(plugin: Path, t
                                   "--allow-tools", "Write", "--scaffold", "--ablation", "none")
         env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
         env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
-        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--record",
                               "--ablation", "none", "--scaffold", "--no-self-check", "-o", str(tmp_path / "ours.json")],
                              env=env, capture_output=True, text=True, timeout=600, check=False)
     theirs = {c["name"]: c for c in json.loads((tmp_path / "theirs.json").read_text())["cases"]}
@@ -524,7 +524,7 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
         with ModelServer(scenarios, api_key=key) as server:
             env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
             env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
-            return subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin),
+            return subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write",
                                    "--mode", "auto", "--no-self-check", "-o", str(tmp_path / out)], env=env,
                                   capture_output=True, text=True, timeout=600, check=False)
 
@@ -591,7 +591,7 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
         env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
         env |= {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
                 "GOOGLE_GEMINI_BASE_URL": server.url, **keys}
-        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--record",
                               "--engine", engine, *flags, "--ablation", "none", "--scaffold", "--no-self-check",
                               "-o", str(tmp_path / "ours.json")],
                              env=env, capture_output=True, text=True, timeout=900, check=False)
@@ -604,7 +604,7 @@ def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, 
                   "copilot": ["execution.max_turns"], "gemini-cli": []}[engine]  # the others, by its names
     assert minutes.get("skipped_checks", {}) == {key: f"not passed to {engine}: Claude Code's own option"
                                          for key in not_passed}
-    replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
+    replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--replay",
                                "--no-rerun", "--engine", engine, *flags, "--ablation", "none", "--scaffold",
                                "-o", str(tmp_path / "replayed.json")],
                               env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
@@ -787,7 +787,7 @@ def test_a_scaffold_runs_only_with_the_flag_inside_the_sandbox(plugin: Path, tmp
         with ModelServer(scenarios, api_key=key) as server:
             env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
             env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
-            done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin),
+            done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write",
                                    "--mode", "live", "--ablation", "none", *flags, "-o", str(out)], env=env,
                                   capture_output=True, text=True, timeout=300, check=False)
         return json.loads(out.read_text())["cases"][0], done.stdout + done.stderr
@@ -839,7 +839,7 @@ def test_a_case_that_resumes_a_recorded_session_scores_as_there(plugin: Path, tm
                                   tmp_path / "theirs.json")
         theirs = json.loads((tmp_path / "theirs.json").read_text())["cases"][0]
         ours_env = {k: v for k, v in env.items() if k not in ("HOME", "IS_SANDBOX")}
-        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--record",
                               "--no-self-check", "-o", str(tmp_path / "ours.json")], env=ours_env,
                              capture_output=True, text=True, timeout=300, check=False)
     ours = json.loads((tmp_path / "ours.json").read_text())["cases"][0]
@@ -937,3 +937,42 @@ def test_a_case_loads_every_plugin_it_lists_as_the_runner_does(tmp_path: Path) -
         assert score == 1, done.stdout + done.stderr
     assert {"notes:minutes", "crm:enrich"} <= skills["theirs"][0]
     assert skills["ours"] == skills["theirs"]
+
+
+@pytest.mark.cli
+def test_a_tool_beyond_the_read_only_ones_is_withheld_unless_granted_as_there(plugin: Path, tmp_path: Path) -> None:
+    """changelog-written lists Write. Without `--allow-tools Write` the runner withholds it, and so
+    do we, saying so on the case: the file is never written and both score 0; granted, both 1."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    key = "sk-ant-test-grants"
+    scores = {}
+    for grant in ((), ("--allow-tools", "Write")):
+        with ModelServer(SCENARIOS, api_key=key) as server:
+            theirs = Path(shutil.copytree(plugin, tmp_path / f"theirs{len(grant)}"))
+            out = tmp_path / f"theirs{len(grant)}.json"
+            claude_plugin_eval(theirs, tmp_path, server.url, key, out, "--ablation", "none", "--case",
+                               "changelog-written", *grant)
+            [case] = json.loads(out.read_text())["cases"]
+            env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+            env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+            report = tmp_path / f"ours{len(grant)}.json"
+            subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "changelog-written", "--package",
+                            str(plugin), "--record", "--ablation", "none", "--no-self-check", *grant, "-o",
+                            str(report)], env=env, capture_output=True, text=True, timeout=600, check=False)
+            [mine] = json.loads(report.read_text())["cases"]
+        scores[grant] = (case["aggregates"]["score"], mine["score"], (mine.get("skipped_checks") or {}).get(
+            "execution.allowed_tools"))
+    assert scores[()][:2] == (0, 0)
+    assert scores[()][2] == ("not granted (missing --allow-tools grant, or a malformed entry): Write; grant with "
+                             "--allow-tools Write")
+    assert scores[("--allow-tools", "Write")] == (1, 1, None)
+
+
+def test_grants_follow_that_runners_rules() -> None:
+    assert cpe.granted(["Skill", "Read", "Write"], []) == (["Skill", "Read"], ["Write"])
+    assert cpe.granted(["Skill", "Bash(npm test:*)"], ["Bash"]) == (["Bash", "Skill", "Bash(npm test:*)"], [])
+    assert cpe.granted(["Bash(npm test:*)"], ["Bash(make:*)"])[1] == ["Bash(npm test:*)"]
+    assert cpe.granted(["mcp__tracker__create_issue"], ["mcp__tracker__*"])[1] == []
+    assert cpe.granted(["Read", "not a tool!"], [])[1] == ["not a tool!"]

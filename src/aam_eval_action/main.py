@@ -101,6 +101,10 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--scaffold", action="store_true", default=None,
                    help="run claude plugin eval cases' scaffold scripts (inside the sandbox) before their "
                         "sessions; a repository's scripts run only when the operator says so")
+    p.add_argument("--allow-tools", action="append", default=[], metavar="TOOL[,TOOL...]",
+                   help="grant claude plugin eval cases these tools beyond the read-only ones (Bash, Write, "
+                        "Edit, WebFetch, mcp__*), as that runner's --allow-tools; a tool a case lists and no "
+                        "grant covers is withheld, and the case says so")
     p.add_argument("--allow-real-servers", action="store_true", default=None,
                    help="start the plugin's MCP servers a claude plugin eval case does not mock (inside the "
                         "sandbox); without it they are not started, as that runner's --allow-real-servers")
@@ -334,6 +338,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             judge_gate=args.judge_gate, sandbox_enforce=args.sandbox_enforce, threshold=args.threshold,
             ablation=args.ablation, scaffold=args.scaffold, allow_real_servers=args.allow_real_servers,
             with_dirs=tuple(args.with_dirs), sweep=args.sweep,
+            allow_tools=tuple(t for given in args.allow_tools for t in given.split(",") if t.strip()),
         )
         return run(RunArgs(
             package=args.package, cases=[*args.cases, *args.case_globs], overrides=overrides,

@@ -77,6 +77,9 @@ class Overrides:
     ablation: str | None = None
     scaffold: bool | None = None
     allow_real_servers: bool | None = None
+    allow_tools: tuple[str, ...] = ()
+    """`--allow-tools`: tools a `claude plugin eval` case's `allowed_tools` may use beyond the
+    read-only ones (that runner's grant, the operator's: never from the repository)."""
     with_dirs: tuple[str, ...] = ()
     """`--with DIR`: neighbour skills installed beside the package for its trigger cases."""
     sweep: tuple[int, ...] | None = None
@@ -133,6 +136,9 @@ class RunSettings:
     """The score a `claude plugin eval` case passes at (its runner's `--threshold`)."""
     scaffold: bool = False
     """Run `claude plugin eval` cases' scaffold scripts (`--scaffold`; never from the repository)."""
+    allow_tools: tuple[str, ...] = ()
+    """Tools granted to `claude plugin eval` cases beyond the read-only ones (`--allow-tools`;
+    never from the repository): any other tool a case lists is withheld, as that runner does."""
     allow_real_servers: bool = False
     """Start a plugin's MCP servers that a `claude plugin eval` case does not mock
     (`--allow-real-servers`; never from the repository); else they are not started."""
@@ -252,6 +258,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         judge_named=bool(o.judge or cfg.judge),
         scaffold=bool(o.scaffold),
         allow_real_servers=bool(o.allow_real_servers),
+        allow_tools=o.allow_tools,
         judge_provider=provider_for_model(judge_model, provider),
         mode=mode,
         jobs=o.jobs or cfg.jobs,

@@ -53,7 +53,8 @@ ANSWERED = [{"match": "*", "agent": [{"text": "Done: the task is finished, as as
              "judge": {"result": "PASS", "reason": "scripted"}}]
 """Every other suite with cases the runner loads: each session answers in one line, and the
 judge passes every criterion (so each grader's verdict rests on the rule it applies)."""
-for _repo in ("NecturaLabs__AgentSkills", "eyepop-ai__eyepop-skills", "jame581__LogseqBrain",
+for _repo in ("NecturaLabs__AgentSkills", "coderabbitai__skills", "eyepop-ai__eyepop-skills",
+              "homeassistant-ai__skills", "jame581__LogseqBrain",
               "jimweller__clanker-output-style-plugin", "k97__skills", "mdrubelamin2__omc-slim",
               "ssdvtechno__maxpylang-claude-plugin", "starslingdev__skills"):
     SCORED[_repo] = ANSWERED

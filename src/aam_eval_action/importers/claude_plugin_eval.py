@@ -354,7 +354,7 @@ def _to_case(found: _Case) -> Imported:
     for grader, where in found.graders:
         _validate_grader(grader, where, names)
     add_dirs = _add_dirs(found)
-    scaffold = _context_file(found, "scaffold_script")
+    scaffold = _context_file(found, "scaffold_script", required=False)
     history = _context_file(found, "history_file")
     plugins = _plugins(found, name)
     mocks = _mocks(found)
@@ -439,9 +439,10 @@ def _validate_grader(grader: Any, where: str, names: set[str]) -> None:
         raise ConfigError(f"{where}.match: must be contains | not_contains | count:N")
 
 
-def _context_file(found: _Case, key: str) -> str | None:
+def _context_file(found: _Case, key: str, *, required: bool = True) -> str | None:
     """`context.<key>` (`scaffold_script`, `history_file`), relative to the case's folder, as a
-    file of the repository."""
+    file of the repository (a scaffold script may be missing: that runner loads the case, and a
+    run given `--scaffold` fails its scaffold)."""
     from aam_eval_action.layouts.common import inside
 
     value = (found.fields.get("context") or {}).get(key)
@@ -449,7 +450,7 @@ def _context_file(found: _Case, key: str) -> str | None:
         return None
     where = found.at("context")
     rel = inside(found.root, found.folder, value, f"{where}: context.{key}", within="")
-    if not (found.root / rel).is_file():
+    if required and not (found.root / rel).is_file():
         raise ConfigError(f"{where}: context.{key}: {value!r} is not a file of the repository; fix the path "
                           "(relative to the case's folder)")
     return rel
@@ -505,6 +506,35 @@ def _mocks(found: _Case) -> list[str]:
     if layers:
         mocks.load(found.root, layers)
     return layers
+
+
+READ_ONLY = frozenset({"Read", "Glob", "Grep", "NotebookRead", "Skill", "AskUserQuestion", "TaskCreate",
+                       "TaskGet", "TaskList", "TaskUpdate", "TaskStop", "Agent", "TodoWrite"})
+"""The tools a case's `allowed_tools` gets without a grant; any other needs `--allow-tools`."""
+_RULE = re.compile(r"^([A-Za-z0-9_*-]+)(?:\((.*)\))?$", re.S)
+
+
+def granted(allowed: list[str], grants: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(the tools the run may use, the ones withheld) of a case's `allowed_tools`, as that
+    runner grants them: the read-only tools as listed; any other (Bash, Write, Edit, WebFetch,
+    an MCP tool) only when `--allow-tools` grants it (the same tool, with the same rule or none
+    on either side, or a `mcp__…*` pattern); a malformed entry withheld. The grants themselves
+    are allowed too."""
+    given = [_RULE.match(g.strip()) for g in grants if g.strip()]
+    rules = [(m.group(1), m.group(2)) for m in given if m]
+    out, withheld = [f"{n}({c})" if c is not None else n for n, c in rules], []
+    for entry in allowed:
+        found = _RULE.match(entry.strip())
+        if not found:
+            withheld.append(entry)
+            continue
+        name, content = found.group(1), found.group(2)
+        covered = name in READ_ONLY or any(
+            (g == name and (gc is None or content is None or gc == content))
+            or (g.endswith("*") and g.startswith("mcp__") and name.startswith(g[:-1]))
+            for g, gc in rules)
+        (out if covered else withheld).append(entry)
+    return list(dict.fromkeys(out)), withheld
 
 
 WRITERS = ("Write", "Edit", "MultiEdit", "NotebookEdit", "Bash")

@@ -58,7 +58,8 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
     package = ctx.settings.package
     result.name, result.plugin = package.qualified(result.name), package.plugin
     if loaded.source:
-        skipped = dict(loaded.skipped) | engine_notes(loaded, ctx.settings.engine)
+        skipped = dict(loaded.skipped) | engine_notes(loaded, ctx.settings.engine) \
+            | grant_notes(loaded, ctx.settings.allow_tools)
         result.source, result.skipped_checks = loaded.source, skipped or None
     _redact_messages(ctx, result)
     return Outcome(result, session)
@@ -68,7 +69,7 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     ctx = ctx.for_case(loaded.case)
     s = ctx.settings
     layout = s.layout
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools)
     decision = decide(s, loaded.case.name, fp)
     if decision.rerun:
         result, session = _rerun_case(ctx, loaded, fp, decision)
@@ -181,7 +182,7 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     """
     s = ctx.settings
     layout = dataclasses.replace(s.layout, baseline=True)
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools)
     try:
         decision = decide(s, loaded.case.name, fp, BASELINE)
         with spending(ctx, loaded, paid=not decision.replay):
@@ -251,6 +252,22 @@ def _redact_messages(ctx: CaseContext, result: CaseResult) -> None:
     if result.judge_verdict and result.judge_verdict.reason:
         result.judge_verdict.reason = ctx.redactor.text(result.judge_verdict.reason)
 
+
+
+def grant_notes(loaded: LoadedCase, allow_tools: tuple[str, ...]) -> dict[str, str]:
+    """The tools a `claude plugin eval` case lists that no `--allow-tools` grant covers: withheld
+    from its run, as that runner withholds them."""
+    from aam_eval_action.importers.claude_plugin_eval import granted
+
+    execution = loaded.case.execution
+    if execution is None or execution.allowed_tools is None:
+        return {}
+    withheld = granted(execution.allowed_tools, allow_tools)[1]
+    if not withheld:
+        return {}
+    said = f"{', '.join(withheld)}; grant with --allow-tools {','.join(withheld)}"
+    return {"execution.allowed_tools": "not granted (missing --allow-tools grant, or a malformed entry): "
+                                       + said}
 
 
 def engine_notes(loaded: LoadedCase, engine: str) -> dict[str, str]:

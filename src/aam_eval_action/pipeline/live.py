@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from aam_eval_action.engines.common import compact
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import runner_checkout
+from aam_eval_action.importers.claude_plugin_eval import granted as grants
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout, plugin_files
 from aam_eval_action.pipeline import workspace
@@ -137,9 +138,10 @@ def run_session(
             execution = loaded.case.execution
             if execution is not None:
                 env |= case_env(loaded.case.name, execution.env)
-            if served is not None and execution is not None and execution.allowed_tools is not None:
-                granted = [t for t in served.granted(with_package) if t not in execution.allowed_tools]
-                allowed = [*execution.allowed_tools, *granted]
+            if execution is not None and execution.allowed_tools is not None:
+                allowed = grants(execution.allowed_tools, s.allow_tools)[0]
+                if served is not None:  # a mocked tool is granted, as there
+                    allowed += [t for t in served.granted(with_package) if t not in allowed]
                 execution = execution.model_copy(update={"allowed_tools": allowed})
             run = AgentRun(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,

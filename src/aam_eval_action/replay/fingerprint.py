@@ -66,7 +66,8 @@ def file_hash(path: Path) -> str:
 
 
 def agent_fingerprint(
-    layout: PackageLayout, case: Case, config: EvalConfig, engine: str, model: str, scaffold: bool = False
+    layout: PackageLayout, case: Case, config: EvalConfig, engine: str, model: str, scaffold: bool = False,
+    allow_tools: tuple[str, ...] = (),
 ) -> Fingerprint:
     """Everything that reaches the agent: prompt, files, package files, engine, model, sandbox, env."""
     inputs = {
@@ -98,9 +99,12 @@ def agent_fingerprint(
         inputs["user"] = _h(json.dumps(user, sort_keys=True).encode())
     if case.execution is not None:  # a claude plugin eval case's CLI options reach the agent
         inputs["execution"] = _h(case.execution.model_dump_json(by_alias=True).encode())
+        if allow_tools and case.execution.allowed_tools is not None:  # `--allow-tools`: what it may use
+            inputs["allow-tools"] = _h(json.dumps(sorted(allow_tools)).encode())
         if case.execution.scaffold:  # the script that stages its workspace, when it runs (--scaffold)
             script = layout.root / case.execution.scaffold
-            inputs["scaffold"] = file_hash(script) if scaffold else "not run"
+            inputs["scaffold"] = ("missing" if not script.is_file() else file_hash(script)) if scaffold \
+                else "not run"
         if case.execution.history:  # the recorded session it resumes
             inputs["history"] = file_hash(layout.root / case.execution.history)
         if case.execution.mocks:  # what its mocked MCP servers answer
