@@ -976,3 +976,32 @@ def test_grants_follow_that_runners_rules() -> None:
     assert cpe.granted(["Bash(npm test:*)"], ["Bash(make:*)"])[1] == ["Bash(npm test:*)"]
     assert cpe.granted(["mcp__tracker__create_issue"], ["mcp__tracker__*"])[1] == []
     assert cpe.granted(["Read", "not a tool!"], [])[1] == ["not a tool!"]
+
+
+@pytest.mark.cli
+def test_mocks_off_starts_the_plugins_own_server_and_scores_as_there(plugin: Path, tmp_path: Path) -> None:
+    """`--mocks off`: no stand-in answers the tracker; the plugin's own server starts (it leaves a
+    marker and serves nothing), and file-a-bug scores what the runner's run with `--mocks off`
+    scores; the recording is not the mocked one's."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    key = "sk-ant-test-mocks-off"
+    with ModelServer(SCENARIOS, api_key=key) as server:
+        theirs = Path(shutil.copytree(plugin, tmp_path / "theirs"))
+        claude_plugin_eval(theirs, tmp_path, server.url, key, tmp_path / "theirs.json", "--ablation", "none",
+                           "--case", "file-a-bug", "--mocks", "off")
+        [case] = json.loads((tmp_path / "theirs.json").read_text())["cases"]
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+        for mocks in ("off", "record"):
+            subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "file-a-bug", "--package", str(plugin),
+                            "--record", "--ablation", "none", "--no-self-check", "--mocks", mocks,
+                            "-o", str(tmp_path / f"{mocks}.json")], env=env, capture_output=True, text=True,
+                           timeout=600, check=False)
+    [off] = json.loads((tmp_path / "off.json").read_text())["cases"]
+    [mocked] = json.loads((tmp_path / "record.json").read_text())["cases"]
+    assert off["score"] == case["aggregates"]["score"] < mocked["score"] == 1
+    assert {g["name"]: g["passed"] for g in off["graders"]} == {
+        g["name"]: g["passed"] for g in case["arms"]["with"][0]["graders"]}
+    assert off["fingerprint"] != mocked["fingerprint"]

@@ -105,6 +105,10 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="grant claude plugin eval cases these tools beyond the read-only ones (Bash, Write, "
                         "Edit, WebFetch, mcp__*), as that runner's --allow-tools; a tool a case lists and no "
                         "grant covers is withheld, and the case says so")
+    p.add_argument("--mocks", choices=("record", "off"),
+                   help="claude plugin eval cases' mocks: record (default: their stand-ins answer) or "
+                        "off (no stand-in; the plugin's real servers start, inside the sandbox), as that "
+                        "runner's --mocks")
     p.add_argument("--allow-real-servers", action="store_true", default=None,
                    help="start the plugin's MCP servers a claude plugin eval case does not mock (inside the "
                         "sandbox); without it they are not started, as that runner's --allow-real-servers")
@@ -339,6 +343,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             ablation=args.ablation, scaffold=args.scaffold, allow_real_servers=args.allow_real_servers,
             with_dirs=tuple(args.with_dirs), sweep=args.sweep,
             allow_tools=tuple(t for given in args.allow_tools for t in given.split(",") if t.strip()),
+            mocks=args.mocks,
         )
         return run(RunArgs(
             package=args.package, cases=[*args.cases, *args.case_globs], overrides=overrides,

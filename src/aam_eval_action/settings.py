@@ -77,6 +77,7 @@ class Overrides:
     ablation: str | None = None
     scaffold: bool | None = None
     allow_real_servers: bool | None = None
+    mocks: str | None = None
     allow_tools: tuple[str, ...] = ()
     """`--allow-tools`: tools a `claude plugin eval` case's `allowed_tools` may use beyond the
     read-only ones (that runner's grant, the operator's: never from the repository)."""
@@ -136,6 +137,9 @@ class RunSettings:
     """The score a `claude plugin eval` case passes at (its runner's `--threshold`)."""
     scaffold: bool = False
     """Run `claude plugin eval` cases' scaffold scripts (`--scaffold`; never from the repository)."""
+    mocks: str = "record"
+    """`claude plugin eval` cases' mocks: `record` (their stand-ins serve them) or `off` (no
+    stand-in: the plugin's real servers start, in the sandbox), as that runner's `--mocks`."""
     allow_tools: tuple[str, ...] = ()
     """Tools granted to `claude plugin eval` cases beyond the read-only ones (`--allow-tools`;
     never from the repository): any other tool a case lists is withheld, as that runner does."""
@@ -259,6 +263,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         scaffold=bool(o.scaffold),
         allow_real_servers=bool(o.allow_real_servers),
         allow_tools=o.allow_tools,
+        mocks=o.mocks or "record",
         judge_provider=provider_for_model(judge_model, provider),
         mode=mode,
         jobs=o.jobs or cfg.jobs,

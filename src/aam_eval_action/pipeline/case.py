@@ -69,7 +69,8 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     ctx = ctx.for_case(loaded.case)
     s = ctx.settings
     layout = s.layout
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools,
+                           s.mocks)
     decision = decide(s, loaded.case.name, fp)
     if decision.rerun:
         result, session = _rerun_case(ctx, loaded, fp, decision)
@@ -182,7 +183,8 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     """
     s = ctx.settings
     layout = dataclasses.replace(s.layout, baseline=True)
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools,
+                           s.mocks)
     try:
         decision = decide(s, loaded.case.name, fp, BASELINE)
         with spending(ctx, loaded, paid=not decision.replay):

@@ -201,6 +201,8 @@ def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -
     from aam_eval_action import mocks
 
     s = ctx.settings
+    if s.mocks == "off":  # no stand-in: the plugin's own servers start, in the sandbox
+        return None
     notes: list[str] = []
     servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers, notes)
     for note in notes:

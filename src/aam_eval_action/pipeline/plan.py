@@ -60,7 +60,8 @@ def cpe_rules_line() -> str:
 
 def _plan(s: RunSettings, loaded: LoadedCase, layout: PackageLayout) -> str:
     """`replay`, `live (why)` or `ERROR (miss)` for one session of a case."""
-    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools)
+    fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools,
+                           s.mocks)
     try:
         d = decide(s, loaded.case.name, fp, "baseline" if layout.baseline else "")
     except Miss as miss:

@@ -67,7 +67,7 @@ def file_hash(path: Path) -> str:
 
 def agent_fingerprint(
     layout: PackageLayout, case: Case, config: EvalConfig, engine: str, model: str, scaffold: bool = False,
-    allow_tools: tuple[str, ...] = (),
+    allow_tools: tuple[str, ...] = (), mocks: str = "record",
 ) -> Fingerprint:
     """Everything that reaches the agent: prompt, files, package files, engine, model, sandbox, env."""
     inputs = {
@@ -107,7 +107,9 @@ def agent_fingerprint(
                 else "not run"
         if case.execution.history:  # the recorded session it resumes
             inputs["history"] = file_hash(layout.root / case.execution.history)
-        if case.execution.mocks:  # what its mocked MCP servers answer
+        if case.execution.mocks and mocks == "off":  # `--mocks off`: its servers' own answers
+            inputs["mocks"] = "off"
+        elif case.execution.mocks:  # what its mocked MCP servers answer
             from aam_eval_action.mocks import load
 
             inputs["mocks"] = load(layout.root, list(case.execution.mocks)).digest(layout.root)
