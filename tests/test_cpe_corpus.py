@@ -30,6 +30,7 @@ from support.cpe_corpus import (
     releases,
     repositories,
     runner_reads,
+    scored_releases,
     scores_path,
     table_rows,
 )
@@ -38,7 +39,7 @@ PINNED = PINNED_CLAUDE
 
 
 def test_the_pinned_release_and_the_one_before_are_stored() -> None:
-    assert releases()[:1] == [PINNED] and len(releases()) >= 2
+    assert releases()[:1] == [PINNED] and len(releases()) >= 2 and scored_releases() == sorted(releases()[:2])
     assert {json.loads(golden_path(v).read_text())["claude"] for v in releases()} == set(releases())
     stored = [set(json.loads(golden_path(v).read_text())["repositories"]) for v in releases()]
     assert all(names == {r.name for r in repositories()} for names in stored)
@@ -71,14 +72,15 @@ def test_the_stored_reads_are_the_pinned_runners(tmp_path: Path) -> None:
     assert now == stored, "the runner reads the corpus differently now: python tests/support/cpe_corpus.py"
 
 
+@pytest.mark.parametrize("release", scored_releases())
 @pytest.mark.parametrize("name", sorted(SCORED))
-def test_one_run_scores_every_case_and_grader_as_the_runner_did(name: str, tmp_path: Path) -> None:
+def test_one_run_scores_every_case_and_grader_as_the_runner_did(name: str, release: str, tmp_path: Path) -> None:
     """The runner's one run (stored) and ours, recorded through the same claude against the same
     scripted model (stored), replayed here offline: every case's score and every grader's verdict,
     for every case the runner loads (the ones it refuses are refused here too)."""
     repo = Path(shutil.copytree(CORPUS / name, tmp_path / name))
     shutil.copytree(recordings(name), repo / "evals/cassettes")
-    theirs = json.loads(scores_path(name).read_text())["cases"]
+    theirs = json.loads(scores_path(name, release).read_text())["cases"]
     report = tmp_path / "ours.json"
     done = aam_eval("run", "--package", str(repo), "--replay", "--no-rerun", "--ablation", "none", "--runs", "1",
                     "-o", str(report))

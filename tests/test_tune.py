@@ -41,15 +41,35 @@ def test_the_exact_interval_and_the_paired_gate() -> None:
 
 def test_a_suite_without_a_split_gets_a_fixed_stratified_one_and_says_so() -> None:
     items = [(f"c{i}", f"c{i}", f"prompt {i}", "a" if i < 8 else "b", None) for i in range(12)]
-    first, note = split(items)
-    again, _ = split(list(reversed(items)))
+    first, note, store = split(items)
+    again, _, _ = split(list(reversed(items)))
     assert [(p.name, p.split) for p in first] == [(p.name, p.split) for p in again]  # fixed, not by order
     by = {s: [p for p in first if p.split == s] for s in ("train", "select", "test")}
     assert {p.expected for p in by["test"]} == {"a", "b"}  # stratified
     assert (len(by["train"]), len(by["select"]), len(by["test"])) == (6, 3, 3)
-    assert note and note.startswith("the suite has no split: made one") and note.endswith("test 3")
-    tagged, none = split([("x", "x", "p", "a", "test"), ("y", "y", "q", "a", None)])
+    assert note and note.startswith("the suite has no split: made one") and note.endswith("test 3") and store
+    tagged, none, _ = split([("x", "x", "p", "a", "test"), ("y", "y", "q", "a", None)])
     assert none is None and [p.split for p in tagged] == ["test", "train"]
+
+
+def test_a_train_and_test_split_as_init_writes_it_is_used_as_it_is() -> None:
+    """`init` tags drafted prompts split:train and split:test: the test prompts stay as tagged, and
+    the selection set is carved from train (a third of each skill's, by a fixed seed), the same on
+    every run and never stored."""
+    items = [(f"c{i}", f"c{i}", f"prompt {i}", "a" if i < 9 else "b", "split:test" if i % 3 == 0 else "split:train")
+             for i in range(15)]
+    from aam_eval_action.tuning.candidates import SPLIT_TAGS
+
+    items = [(n, c, t, e, SPLIT_TAGS[tag]) for n, c, t, e, tag in items]
+    first, note, store = split(items)
+    again, _, _ = split(list(reversed(items)))
+    assert [(p.name, p.split) for p in first] == [(p.name, p.split) for p in again] and not store
+    by = {s: sorted(p.name for p in first if p.split == s) for s in ("train", "select", "test")}
+    assert by["test"] == sorted(n for n, *_, tag in items if tag == "test")  # as tagged
+    assert len(by["select"]) == 3 and {p.expected for p in first if p.split == "select"} == {"a", "b"}
+    assert note == ("the suite's split has train and test prompts but no selection: 3 of its 10 train prompts "
+                    "are the selection set, stratified by skill (seed aam-eval-tune-1), made the same way on "
+                    "every run; the test prompts are as tagged")
 
 
 @pytest.mark.parametrize("text, why", [

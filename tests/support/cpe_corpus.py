@@ -173,8 +173,13 @@ def refresh_reads(claude: str) -> Path:
     return path
 
 
-def scores_path(repo: str) -> Path:
-    return GOLDEN / "scores" / f"{repo}.json"
+def scores_path(repo: str, release: str) -> Path:
+    return GOLDEN / "scores" / f"claude-{release}" / f"{repo}.json"
+
+
+def scored_releases() -> list[str]:
+    """The runner releases with stored scores."""
+    return sorted(p.name.removeprefix("claude-") for p in (GOLDEN / "scores").glob("claude-*"))
 
 
 def recordings(repo: str) -> Path:
@@ -188,9 +193,10 @@ def runner_scores(result: dict[str, Any]) -> dict[str, Any]:
             for c in result["cases"]}
 
 
-def refresh_scores(claude: str, names: list[str] | None = None) -> None:
-    """One run of each scored suite through the runner and through `aam-eval run --record`, both
-    on the same claude against the scripted model server: the runner's scores, our recordings."""
+def refresh_scores(claude: str, names: list[str] | None = None, record: bool = True) -> None:
+    """One run of each scored suite through the runner and (with `record`) through `aam-eval run
+    --record`, both on the same claude against the scripted model server: the runner's scores,
+    stored per release, and our recordings."""
     from aam_eval_action.testing.model_server import ModelServer
 
     key = "sk-ant-test-corpus-scores"
@@ -204,6 +210,14 @@ def refresh_scores(claude: str, names: list[str] | None = None) -> None:
                                       "--ablation", "none", "--runs", "1")
             if not out.is_file():
                 raise SystemExit(f"{name}: the runner wrote no result\n{done.stdout}{done.stderr}")
+            result = json.loads(out.read_text())
+            stored = scores_path(name, runner_version(claude))
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.write_text(json.dumps({"claude": result.get("claudeVersion"), "cases": runner_scores(result)},
+                                         indent=2, sort_keys=True) + "\n")
+            print(f"wrote {stored}")
+            if not record:
+                continue
             ours = Path(shutil.copytree(CORPUS / name, Path(work) / "ours"))
             env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
             env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key, "PATH": str(Path(claude).parent)
@@ -214,13 +228,9 @@ def refresh_scores(claude: str, names: list[str] | None = None) -> None:
                                  timeout=900, check=False)
             if not (Path(work) / "ours.json").is_file():
                 raise SystemExit(f"{name}: aam-eval wrote no report\n{ran.stdout}{ran.stderr}")
-            scores_path(name).parent.mkdir(parents=True, exist_ok=True)
-            result = json.loads(out.read_text())
-            scores_path(name).write_text(json.dumps({"claude": result.get("claudeVersion"),
-                                                     "cases": runner_scores(result)}, indent=2, sort_keys=True) + "\n")
             shutil.rmtree(recordings(name), ignore_errors=True)
             shutil.copytree(ours / "evals/cassettes", recordings(name))
-            print(f"wrote {scores_path(name)} and {recordings(name)}")
+            print(f"wrote {recordings(name)}")
 
 
 def table_rows(release: str) -> list[str]:
@@ -240,12 +250,14 @@ def table_rows(release: str) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--claude", action="append", help="a claude executable (default: claude on PATH)")
+    parser.add_argument("--claude", action="append",
+                        help="a claude executable, the pinned release first (default: claude on PATH)")
     args = parser.parse_args()
     given = args.claude or [shutil.which("claude") or "claude"]
     for claude in given:
         print(f"wrote {refresh_reads(claude)}")
-    refresh_scores(given[0])
+    for n, claude in enumerate(given):  # our recordings with the first (the pinned release)
+        refresh_scores(claude, record=n == 0)
     return 0
 
 

@@ -268,9 +268,9 @@ def tune(args: TuneArgs) -> int:
             f"--skill {args.skill}: no trigger case belongs to it; `aam-eval init --skill "
             f"{args.skill}` drafts some"
         )
-    prompts, note = split(found)
+    prompts, note, to_store = split(found)
     t = Tuner(args, loaded, pairs, skills, prompts)
-    if note:
+    if note and to_store:
         note += "; " + (
             _store_split(loaded, prompts)
             if not args.replay

@@ -57,12 +57,18 @@ class Prompt:
     split: str
 
 
-def split(prompts: list[tuple[str, str, str, str, str | None]]) -> tuple[list[Prompt], str | None]:
-    """(name, case, prompt, expected, split tag) → the prompts with their set, and a note when the
-    suite had no split and one was made: stratified by the skill each prompt belongs to, ordered by
-    a fixed seed's hash of its name, half to train, a quarter each to selection and test."""
+def split(prompts: list[tuple[str, str, str, str, str | None]]) -> tuple[list[Prompt], str | None, bool]:
+    """(name, case, prompt, expected, split tag) → the prompts with their set, a note when a
+    split was made, and whether it is one to store. No split: one is made, stratified by the skill
+    each prompt belongs to, ordered by a fixed seed's hash of its name, half to train, a quarter
+    each to selection and test (to store). A train and test split with no selection (as `init`
+    writes it): the selection set is carved from train the same way, a third of each skill's train
+    prompts, made again on every run (nothing to store); the test prompts stay as tagged."""
     if any(tag for *_, tag in prompts):
-        return [Prompt(n, c, t, e, tag or "train") for n, c, t, e, tag in prompts], None
+        tagged = [Prompt(n, c, t, e, tag or "train") for n, c, t, e, tag in prompts]
+        if any(p.split == "select" for p in tagged) or sum(p.split == "train" for p in tagged) < 2:
+            return tagged, None, False
+        return _carve_selection(tagged)
     out: list[Prompt] = []
     strata: dict[str, list[tuple[str, str, str, str, str | None]]] = {}
     for item in prompts:
@@ -80,7 +86,32 @@ def split(prompts: list[tuple[str, str, str, str, str | None]]) -> tuple[list[Pr
         f"the suite has no split: made one, stratified by the skill each prompt belongs to (seed {SEED}): "
         f"train {counts['train']}, selection {counts['select']}, test {counts['test']}"
     )
-    return sorted(out, key=lambda p: p.name), note
+    return sorted(out, key=lambda p: p.name), note, True
+
+
+def _carve_selection(tagged: list[Prompt]) -> tuple[list[Prompt], str, bool]:
+    """A train + test split's selection set: a third of each skill's train prompts (at least one
+    where a skill has two or more), by the seed's hash of the case name."""
+    strata: dict[str, list[Prompt]] = {}
+    for p in tagged:
+        if p.split == "train":
+            strata.setdefault(p.expected, []).append(p)
+    chosen: set[str] = set()
+    for _, items in sorted(strata.items()):
+        items.sort(key=lambda p: hashlib.sha256(f"{SEED}\0{p.case}".encode()).hexdigest())
+        n = len(items)
+        take = max(1, round(n / 3)) if n >= 2 else 0
+        chosen |= {p.name for p in items[:take]}
+    if not chosen:  # every skill has one train prompt: take the first by the hash
+        first = min((p for p in tagged if p.split == "train"),
+                    key=lambda p: hashlib.sha256(f"{SEED}\0{p.case}".encode()).hexdigest())
+        chosen = {first.name}
+    out = [Prompt(p.name, p.case, p.text, p.expected, "select") if p.name in chosen else p for p in tagged]
+    trained = sum(p.split == "train" for p in tagged)
+    note = (f"the suite's split has train and test prompts but no selection: {len(chosen)} of its {trained} "
+            f"train prompts are the selection set, stratified by skill (seed {SEED}), made the same way on "
+            "every run; the test prompts are as tagged")
+    return sorted(out, key=lambda p: p.name), note, False
 
 
 @dataclass
