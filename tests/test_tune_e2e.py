@@ -146,3 +146,37 @@ def test_six_prompts_end_in_no_significant_improvement(tmp_path: Path) -> None:
            "wrong to right with none going back" in run.stdout
     record = json.loads((tmp_path / "tune.json").read_text())
     assert record["decision"] == "no significant improvement" and record["candidate"] == GOOD
+
+
+@pytest.mark.cli
+def test_a_train_and_test_split_as_init_writes_it_tunes_as_it_is(tmp_path: Path) -> None:
+    """The suite tagged as `init` tags its drafts (split:train and split:test only): tune carves
+    the selection set from train, says so, vetoes the candidate that takes schema-docs' prompt
+    (naming it), suggests the good one with its interval above 0 on the tagged test prompts,
+    leaves SKILL.md alone, and a replay prints the same, byte for byte."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    for case in (pkg / "evals/cases").glob("*.yaml"):
+        case.write_text(case.read_text().replace("- split:select", "- split:train"))
+    thief = SCENARIOS[0]["propose"][1]
+    flags = ["--engine", "claude-code", "--model", "claude-sonnet-4-6", "--no-propose", "--candidate", GOOD,
+             "--candidate", thief]
+    skill = (pkg / "skills/db-migrations/SKILL.md").read_text()
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        live = _tune(pkg, *flags, "-o", str(tmp_path / "live.json"), env=_live_env(server.url))
+    assert live.returncode == 0, live.stdout + live.stderr
+    out = live.stdout
+    assert ("note: the suite's split has train and test prompts but no selection: 4 of its 9 train prompts are "
+            "the selection set") in out
+    assert ("vetoed (yours, 146 characters): claude-code · claude-sonnet-4-6: recall 0%, precision 0%, 1/4 right; "
+            "it takes schema-docs's prompts on claude-code · claude-sonnet-4-6 (1 of the selection's, e.g. "
+            "'Document each table of the billing database with its keys')") in out
+    assert f"suggested (yours): {GOOD}" in out
+    record = json.loads((tmp_path / "live.json").read_text())
+    assert record["decision"] == "suggested" and all(g["interval"][0] > 0 for g in record["gate"].values())
+    assert (pkg / "skills/db-migrations/SKILL.md").read_text() == skill
+    bare = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    again = _tune(pkg, *flags, "--replay", env=bare | {"PATH": "/usr/bin:/bin"})
+    assert again.returncode == 0 and again.stdout == out.replace(f"-o {tmp_path / 'live.json'}", ""), again.stdout
