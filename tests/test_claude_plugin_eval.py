@@ -11,14 +11,12 @@ same graders and weights.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,8 @@ import pytest
 from aam_eval_action.importers import claude_plugin_eval as cpe
 
 from conftest import ROOT, aam_eval, installed
+from support.cpe_corpus import claude_plugin_eval as run_claude_plugin_eval
+from support.cpe_corpus import refusing_server
 
 FIXTURE = ROOT / "tests/fixtures/cpe-plugin"
 
@@ -49,44 +49,18 @@ def _ours(root: Path) -> tuple[dict[str, cpe.Read], dict[str, str]]:
     return loaded, refused
 
 
-class _Refusing(http.server.BaseHTTPRequestHandler):
-    """Answers every request with a 400: the CLI ends its run at once (no model here)."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        body = json.dumps({"type": "error", "error": {"type": "invalid_request_error",
-                                                      "message": "refused by the test"}}).encode()
-        self.send_response(400)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def refusing() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    """A server that answers every request with a 400: the CLI ends its run at once (no model)."""
+    with refusing_server() as url:
+        yield url
 
 
 def claude_plugin_eval(cwd: Path, tmp_path: Path, base_url: str, key: str, out: Path,
                        *flags: str) -> subprocess.CompletedProcess[str]:
     """The real `claude plugin eval` on the plugin in `cwd`, as a user runs it in CI (trusted, not
     published), against `base_url`, with a fresh HOME; its --json result goes to `out`."""
-    home = tmp_path / f"home-{out.stem}"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": key,
-            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    return subprocess.run(["claude", "plugin", "eval", ".", "--trust-plugin", "--no-publish", *flags,
-                           "--json", str(out)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
+    return run_claude_plugin_eval("claude", cwd, tmp_path / f"home-{out.stem}", base_url, key, out, *flags)
 
 
 def _mixed_shapes(plugin: Path) -> None:

@@ -26,7 +26,7 @@ from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 from aam_eval_action.testing.packages import record_sessions, simple_case, write_package
 
-from conftest import EXAMPLE, ROOT, aam_eval, example_repository
+from conftest import EXAMPLE, PINNED_CLAUDE, ROOT, aam_eval, example_repository
 from support.browser import Browser, Page, running_browser, show, texts
 
 SCREENSHOT = ROOT / "docs" / "html-report.png"
@@ -126,7 +126,7 @@ def test_overview_shows_the_run(browser: Browser, example_run: tuple[Path, Path]
     assert page.js("document.getElementById('count-passed').innerText") == f"{report.summary.passed} passed"
     assert page.js("document.getElementById('count-failed').innerText") == "3 failed"
     meta = page.js("document.getElementById('run-meta').innerText")
-    assert "claude-code 2.1.330" in meta and "model claude-sonnet-4-6" in meta and "mode replay" in meta
+    assert f"claude-code {PINNED_CLAUDE}" in meta and "model claude-sonnet-4-6" in meta and "mode replay" in meta
     overview = page.js("document.querySelector('.overview').innerText")
     assert f"${report.summary.cost_usd:.4f}" in overview  # cost recorded
     assert "spent by this run\n$0.0000" in overview

@@ -165,7 +165,8 @@ def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | No
                           max_usd=inputs.max_usd, judge_gate=inputs.judge_gate,
                           sandbox_enforce=inputs.sandbox_enforce, threshold=inputs.threshold,
                           ablation=inputs.ablation, repeat=inputs.runs, scaffold=inputs.scaffold,
-                          allow_real_servers=inputs.allow_real_servers)
+                          allow_real_servers=inputs.allow_real_servers, allow_tools=tuple(inputs.allow_tools),
+                          mocks=inputs.mocks)
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,

@@ -23,7 +23,7 @@ INPUTS = (
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
     "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
-    "scaffold", "allow-real-servers", "tune", "tune-skill",
+    "scaffold", "allow-tools", "mocks", "allow-real-servers", "tune", "tune-skill",
 )
 
 
@@ -59,6 +59,12 @@ class ActionInputs(BaseModel):
     """Run `claude plugin eval` cases' scaffold scripts (inside the sandbox) before their sessions."""
     allow_real_servers: bool = Field(False, alias="allow-real-servers")
     """Start the plugin's MCP servers a `claude plugin eval` case does not mock (else not started)."""
+    allow_tools: list[str] = Field(default_factory=list, alias="allow-tools")
+    """Tools `claude plugin eval` cases may use beyond the read-only ones (space- or
+    comma-separated), as that runner's `--allow-tools`."""
+    mocks: Literal["record", "off"] = "record"
+    """`claude plugin eval` cases' mocks: record (their stand-ins answer) or off (the plugin's own
+    servers start, inside the sandbox)."""
     tune: Literal["off", "suggest"] = "off"
     """`suggest`: run `aam-eval tune` for `tune-skill` (replayed from its recordings in replay mode) and
     post a winning description as a suggested change on the pull request."""
@@ -117,7 +123,7 @@ class ActionInputs(BaseModel):
     """Re-execute replay: auto, always or never (snapshot only); default from eval-config.
     Re-executing needs the recorded agent CLI, i.e. the live image (`.../live@v1`)."""
 
-    @field_validator("cases", "plugin", "tune_skill", mode="before")
+    @field_validator("cases", "plugin", "tune_skill", "allow_tools", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):
