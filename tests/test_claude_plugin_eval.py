@@ -25,7 +25,7 @@ import pytest
 
 from aam_eval_action.importers import claude_plugin_eval as cpe
 
-from conftest import ROOT, aam_eval, installed
+from conftest import PINNED_CLAUDE, ROOT, aam_eval, installed
 from support.cpe_corpus import claude_plugin_eval as run_claude_plugin_eval
 from support.cpe_corpus import refusing_server
 
@@ -293,6 +293,9 @@ def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> N
         assert re.search(rf"^ok\s+{name}\s+\(evals/.*, claude-plugin-eval\)$", said, flags=re.M), said
     assert "evals/refused-llm-target/case.yaml:7: invalid case.yaml: graders.0: Unrecognized key(s)" in said
     assert "not honoured:" not in said
+    rules = f"claude plugin eval suite read by the rules of Claude Code {cpe.RULES_OF}'s runner"
+    assert rules in said and cpe.RULES_OF == PINNED_CLAUDE  # the rules of the release the tests pin
+    assert rules in aam_eval("doctor", "--package", str(plugin)).out
 
 
 SCENARIOS = [
