@@ -63,8 +63,8 @@ def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engin
     assert "tune db-migrations: 17 trigger prompts (train 5, selection 4, test 8) on claude-code · " \
            "claude-sonnet-4-6, codex · gpt-5.5" in out
     assert "refused (proposer, round 1): copies a train prompt's words ('rename the customer column and')" in out
-    assert ("it takes schema-docs's prompts on claude-code · claude-sonnet-4-6 (1 of the selection's, e.g. "
-            "'Document each table of the billing database with its keys')") in out
+    assert ("it takes schema-docs's prompt billing-tables on claude-code · claude-sonnet-4-6 (") in out
+    assert "of the train and selection prompts, e.g. 'Document each table of the billing database with its keys')" in out
     for pair in ("claude-code · claude-sonnet-4-6", "codex · gpt-5.5"):
         assert f"{pair:<32}   2/8 (7%–59%)   8/8 (68%–100%)  +75% (+6% to +75%), 6 better, 0 worse" in out
     assert f"suggested (proposer, round 1): {GOOD}" in out and proposer_calls == 1
@@ -171,8 +171,8 @@ def test_a_train_and_test_split_as_init_writes_it_tunes_as_it_is(tmp_path: Path)
     assert ("note: the suite's split has train and test prompts but no selection: 4 of its 9 train prompts are "
             "the selection set") in out
     assert ("vetoed (yours, 146 characters): claude-code · claude-sonnet-4-6: recall 0%, precision 0%, 1/4 right; "
-            "it takes schema-docs's prompts on claude-code · claude-sonnet-4-6 (1 of the selection's, e.g. "
-            "'Document each table of the billing database with its keys')") in out
+            "it takes schema-docs's prompt billing-tables on claude-code · claude-sonnet-4-6 (2 of the train and "
+            "selection prompts, e.g. 'Document each table of the billing database with its keys')") in out
     assert f"suggested (yours): {GOOD}" in out
     record = json.loads((tmp_path / "live.json").read_text())
     assert record["decision"] == "suggested" and all(g["interval"][0] > 0 for g in record["gate"].values())

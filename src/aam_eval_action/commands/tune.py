@@ -290,7 +290,8 @@ def tune(args: TuneArgs) -> int:
             "split:test, or draft more with `aam-eval init`"
         )
     sessions = len(pairs) * (
-        len(prompts) + counts["test"] + counts["select"] * (len(args.given) + args.candidates * args.rounds)
+        len(prompts) + counts["test"]
+        + (counts["select"] + counts["train"]) * (len(args.given) + args.candidates * args.rounds)
     )
     said = f"  at most about {sessions} session(s) (each a trigger prompt's runs)"
     t.say(said + _estimate(runs, sessions, args))
@@ -403,6 +404,8 @@ def _search(t: Tuner, baseline: Candidate) -> Candidate | None:
             for engine, model in t.pairs:
                 routed_sel = t.evaluate(cand.text, ["select"], engine, model)
                 cand.scores[f"{engine} · {model}"] = t.scores(routed_sel, "select")
+                t.evaluate(cand.text, ["train"], engine, model)  # for the veto: every prompt but a test one
+                t.evaluate(baseline.text, ["train"], engine, model)
             cand.vetoed = _veto(t, baseline, cand)
             t.candidates.append(cand)
             shown = _summary(cand)
@@ -493,18 +496,22 @@ def _propose(
     return found
 
 
+def _not_test(t: Tuner, cand: Candidate, pair: str) -> dict[str, str]:
+    """Where every prompt that is not a test prompt went (train and selection) with `cand`."""
+    return {**t.routed.get((cand.digest, pair, "train"), {}), **t.routed[(cand.digest, pair, "select")]}
+
+
 def _veto(t: Tuner, baseline: Candidate, cand: Candidate) -> str | None:
     """A sibling's prompt taken by the skill, a sibling losing more than one prompt, or any engine
     getting fewer prompts right."""
     target = t.args.skill
     for pair, mine in cand.scores.items():
         base = baseline.scores[pair]
-        before_routed = t.routed[(baseline.digest, pair, "select")]
-        after_routed = t.routed[(cand.digest, pair, "select")]
+        before_routed, after_routed = _not_test(t, baseline, pair), _not_test(t, cand, pair)
         taken = [
             p
             for p in t.prompts
-            if p.split == "select"
+            if p.split in ("select", "train")
             and p.expected not in (target, "none")
             and before_routed.get(p.name) == p.expected
             and after_routed.get(p.name) == target
@@ -512,8 +519,8 @@ def _veto(t: Tuner, baseline: Candidate, cand: Candidate) -> str | None:
         if taken:
             first = min(taken, key=lambda p: p.name)
             return (
-                f"it takes {first.expected}'s prompts on {pair} ({len(taken)} of the selection's, e.g. "
-                f"{first.text[:80]!r})"
+                f"it takes {first.expected}'s prompt {first.name} on {pair} ({len(taken)} of the train and "
+                f"selection prompts, e.g. {first.text[:80]!r})"
             )
         for sibling, recall in mine["siblings"].items():
             before = base["siblings"].get(sibling)
