@@ -982,3 +982,128 @@ def test_mocks_off_starts_the_plugins_own_server_and_scores_as_there(plugin: Pat
     assert {g["name"]: g["passed"] for g in off["graders"]} == {
         g["name"]: g["passed"] for g in case["arms"]["with"][0]["graders"]}
     assert off["fingerprint"] != mocked["fingerprint"]
+
+
+def _png(rgb: bytes) -> bytes:
+    """A 2×2 PNG of one colour."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    raw = b"".join(b"\x00" + rgb * 2 for _ in range(2))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+@pytest.mark.cli
+def test_an_image_focus_is_shown_to_the_judge_as_there(plugin: Path, tmp_path: Path) -> None:
+    """An `llm` grader whose focus is an image the run made: the judge is sent the image itself
+    (the same request content as the runner's), and the scripted judge, which sees which image
+    it was sent, passes the red chart and fails the blue one. A PDF, a file with a NUL byte and
+    a regex over an image fail with that runner's explanation; invalid UTF-8 is shown decoded.
+    Snapshot-replayed offline, the image comes from the recording: the same verdicts."""
+    import base64
+    import hashlib
+
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    red, blue = _png(b"\xff\x00\x00"), _png(b"\x00\x00\xff")
+    for case in (plugin / "evals").iterdir():
+        shutil.rmtree(case)
+    case = plugin / "evals/chart"
+    case.mkdir()
+    focus = {"looks-red": "chart.png", "also-red": "photo.jpg", "latin": "latin.txt", "bin": "data.bin",
+             "pdf": "doc.pdf", "html": "page.html"}
+    graders = "".join(f"  - {{name: {n}, type: llm, criteria: 'It is red.', focus: {{source: file, path: {p}}}}}\n"
+                      for n, p in focus.items())
+    (case / "case.yaml").write_text(
+        'schema_version: "1.0"\nname: chart\nexecution:\n  prompt: "Draw the chart."\n'
+        "context:\n  scaffold_script: setup.sh\ngraders:\n" + graders
+        + "  - {name: regex-on-image, type: regex, pattern: red, target: {source: file, path: chart.png}}\n")
+    made = {"chart.png": red, "photo.jpg": blue, "latin.txt": b"caf\xe9 au lait", "data.bin": bytes(range(40)),
+            "doc.pdf": b"%PDF-1.4 hello", "page.html": b"<!DOCTYPE html><html>\x00junk"}
+    (case / "setup.sh").write_text("#!/bin/sh\n" + "".join(
+        f"echo {base64.b64encode(data).decode()} | base64 -d > {name}\n" for name, data in made.items()))
+    (case / "setup.sh").chmod(0o755)
+    scenarios = [{"match": "Draw the chart.", "agent": [{"text": "Drawn."}]},
+                 {"match": f"sha256={hashlib.sha256(red).hexdigest()}", "judge": {"result": "PASS"}},
+                 {"match": f"sha256={hashlib.sha256(blue).hexdigest()}", "judge": {"result": "FAIL"}},
+                 {"match": "caf\ufffd au lait", "judge": {"result": "PASS"}}]
+    key = "sk-ant-test-image-focus"
+    with ModelServer(scenarios, api_key=key) as server:
+        theirs = Path(shutil.copytree(plugin, tmp_path / "theirs"))
+        claude_plugin_eval(theirs, tmp_path, server.url, key, tmp_path / "theirs.json", "--ablation", "none",
+                           "--scaffold")
+        asked = len(server.requests)
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+                              "--ablation", "none", "--scaffold", "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                             env=env, capture_output=True, text=True, timeout=600, check=False)
+
+        def shown(requests: list[Any]) -> list[Any]:
+            return [r.body["messages"][0]["content"] for r in requests
+                    if not r.body.get("tools") and isinstance(r.body["messages"][0]["content"], list)
+                    and any(b.get("type") == "image" for b in r.body["messages"][0]["content"])]
+
+        assert shown(server.requests[asked:]) == shown(server.requests[:asked]) != []
+        # An OpenAI judge is sent the same image in the Responses API's own shape.
+        openai = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record", "--no-self-check",
+                                 "--cassettes", str(tmp_path / "openai-cassettes"),
+                                 "--ablation", "none", "--scaffold", "--judge", "gpt-5.5", "-o",
+                                 str(tmp_path / "openai.json")],
+                                env=env | {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": key},
+                                capture_output=True, text=True, timeout=600, check=False)
+    [their] = json.loads((tmp_path / "theirs.json").read_text())["cases"]
+    verdicts = {g["name"]: (g["passed"], g["explanation"]) for g in their["arms"]["with"][0]["graders"]}
+    assert verdicts["looks-red"][0] and not verdicts["also-red"][0] and verdicts["latin"][0]
+    assert "it is a PDF document" in verdicts["pdf"][1] and "NUL byte at offset 21" in verdicts["html"][1]
+    [ours] = json.loads((tmp_path / "ours.json").read_text())["cases"]
+    assert {g["name"]: (g["passed"], g["explanation"]) for g in ours["graders"]} == verdicts, ran.stdout[-3000:]
+    assert ours["score"] == their["aggregates"]["score"]
+    assert (tmp_path / "openai.json").is_file(), openai.stdout + openai.stderr
+    [by_openai] = json.loads((tmp_path / "openai.json").read_text())["cases"]
+    assert {g["name"]: (g["passed"], g["explanation"]) for g in by_openai["graders"]} == verdicts, openai.stdout
+    replayed = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--replay",
+                               "--no-rerun", "--ablation", "none", "--scaffold", "-o", str(tmp_path / "replayed.json")],
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
+                              timeout=300, check=False)
+    [again] = json.loads((tmp_path / "replayed.json").read_text())["cases"]
+    assert {g["name"]: (g["passed"], g["explanation"]) for g in again["graders"]} == verdicts, replayed.stdout
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("engine", ["codex", "copilot", "gemini-cli"])
+def test_a_case_loads_every_plugin_it_lists_on_the_other_engines(engine: str, tmp_path: Path) -> None:
+    """On Codex, Copilot CLI and Gemini CLI, a case that lists two plugins gets both plugins'
+    skills, installed where that CLI reads project skills: the CLI lists both to the model; a
+    case that lists one gets that one's alone."""
+    from aam_eval_action.testing.model_server import ModelServer, listed_skills
+
+    installed(engine)
+    keys = {"OPENAI_API_KEY": "sk-test-two-plugins", "GEMINI_API_KEY": "gemini-test-two-plugins",
+            "ANTHROPIC_API_KEY": "sk-ant-test-two-plugins"}
+    repo = tmp_path / "repo"
+    _marketplace_with_a_root_suite(repo)
+    shutil.rmtree(repo / "evals/gone")
+    flags = {"codex": ["--model", "gpt-5.5"]}.get(engine, [])
+    listed = {}
+    for case in ("both-plugins", "Enrich skill routing"):
+        scenarios = [{"match": "Minutes, then enrich Ana", "agent": [{"text": "The minutes are done."}]},
+                     {"match": "Enrich the lead", "agent": [{"text": "Enriched."}]}]
+        with ModelServer(scenarios, api_key=tuple(keys.values())) as server:
+            env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+            env |= {"ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
+                    "GOOGLE_GEMINI_BASE_URL": server.url, **keys}
+            done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(repo),
+                                   "--case", case, "--record", "--engine", engine, *flags, "--judge",
+                                   "claude-sonnet-4-6", "--ablation", "none", "--no-self-check",
+                                   "-o", str(tmp_path / f"{engine}.json")],
+                                  env=env, capture_output=True, text=True, timeout=600, check=False)
+            listed[case] = set().union(*(listed_skills(r.body) for r in server.requests))
+        assert (tmp_path / f"{engine}.json").is_file(), done.stdout + done.stderr
+    assert {"minutes", "enrich"} <= listed["both-plugins"], listed
+    assert "enrich" in listed["Enrich skill routing"] and "minutes" not in listed["Enrich skill routing"], listed

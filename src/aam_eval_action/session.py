@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 STDERR_CAP = 8 * 1024
+BYTES_KEPT_MAX = 5 * 1024 * 1024
 TOOL_RESULT_CAP = 4 * 1024
 
 
@@ -57,6 +58,10 @@ class FileChange(Model):
     """Final size in bytes."""
     text: str | None = None
     """Final content when it is UTF-8 text of at most 64 KiB; otherwise only hash and size."""
+    data: str | None = Field(default=None, max_length=BYTES_KEPT_MAX * 4 // 3 + 4,
+                             pattern=r"^[A-Za-z0-9+/]*={0,2}$")
+    """Final content, base64, of a file a grader looks at that is not text (an image shown to
+    the judge, or the bytes its explanation quotes), up to 5 MiB; otherwise None."""
 
     @field_validator("path")
     @classmethod

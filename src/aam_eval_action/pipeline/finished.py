@@ -7,6 +7,7 @@ over 64 KiB is recorded only as sha256 + size, so its content cannot be checked 
 
 from __future__ import annotations
 
+import base64
 import functools
 import shutil
 import subprocess
@@ -47,6 +48,12 @@ class FinishedWorkspace:
             else:
                 found[change.path] = change.text
         return found
+
+    @functools.cached_property
+    def blobs(self) -> dict[str, bytes]:
+        """The bytes the record keeps of files that are not text (those a grader looks at)."""
+        return {c.path: base64.b64decode(c.data) for c in self.session.files
+                if c.status != "deleted" and c.data is not None}
 
     def hash_only(self) -> list[str]:
         """Files the agent left whose content the record does not hold."""

@@ -145,14 +145,14 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
         return Graded("FAIL", [], not_asked("the run was aborted by a mock"), why, score=0.0)
     finished = FinishedWorkspace(ctx.settings.package.layout, loaded.case, session)
 
-    def ask(text: str) -> str:
+    def ask(text: str | list[dict[str, Any]]) -> str:
         return judge.ask_text(plugin_eval.JUDGE_SYSTEM, text)
 
     s = ctx.settings
     servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers)
     run = plugin_eval.RunInputs(session, finished.files, ask, s.engine,
                                 case_dir=s.package.layout.root / Path(loaded.file).parent,
-                                calls_with_only=mocks.with_only_calls(servers))
+                                calls_with_only=mocks.with_only_calls(servers), blobs=finished.blobs)
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
         results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget))
@@ -212,7 +212,7 @@ class JudgeCalls:
                                                                 s.api_key(s.judge_provider), client))
         return answer_from_body(s.judge_provider, s.judge_model, body), replayed
 
-    def ask_text(self, system: str, text: str) -> str:
+    def ask_text(self, system: str, text: str | list[dict[str, Any]]) -> str:
         """A plain text answer to `text` (a `claude plugin eval` judge's vote): recorded in and
         played from the case's judge cassette like a verdict."""
         s = self.ctx.settings

@@ -149,16 +149,27 @@ def ask(
     return answer_from_body(provider, model, body)
 
 
-def plain_params(provider: str, model: str, system: str, text: str) -> dict[str, Any]:
-    """A request for a plain text answer (a `claude plugin eval` judge's one word)."""
+def plain_params(provider: str, model: str, system: str, text: str | list[dict[str, Any]]) -> dict[str, Any]:
+    """A request for a plain text answer (a `claude plugin eval` judge's one word); `text` may be
+    Messages content blocks (text and an image), sent to the Responses API in its own shapes."""
     if provider == "anthropic":
         return {"model": model, "max_tokens": MAX_TOKENS, "system": system,
                 "messages": [{"role": "user", "content": text}]}
-    return {"model": model, "instructions": system, "input": text, "max_output_tokens": MAX_TOKENS}
+    content: Any = text
+    if not isinstance(text, str):
+        content = [{"role": "user", "content": [_responses_block(b) for b in text]}]
+    return {"model": model, "instructions": system, "input": content, "max_output_tokens": MAX_TOKENS}
 
 
-def ask_plain(provider: str, model: str, system: str, text: str, base_url: str | None, api_key: str | None,
-              http_client: Any = None, max_retries: int = 4) -> dict[str, Any]:
+def _responses_block(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("type") == "image":
+        source = block["source"]
+        return {"type": "input_image", "image_url": f"data:{source['media_type']};base64,{source['data']}"}
+    return {"type": "input_text", "text": block.get("text", "")}
+
+
+def ask_plain(provider: str, model: str, system: str, text: str | list[dict[str, Any]], base_url: str | None,
+              api_key: str | None, http_client: Any = None, max_retries: int = 4) -> dict[str, Any]:
     """Ask for a plain text answer once: the response body."""
     params = plain_params(provider, model, system, text)
     with _client(provider, base_url, api_key, http_client, max_retries) as client:

@@ -16,7 +16,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,6 +119,8 @@ def run_session(
         if with_package and not plugins:
             engine.install(layout, ws.root, installs)
         install_neighbors(layout, loaded, ws.root / ENGINES[s.engine].skills_dir)
+        if with_package and not plugins:
+            install_listed_plugins(layout, loaded, ws.root / ENGINES[s.engine].skills_dir)
         if served is not None:
             for plugin in plugins:
                 plugin_servers(plugin, layout)
@@ -166,7 +168,7 @@ def run_session(
             if relay.failure is not None:  # a replay miss or the budget, met by an agent mock
                 raise relay.failure
         # A scaffold's files are recorded with the session's (graders read them), and named.
-        session.files = workspace.changes(ws.root, unstaged if staged else before)
+        session.files = workspace.changes(ws.root, unstaged if staged else before, looked_at(loaded.graders))
         session.staged = staged
     finally:
         if ctx.keep_workspaces:
@@ -186,6 +188,23 @@ def install_neighbors(layout: PackageLayout, loaded: LoadedCase, dest: Path) -> 
             target = dest / neighbor.name / path.relative_to(neighbor.folder)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
+
+
+def install_listed_plugins(layout: PackageLayout, loaded: LoadedCase, dest: Path) -> None:
+    """On a CLI other than Claude Code, the skills of the other plugins a `claude plugin eval`
+    case lists (`plugins:`), beside the package's where that CLI reads project skills: each
+    folder that holds a SKILL.md, as it is. Their hooks, agents and MCP servers are Claude Code
+    plugin parts these CLIs do not load."""
+    listed = loaded.case.execution.plugins if loaded.case.execution is not None else ()
+    for other in (p for p in listed if p != layout.base):
+        files = plugin_files(layout.root, other)
+        folders = {Path(rel).parent for rel in files if Path(rel).name == "SKILL.md"}
+        for rel in files:
+            folder = next((f for f in Path(rel).parents if f in folders), None)
+            if folder is not None:
+                target = dest / folder.name / Path(rel).relative_to(folder)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(layout.root / rel, target)
 
 
 def _attribute(proxy: Proxy, turn: int) -> None:
@@ -211,6 +230,13 @@ def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -
         return None
     calls = ws.home / ".aam-eval" / "mock-calls.jsonl"
     return mocks.serve(servers, s.package.layout.root, ws.base / "mocks", calls)
+
+
+def looked_at(graders: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """The files `claude plugin eval` graders read (`{source: file, path}`): kept whole in the
+    record even when not text, so that an image is shown to the judge on replay as live."""
+    targets = (g.get("target", g.get("focus")) for g in graders)
+    return frozenset(str(t.get("path")) for t in targets if isinstance(t, dict) and t.get("path"))
 
 
 def reads_trace(grader: dict[str, Any]) -> bool:

@@ -15,7 +15,9 @@ Each grader gives passed or not, with that runner's explanation:
 * `llm`: the judge asked three times in that runner's words ("You are grading the output of a
   coding agent against a criterion. …"), a vote PASS when the reply has the word PASS and not
   FAIL, passed on a majority; a focus over 100,000 characters keeps its first 80,000 and its
-  last 20,000 around `[…N chars elided…]`.
+  last 20,000 around `[…N chars elided…]`; a file focus that is an image (PNG, JPEG, GIF,
+  WebP, by its bytes) is sent as the image itself, one that is a PDF, a ZIP or holds a NUL
+  byte fails with why, in that runner's words (the record keeps such a file's bytes).
 
 A run's score is the weight of the scored graders that passed over the weight of all scored
 ones (0 when none is scored), and the run passes at 1. With both arms, a grader is with-only
@@ -73,8 +75,8 @@ class RunInputs:
     session: Session
     files: dict[str, str | None] = field(default_factory=dict)
     """Every file at the end of the run: path → text."""
-    ask: Callable[[str], str] | None = None
-    """The judge: the prompt's text → its reply."""
+    ask: Callable[[str | list[dict[str, Any]]], str] | None = None
+    """The judge: the prompt (its text, or text and image blocks) → its reply."""
     engine: str = "claude-code"
     """Whose tool calls these are: another CLI's are matched by the neutral name of the Claude
     Code tool a grader names (`Skill` is its `skill`, `Write` its `write`…)."""
@@ -83,6 +85,8 @@ class RunInputs:
     calls_with_only: bool = False
     """Every active mock shadows a server of the plugin: a `mock_calls` grader with no `arm` is
     with-only."""
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    """The bytes of the files a grader looks at that are not text (an image, a PDF…)."""
 
 
 def with_only(grader: dict[str, Any], calls_with_only: bool = False) -> bool:
@@ -162,10 +166,8 @@ def _label(target: Any) -> str:
 def _text(target: Any, run: RunInputs) -> str | None:
     """The text a target names, or None where it is not available here."""
     if isinstance(target, dict):
-        path = str(target.get("path", ""))
-        if path not in run.files:
-            raise FileNotFoundError(f"focus file {path} does not exist")
-        return run.files[path] or ""
+        content = _file(target, run)
+        return content if isinstance(content, str) else content.decode("utf-8", errors="replace")
     if target == "last_message":
         return run.session.output
     if target == "files":
@@ -179,6 +181,53 @@ def _text(target: Any, run: RunInputs) -> str | None:
             raise _Unavailable(NO_MOCKS)
         return calls_text(run.session.mock_calls)
     return None
+
+
+def _file(target: dict[str, Any], run: RunInputs) -> str | bytes:
+    """A focus file at the end of the run: its text, or its bytes when it is not text."""
+    path = str(target.get("path", ""))
+    if path not in run.files:
+        raise FileNotFoundError(f"focus file {path} does not exist")
+    text = run.files[path]
+    return text if text is not None else run.blobs.get(path, b"")
+
+
+IMAGE_TYPES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+               (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+
+
+def image_type(data: bytes) -> str | None:
+    """The media type of an image the judge can be shown (PNG, JPEG, GIF, WebP), by its bytes."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return next((kind for magic, kind in IMAGE_TYPES if data.startswith(magic)), None)
+
+
+def not_text(data: bytes) -> str | None:
+    """Why a file's bytes cannot be shown to a judge as text, in that runner's words; None when
+    they can (decoded as UTF-8, an invalid sequence replaced)."""
+    if data.startswith(b"%PDF"):
+        return "it is a PDF document"
+    if data.startswith(b"PK\x03\x04"):
+        return "it is a ZIP archive (Office documents such as .pptx/.docx/.xlsx are ZIPs)"
+    at = data.find(b"\x00")
+    if at < 0:
+        return None
+    return (f"it contains a NUL byte at offset {at} (binary data, UTF-16 text — save such artifacts as UTF-8 "
+            f"— or NUL-separated output; leading bytes: {_leading(data)})")
+
+
+def _leading(data: bytes) -> str:
+    head = data[:24].decode("latin-1")
+    shown = "".join(c if " " <= c <= "~" else "." for c in head)
+    lower = head.lower()
+    if lower.startswith(("<!doctype", "<html")):
+        return f'HTML document (starts with "{shown}")'
+    if lower.startswith(("<?xml", "<svg")):
+        return f'XML/SVG document (starts with "{shown}")'
+    if head[:1] in ("{", "["):
+        return f'JSON/text (starts with "{shown}")'
+    return "unrecognized bytes (hex: " + " ".join(f"{b:02x}" for b in data[:8]) + ")"
 
 
 NOT_KEPT = "the run's trace was not kept (a session recorded before its graders read it): record it again"
@@ -248,6 +297,13 @@ def _not_here(grader: dict[str, Any], what: str) -> Graded:
 
 def _regex(grader: dict[str, Any], run: RunInputs) -> Graded:
     target = grader.get("target", "last_message")
+    if isinstance(target, dict):
+        content = _file(target, run)
+        kind = image_type(content) if isinstance(content, bytes) else None
+        if kind is not None:
+            path = target.get("path")
+            hint = f"grade what is visible with an llm grader (focus: {{source: file, path: {path}}})"
+            return _failed(grader, f"file {path} is an image ({kind}); a regex grader needs text — {hint}")
     text = _text(target, run)
     if text is None:
         return _not_here(grader, str(target))
@@ -382,16 +438,46 @@ def vote(reply: str) -> bool:
     return re.search(r"\bPASS\b", reply, re.I) is not None and re.search(r"\bFAIL\b", reply, re.I) is None
 
 
+def image_prompt(criteria: str, focus: Any, kind: str, data: bytes) -> list[dict[str, Any]]:
+    """The judge's prompt for an image focus, as that runner sends it: its words, the image, the
+    answer asked for."""
+    import base64
+
+    head = ("You are grading the output of a coding agent against a criterion.\n\n"
+            f"Criterion:\n{criteria}\n\nAgent output ({_label(focus)}) is the attached image:")
+    return [{"type": "text", "text": head},
+            {"type": "image", "source": {"type": "base64", "media_type": kind,
+                                         "data": base64.b64encode(data).decode("ascii")}},
+            {"type": "text", "text": "Respond with exactly one word: PASS or FAIL."}]
+
+
 def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
     focus = grader.get("focus", "last_message")
+    if isinstance(focus, dict):
+        content = _file(focus, run)
+        data = content if isinstance(content, bytes) else content.encode("utf-8")
+        kind = image_type(data)
+        if kind is not None:
+            voted = _votes(grader, run, image_prompt(str(grader["criteria"]), focus, kind, data))
+            voted.explanation += " (image)"
+            return voted
+        why = not_text(data)
+        if why is not None:
+            return _failed(grader, f"file {focus.get('path')} cannot be shown to the judge as text — {why}. "
+                                   "It is not a supported image either (PNG/JPEG/GIF/WebP), so have the case "
+                                   "render it to an image or write its content as a UTF-8 text file, and "
+                                   "grade that.")
     text = trajectory(_events(_trace(run.session))) if focus == "trace" else _text(focus, run)
     if text is None:
         return _not_here(grader, str(focus))
     if text == "" and focus in ("files", "mock_calls"):
         text = "(no file changes)" if focus == "files" else "(no mocked tool calls)"
+    return _votes(grader, run, judge_prompt(str(grader["criteria"]), focus, text))
+
+
+def _votes(grader: dict[str, Any], run: RunInputs, prompt: str | list[dict[str, Any]]) -> Graded:
     if run.ask is None:
         raise RuntimeError("no judge for an llm grader")
-    prompt = judge_prompt(str(grader["criteria"]), focus, text)
     votes = [vote(run.ask(prompt)) for _ in range(VOTES)]
     passed = sum(votes) > len(votes) / 2
     why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)

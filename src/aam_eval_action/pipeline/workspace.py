@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import sha256_bytes
 from aam_eval_action.loader import workspace_file_source
 from aam_eval_action.package import PackageLayout
-from aam_eval_action.session import FileChange
+from aam_eval_action.session import BYTES_KEPT_MAX, FileChange
 from aam_eval_action.spec import Case
 
 TEXT_INLINE_MAX = 64 * 1024
@@ -81,8 +82,9 @@ def snapshot(root: Path) -> Snapshot:
     return snap
 
 
-def changes(root: Path, before: Snapshot) -> list[FileChange]:
-    """Files created, modified or deleted since `before`, sorted by path."""
+def changes(root: Path, before: Snapshot, bytes_for: frozenset[str] = frozenset()) -> list[FileChange]:
+    """Files created, modified or deleted since `before`, sorted by path; of those in
+    `bytes_for` (the files a grader looks at) that are not text, their bytes too."""
     after = snapshot(root)
     out: list[FileChange] = []
     for rel in sorted(set(before) | set(after)):
@@ -90,11 +92,11 @@ def changes(root: Path, before: Snapshot) -> list[FileChange]:
             out.append(FileChange(path=rel, status="deleted"))
         elif rel not in before or before[rel] != after[rel]:
             status = "created" if rel not in before else "modified"
-            out.append(_entry(root / rel, rel, status, after[rel]))
+            out.append(_entry(root / rel, rel, status, after[rel], rel in bytes_for))
     return out
 
 
-def _entry(path: Path, rel: str, status: str, digest: str) -> FileChange:
+def _entry(path: Path, rel: str, status: str, digest: str, keep_bytes: bool = False) -> FileChange:
     data = path.read_bytes()
     text: str | None = None
     if len(data) <= TEXT_INLINE_MAX:
@@ -104,7 +106,10 @@ def _entry(path: Path, rel: str, status: str, digest: str) -> FileChange:
             text = None
         if text is not None and "\x00" in text:
             text = None
-    return FileChange(path=rel, status=status, sha256=digest, size=len(data), text=text)
+    kept = None
+    if keep_bytes and text is None and len(data) <= BYTES_KEPT_MAX:
+        kept = base64.b64encode(data).decode("ascii")
+    return FileChange(path=rel, status=status, sha256=digest, size=len(data), text=text, data=kept)
 
 
 class OutsideWorkspace(AamEvalError):
@@ -129,7 +134,9 @@ def restore(root: Path, files: list[FileChange]) -> None:
             target.unlink(missing_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(f.text.encode("utf-8") if f.text is not None else b"\0" * f.size)
+        content = (f.text.encode("utf-8") if f.text is not None
+                   else base64.b64decode(f.data) if f.data is not None else b"\0" * f.size)
+        target.write_bytes(content)
 
 
 def _resolves_inside(path: Path, root: Path) -> bool:

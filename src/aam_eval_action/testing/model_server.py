@@ -252,7 +252,24 @@ def _texts(content: Any) -> list[str]:
         return [content]
     if not isinstance(content, list):
         return []
-    return [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return [b["text"] if isinstance(b.get("text"), str) else _image_text(b) for b in content
+            if isinstance(b, dict) and (isinstance(b.get("text"), str) or b.get("type") in IMAGE_BLOCKS)]
+
+
+IMAGE_BLOCKS = ("image", "input_image")
+
+
+def _image_text(block: dict[str, Any]) -> str:
+    """An image block (Messages or Responses) as a scenario can match it: its media type and the
+    sha256 of its bytes, `[image image/png sha256=…]`."""
+    import base64
+    import hashlib
+
+    if block.get("type") == "image":
+        kind, data = block["source"].get("media_type"), block["source"].get("data", "")
+    else:
+        kind, _, data = str(block.get("image_url", "")).removeprefix("data:").partition(";base64,")
+    return f"[image {kind} sha256={hashlib.sha256(base64.b64decode(data)).hexdigest()}]"
 
 
 def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
