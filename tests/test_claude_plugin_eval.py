@@ -1107,3 +1107,41 @@ def test_a_case_loads_every_plugin_it_lists_on_the_other_engines(engine: str, tm
         assert (tmp_path / f"{engine}.json").is_file(), done.stdout + done.stderr
     assert {"minutes", "enrich"} <= listed["both-plugins"], listed
     assert "enrich" in listed["Enrich skill routing"] and "minutes" not in listed["Enrich skill routing"], listed
+
+
+@pytest.mark.cli
+def test_a_case_whose_scaffold_fails_scores_zero_as_there(plugin: Path, tmp_path: Path) -> None:
+    """A scaffold that exits 1: the runner scores the case 0 in both arms and counts it in its
+    overall score; ours shows it as ERROR with why, and scores it the same, so the headline
+    numbers agree."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    for case in (plugin / "evals").iterdir():
+        shutil.rmtree(case)
+    for name, scaffold in (("bad", "context:\n  scaffold_script: setup.sh\n"), ("good", "")):
+        (plugin / "evals" / name).mkdir()
+        (plugin / "evals" / name / "case.yaml").write_text(
+            f'schema_version: "1.0"\nname: {name}\nexecution:\n  prompt: "Draw the chart."\n{scaffold}'
+            "graders:\n  - {name: said, type: regex, pattern: Drawn}\n")
+    (plugin / "evals/bad/setup.sh").write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    (plugin / "evals/bad/setup.sh").chmod(0o755)
+    key = "sk-ant-test-scaffold-fails"
+    with ModelServer([{"match": "Draw the chart", "agent": [{"text": "Drawn."}]}], api_key=key) as server:
+        theirs = Path(shutil.copytree(plugin, tmp_path / "theirs"))
+        claude_plugin_eval(theirs, tmp_path, server.url, key, tmp_path / "theirs.json", "--scaffold")
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
+        ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record",
+                              "--scaffold", "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                             env=env, capture_output=True, text=True, timeout=600, check=False)
+    their = json.loads((tmp_path / "theirs.json").read_text())
+    ours = json.loads((tmp_path / "ours.json").read_text())
+    assert {c["name"]: (c["aggregates"]["score"], c["aggregates"]["scoreWithout"], c["aggregates"]["delta"])
+            for c in their["cases"]} == {c["name"]: (c["score"], c["score_without"], c["delta"])
+                                         for c in ours["cases"]} == {"bad": (0, 0, 0), "good": (1, 1, 0)}
+    bad = next(c for c in ours["cases"] if c["name"] == "bad")
+    assert bad["verdict"] == "ERROR" and bad["error"] == "scaffold failed (exit 3): boom", ran.stdout
+    assert (ours["summary"]["score"], ours["summary"]["mean_delta"]) == (
+        their["aggregates"]["overallScore"], their["aggregates"]["meanDelta"]) == (0.5, 0)
+    assert "claude plugin eval score 0.50" in ran.stdout

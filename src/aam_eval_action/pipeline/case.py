@@ -47,6 +47,10 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         result = budget_result(loaded, over)
     except (AamEvalError, CassetteError, JudgeError, OSError) as exc:
         result = error_result(loaded, str(exc))
+        if loaded.graders:  # a run that could not run (its scaffold failed) scores 0, as there
+            result.score = result.pass_rate = 0.0
+            if ctx.settings.two_arms(loaded):
+                result.score_without = result.pass_rate_without = result.delta = 0.0
     except Exception as exc:  # a bug must not take the other cases down with it
         # The traceback may quote a secret or cassette text: redacted like everything printed.
         sys.stderr.write(ctx.redactor.text(traceback.format_exc()))
