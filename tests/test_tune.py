@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from aam_eval_action.commands.tune import with_description
 from aam_eval_action.tuning.candidates import handoffs, lint, split
@@ -137,15 +138,32 @@ def test_a_suggestion_cannot_break_out_of_its_fence_or_ping_anyone() -> None:
     assert body.startswith("the table\n\n`````suggestion\n") and body.endswith("\n`````")  # longer than any run
 
 
-@pytest.mark.parametrize("before, after", [
-    ("name: a\ninput:\n  prompt: p\n", 'name: a\ntags: ["split:test"]\ninput:\n  prompt: p\n'),
-    ("name: a\ntags: [x, y]\ninput:\n  prompt: p\n", 'name: a\ntags: ["x", "y", "split:test"]\ninput:\n  prompt: p\n'),
-    ("# kept\nname: a\ntags:\n- x\n- y\ninput:\n  prompt: p  # kept too\n",
-     '# kept\nname: a\ntags: ["x", "y", "split:test"]\ninput:\n  prompt: p  # kept too\n'),
-    ("name: a\ntags:\n  - x\n\ninput:\n  prompt: p\n", 'name: a\ntags: ["x", "split:test"]\n\ninput:\n  prompt: p\n'),
-])
-def test_a_made_split_is_written_as_a_tag_and_nothing_else_changes(before: str, after: str) -> None:
-    from aam_eval_action.tuning.candidates import with_split_tag
+def test_the_kept_split_tags_the_cases_it_names_and_a_case_tag_wins(tmp_path: Path) -> None:
+    """tune's kept split (evals/tune-split.yaml): the loader gives each case it names its
+    `split:` tag, even in a file of several cases; a case's own tag wins; a damaged file is an
+    error naming its line, and the cases still load."""
+    from aam_eval_action.loader import load_package
 
-    assert with_split_tag(before, "split:test") == after
-    assert with_split_tag("- name: a\n- name: b\n", "split:test") is None  # two cases in one file: left alone
+    pkg = Path(shutil.copytree(ROOT / "tests/fixtures/tune-skills", tmp_path / "pkg"))
+    cases = []
+    for case in sorted((pkg / "evals/cases").glob("*.yaml")):
+        doc = yaml.safe_load(case.read_text())
+        cases.append(doc)
+        case.unlink()
+    for doc in cases[1:]:
+        doc.pop("tags")
+    (pkg / "evals/cases/all.yaml").write_text(yaml.safe_dump(cases, sort_keys=False))
+    own = cases[0]["name"], cases[0]["tags"][0]
+    names = [c["name"] for c in cases]
+    (pkg / "evals/tune-split.yaml").write_text(
+        "version: 1\nsplit:\n" + "".join(f"  {n}: {'test' if i % 2 else 'train'}\n" for i, n in enumerate(names)))
+    loaded = load_package(pkg)
+    tags = {lc.case.name: [t for t in lc.case.tags if t.startswith("split:")] for lc in loaded.cases}
+    assert tags[own[0]] == [own[1]] and own[0] not in loaded.stored_split
+    assert tags[names[1]] == ["split:test"] and tags[names[2]] == ["split:train"]
+    assert len(loaded.stored_split) == len(names) - 1
+    (pkg / "evals/tune-split.yaml").write_text("version: 1\nsplit:\n  " + names[1] + ": later\n")
+    loaded = load_package(pkg)
+    assert [str(e) for e in loaded.errors] == [
+        f"evals/tune-split.yaml:3: split.{names[1]}: 'later' is not one of train, select, test"]
+    assert len(loaded.cases) == len(names)

@@ -90,6 +90,8 @@ class LoadedPackage:
     several: bool = False
     """One plugin of several: its cases and cassettes sit in a folder named after it, and its
     results are named `<plugin>/<case>`."""
+    stored_split: dict[str, str] = field(default_factory=dict)
+    """The cases that took their `split:` tag from tune's kept split (`splits.py`): name → set."""
 
     @property
     def plugin(self) -> str | None:
@@ -254,7 +256,29 @@ def _load(layout: PackageLayout, config: EvalConfig, lines: dict[Loc, int], seve
     loaded = LoadedPackage(layout, manifest, config, config_lines=lines, several=several)
     _load_cases(loaded)
     _import_cases(loaded)
+    _apply_stored_split(loaded)
     return loaded
+
+
+def _apply_stored_split(loaded: LoadedPackage) -> None:
+    """Tune's kept split: each case it names, with no `split:` tag of its own, gets one."""
+    from aam_eval_action import splits
+
+    path = splits.path_of(loaded.layout.evals_dir)
+    root = loaded.layout.root
+    rel = path.relative_to(root).as_posix() if is_inside(path, root) else path.name
+    try:
+        stored = splits.read(path, rel)
+    except (ConfigError, OSError, UnicodeDecodeError) as exc:
+        said = re.match(rf"{re.escape(rel)}(?::(\d+))?: (.*)", str(exc), re.S)
+        line, message = (int(said[1]) if said[1] else None, said[2]) if said else (None, str(exc))
+        loaded.errors.append(FileError(rel, line, message))
+        return
+    for lc in loaded.cases:
+        name = loaded.qualified(lc.case.name)
+        if name in stored and not any(t.startswith("split:") for t in lc.case.tags):
+            lc.case.tags.append(f"split:{stored[name]}")
+            loaded.stored_split[name] = stored[name]
 
 
 def _import_cases(loaded: LoadedPackage) -> None:

@@ -14,16 +14,10 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from aam_eval_action.drafting.cases import Drafted, Draw, build, file_text
-from aam_eval_action.drafting.request import (
-    Counts,
-    DraftRefused,
-    answer_from_body,
-    build_text,
-    request_params,
-)
+from aam_eval_action.drafting.record import recorded_draft
+from aam_eval_action.drafting.request import Counts, DraftRefused, build_text
 from aam_eval_action.drafting.skills import Sibling, SkillDoc, read_skills, siblings
 from aam_eval_action.errors import EXIT_FAILED, EXIT_OK, UsageError
 from aam_eval_action.fsutil import atomic_write, is_inside, runner_checkout
@@ -191,7 +185,9 @@ def _draft(
     sibs = [docs[x.name] for x in plan.siblings]
     text = build_text(plan.doc, sibs, plan.counts)
     try:
-        answer = _ask(s, name, provider, model, text, args.replay)
+        answer = recorded_draft(s, s.cassettes / "init" / f"{name}.yaml", provider, model, text, args.replay,
+                                {"skill": name, "model": model},
+                                f"run `aam-eval init --skill {name} --force` with a key")
         drafted = build(
             answer,
             Draw(
@@ -218,74 +214,6 @@ def _draft(
         files = suite_files(loaded.layout.evals_dir, plan.doc, drafted, model)
         return _checked(loaded, name, files, args.force)
     return _files(loaded, plan, drafted, model, args.force)
-
-
-def _ask(s: RunSettings, skill: str, provider: str, model: str, text: str, replay: bool) -> dict[str, Any]:
-    """The model's drafted object: recorded in (or, with --replay, played from) the skill's cassette."""
-    from aam_eval_action.replay.judge_cassette import JudgeCassette
-
-    path = s.cassettes / "init" / f"{skill}.yaml"
-    params = request_params(provider, model, text)
-    mode = "replay" if replay else "record"
-    try:
-        jc = JudgeCassette(
-            path,
-            mode,
-            provider,
-            s.redactor().text,
-            s.cassettes,
-            s.network,
-            checkout=runner_checkout(s.runner_env),
-        )
-    except Exception as exc:  # our safe reader's or vcrpy's error on a damaged or missing file
-        raise DraftRefused(
-            f"{path}: no usable recording ({str(exc)[:200]}); run init without --replay"
-        ) from None
-    if replay:
-        body = jc.play_recorded(
-            provider, "/v1/messages" if provider == "anthropic" else "/v1/responses", params
-        )
-        if body is None:
-            raise DraftRefused(
-                f"{path} has no recording of this request: the skill or its siblings changed "
-                f"since it was drafted; run `aam-eval init --skill {skill} --force` with a key"
-            )
-        return answer_from_body(provider, body)
-    body = _call(s, provider, params, jc)
-    answer = answer_from_body(provider, body)
-    jc.save({"skill": skill, "model": model})
-    return answer
-
-
-def _call(s: RunSettings, provider: str, params: dict[str, Any], jc: Any) -> Any:
-    from aam_eval_action.pipeline.judge import REQUEST_TIMEOUT
-
-    if not s.api_key(provider):
-        raise DraftRefused(
-            f"no {PROVIDERS[provider].key_var} is set: drafting calls the model (or pass "
-            "--replay to redraft from the recordings)"
-        )
-    options = {
-        "api_key": s.api_key(provider),
-        "base_url": s.base_url(provider),
-        "http_client": jc.http_client(),
-        "max_retries": 4,
-        "timeout": REQUEST_TIMEOUT,
-    }
-    try:
-        if provider == "anthropic":
-            import anthropic
-
-            with anthropic.Anthropic(**options) as client:
-                return client.messages.create(**params).model_dump(mode="json")
-        import openai
-
-        with openai.OpenAI(**options) as client:
-            return client.responses.create(**params).model_dump(mode="json")
-    except Exception as exc:  # any SDK error after its retries: this skill is refused, the others go on
-        raise DraftRefused(
-            f"the drafting call failed: {type(exc).__name__}: {s.redactor().text(str(exc))[:300]}"
-        ) from None
 
 
 def _files(

@@ -270,12 +270,10 @@ def tune(args: TuneArgs) -> int:
         )
     prompts, note, to_store = split(found)
     t = Tuner(args, loaded, pairs, skills, prompts)
-    if note and to_store:
-        note += "; " + (
-            _store_split(loaded, prompts)
-            if not args.replay
-            else "to keep it, tag each case split:train, split:select or split:test"
-        )
+    if to_store:
+        _keep_split(loaded, prompts)
+    if to_store or (loaded.stored_split and all(p.name in loaded.stored_split for p in prompts)):
+        note = _kept_note(loaded, prompts)
     baseline = Candidate(skills[args.skill], "baseline")
     counts = {s: sum(p.split == s for p in prompts) for s in ("train", "select", "test")}
     t.say(
@@ -333,34 +331,30 @@ def _estimate(runs: list[Any], sessions: int, args: TuneArgs) -> str:
     return said
 
 
-def _store_split(loaded: Any, prompts: list[Prompt]) -> str:
-    """The made split written into the case files as `split:` tags (each file's other text as it
-    was), as `init` writes its drafts: for the person to review and commit."""
+def _keep_split(loaded: Any, prompts: list[Prompt]) -> None:
+    """The split tune made, kept beside the cases (`splits.py`): the case files are left as they
+    are, whichever tool wrote them and however many cases each holds."""
+    from aam_eval_action import splits
     from aam_eval_action.fsutil import atomic_write
-    from aam_eval_action.tuning.candidates import with_split_tag
+    from aam_eval_action.tuning.candidates import SEED
 
-    by_name = {loaded.qualified(lc.case.name): lc for lc in loaded.cases}
-    written, left = [], []
-    for p in prompts:
-        lc = by_name.get(p.name)
-        path = loaded.layout.root / lc.file if lc is not None else None
-        edited = None
-        if lc is not None and lc.source is None and path is not None and path.is_file():
-            edited = with_split_tag(path.read_text(encoding="utf-8"), f"split:{p.split}")
-        if edited is None or path is None:
-            left.append(p.name)
-            continue
-        atomic_write(path, edited, None)
-        written.append(p.name)
-    said = (
-        f"stored as split:train, split:select and split:test tags in {len(written)} case file(s), to review"
-    )
-    if left:
-        said += (
-            f"; not in {len(left)} (another tool's file, or more than one case a file: tag them yourself): "
-            + ", ".join(left[:5])
-        )
-    return said
+    path = splits.path_of(loaded.layout.evals_dir)
+    old = splits.read(path, path.name) if path.is_file() else {}
+    atomic_write(path, splits.text_of(old | {p.name: p.split for p in prompts}, SEED), None)
+
+
+def _kept_note(loaded: Any, prompts: list[Prompt]) -> str:
+    """The same words whether the split was made on this run or read back on a later one, so a
+    replay prints what the live run printed."""
+    from aam_eval_action import splits
+    from aam_eval_action.tuning.candidates import SEED
+
+    counts = {s: sum(p.split == s for p in prompts) for s in ("train", "select", "test")}
+    path = splits.path_of(loaded.layout.evals_dir)
+    rel = path.relative_to(loaded.layout.root).as_posix()
+    return (f"the suite has no split: tags: tune's split, stratified by the skill each prompt belongs to "
+            f"(seed {SEED}): train {counts['train']}, selection {counts['select']}, test {counts['test']}, "
+            f"kept in {rel} for every later run: review and commit it (a case's own split: tag wins)")
 
 
 def _search(t: Tuner, baseline: Candidate) -> Candidate | None:
@@ -443,7 +437,7 @@ def _propose(
     t: Tuner, current: str, missed: list[str], stolen: list[tuple[str, str]], round_no: int
 ) -> list[Candidate]:
     """One structured call through the judge's SDK, recorded (or played back with --replay)."""
-    from aam_eval_action.commands.init import _call
+    from aam_eval_action.drafting.record import call_model
     from aam_eval_action.fsutil import runner_checkout
     from aam_eval_action.replay.judge_cassette import JudgeCassette
     from aam_eval_action.settings import Overrides, resolve, runner_environment
@@ -484,7 +478,7 @@ def _propose(
         from aam_eval_action.drafting.request import DraftRefused
 
         try:
-            body = _call(s, provider, params, jc)
+            body = call_model(s, provider, params, jc)
         except DraftRefused as exc:
             raise ConfigError(f"tune: the proposer's call failed: {exc}") from None
         jc.save({"skill": t.args.skill, "round": round_no, "model": model})

@@ -5,9 +5,9 @@ manifest, else `evals/`): every folder holding `case.yaml` or `prompt.md` is a c
 
 Looked at, for every skill of a package: `<skill>/evals/*.{json,yaml,yml}`,
 `<skill>/evaluations/*.json`, `<skill>/trigger_tests.yaml`, and in the repository's `evals/`:
-`evals/<skill>/*.{json,yaml,yml}` and the files at the top of `evals/` (but eval-config), and
-waza's `<skill>/eval.yaml`. A file there whose shape is none of the formats read is an error
-naming it and the shapes expected.
+`evals/<skill>/*.{json,yaml,yml}` and the files at the top of `evals/` (but eval-config and
+tune-split.yaml), and waza's `<skill>/eval.yaml`. A file there whose shape is none of the
+formats read is an error naming it and the shapes expected.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ FORMATS: tuple[tuple[Callable[[Any], str | None], Callable[[Place, Json], list[I
     (waza.detect, waza.read),
 )
 SUFFIXES = (".json", ".yaml", ".yml")
-OURS = ("eval-config.json",)
+OURS = ("eval-config.json", "tune-split.yaml")
 OUR_FOLDERS = ("cases", "fixtures", "cassettes", "reports")
 """Folders of `evals/` that are ours whatever the skills are called: never read as `evals/<skill>/`."""
 EXPECTED = ("skill-creator's {skill_name, evals: [{id, prompt, expectations}]}, a trigger set "

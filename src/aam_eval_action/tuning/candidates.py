@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from aam_eval_action.catalog import Skill, predict
 
 SETS = ("train", "select", "test")
@@ -317,40 +315,3 @@ def proposals(provider: str, body: Any, round_no: int, count: int) -> list[Candi
                 )
             )
     return out[:count]
-
-
-def with_split_tag(text: str, tag: str) -> str | None:
-    """A case file (one YAML mapping) with `tag` added to its top-level `tags`, the rest of the
-    file as it was; None when the file is not one mapping or the edit would change anything else."""
-    try:
-        before = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    if not isinstance(before, dict):
-        return None
-    tags = before.get("tags") or []
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        return None
-    if tag in tags:
-        return text
-    lines = text.split("\n")
-    line = "tags: " + json.dumps([*tags, tag])
-    at = next((i for i, row in enumerate(lines) if re.match(r"tags\s*:", row)), None)
-    if at is None:
-        name = next((i for i, row in enumerate(lines) if re.match(r"name\s*:", row)), None)
-        lines.insert(name + 1 if name is not None else 0, line)
-    else:
-        stop = at + 1
-        while (
-            stop < len(lines)
-            and (lines[stop].startswith((" ", "\t", "-")) or not lines[stop].strip())
-            and not (not lines[stop].strip() and stop + 1 < len(lines) and re.match(r"\w", lines[stop + 1]))
-        ):
-            stop += 1
-        lines[at:stop] = [line]
-    edited = "\n".join(lines)
-    try:
-        after = yaml.safe_load(edited)
-    except yaml.YAMLError:
-        return None
-    return edited if after == {**before, "tags": [*tags, tag]} else None
