@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no proposer: only the --candidate descriptions (and rule-made hand-offs)")
     t.add_argument("--max-usd", type=_usd, metavar="USD",
                    help="spend at most this much on sessions and proposals")
+    t.add_argument("--draft-test", type=_positive, metavar="N",
+                   help="when the test prompts are too few for the gate to show a gain, draft N held-out "
+                        "test prompts at a time (as init drafts, recorded, for review) until it can")
     t.add_argument("--replay", action="store_true", help="from the recordings only: no key, no network")
     t.add_argument("-o", "--output", type=Path, help="write the candidates, scores and decision as JSON here")
     t.add_argument("--patch", type=Path, help="write the suggested change as a patch here")
@@ -418,7 +421,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             candidates=args.candidates, rounds=args.rounds, given=args.given, propose=args.propose,
             max_usd=args.max_usd, replay=args.replay, output=args.output, patch=args.patch,
             plugins=args.plugin, suggest=args.suggest, api_url=args.api_url,
-            token=runner_environment().get("GITHUB_TOKEN"),
+            token=runner_environment().get("GITHUB_TOKEN"), draft_test=args.draft_test,
         ))
     if args.command == "budget":
         from aam_eval_action.commands.budget import BudgetArgs, budget, context

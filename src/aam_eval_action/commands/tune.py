@@ -20,6 +20,7 @@ from typing import Any
 
 from aam_eval_action.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
 from aam_eval_action.render.console import neutralize_commands
+from aam_eval_action.tuning import power
 from aam_eval_action.tuning.candidates import Candidate, Prompt, handoffs, lint, proposals, split
 from aam_eval_action.tuning.stats import Paired, detectable
 
@@ -43,6 +44,8 @@ class TuneArgs:
     """`OWNER/REPO#N`: post the suggestion as a review comment on that pull request."""
     api_url: str = "https://api.github.com"
     token: str | None = None
+    draft_test: int | None = None
+    """Draft this many held-out test prompts at a time until the gate can show a gain."""
 
 
 EXTRA_RUNS = 3
@@ -66,6 +69,8 @@ class Tuner:
     candidates: list[Candidate] = field(default_factory=list)
     routed: dict[tuple[str, str, str], dict[str, str]] = field(default_factory=dict)
     """(candidate digest, pair, set) → case → the skill its prompt went to."""
+    drafted: list[dict[str, Any]] = field(default_factory=list)
+    """The test cases `--draft-test` drafted on this run, as written."""
 
     def say(self, text: str) -> None:
         self.lines.append(text)
@@ -238,7 +243,10 @@ def tune(args: TuneArgs) -> int:
         for name in layout.skills()
     }
     found = []
+    drafts = _drafts_to_redo(args, loaded)
     for lc in loaded.cases:
+        if lc.file == drafts:  # drafted again below, the same from their recording
+            continue
         should = trigger_expectation(lc.case.expected)
         if should is None or not lc.case.target:
             continue
@@ -282,10 +290,10 @@ def tune(args: TuneArgs) -> int:
     )
     if note:
         t.say(f"  note: {note}")
-    if not counts["test"] or not counts["select"]:
+    if not counts["select"]:
         raise UsageError(
-            "tune needs selection and test prompts: tag more trigger cases split:select and "
-            "split:test, or draft more with `aam-eval init`"
+            "tune needs selection prompts: tag more trigger cases split:select (or split:train, to carve "
+            "them from), or draft more with `aam-eval init`"
         )
     sessions = len(pairs) * (
         len(prompts) + counts["test"]
@@ -294,6 +302,12 @@ def tune(args: TuneArgs) -> int:
     said = f"  at most about {sessions} session(s) (each a trigger prompt's runs)"
     t.say(said + _estimate(runs, sessions, args))
     try:
+        cannot = power.check(t, baseline.text)
+        if cannot is not None:
+            t.say(cannot)
+            _write(args, {"skill": args.skill, "decision": "cannot show", "reason": cannot,
+                          "spent_usd": t.spent, "split": {p.name: p.split for p in t.prompts}})
+            return EXIT_OK
         result = _search(t, baseline)
     except CapReached as stop:
         t.say(f"STOPPED: {stop}")
@@ -329,6 +343,19 @@ def _estimate(runs: list[Any], sessions: int, args: TuneArgs) -> str:
             ": the cap will stop it before the end" if usd > args.max_usd else ""
         )
     return said
+
+
+def _drafts_to_redo(args: TuneArgs, loaded: Any) -> str | None:
+    """With `--draft-test`, the file of an earlier run's drafted test prompts (its cases are
+    drafted again, from the recording): refused when a person has edited it."""
+    path = power.drafts_file(loaded, args.skill)
+    if not args.draft_test or not path.is_file():
+        return None
+    rel = path.relative_to(loaded.layout.root).as_posix()
+    if not power.unedited(path.read_text(encoding="utf-8")):
+        raise UsageError(f"{rel} was edited after tune drafted it (reviewed?): run without --draft-test to "
+                         "use its prompts as they are, or delete it to draft again")
+    return str(rel)
 
 
 def _keep_split(loaded: Any, prompts: list[Prompt]) -> None:
