@@ -90,7 +90,7 @@ def heavy_page(n: int, out: Path) -> float:
 
 def render_only(report_path: Path, pkg: Path) -> float:
     """Seconds to load the report and its cassettes, build the page and render it, in-process."""
-    from aam_eval_action.commands.view import side
+    from aam_eval_action.render.sides import side
 
     start = time.perf_counter()
     report: Report = load_report(report_path)

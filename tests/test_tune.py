@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aam_eval_action.commands.tune import with_description
 from aam_eval_action.tuning.candidates import handoffs, lint, split
 from aam_eval_action.tuning.stats import Paired, clopper_pearson, detectable, least_moves
+from aam_eval_action.tuning.tuner import with_description
 
 from conftest import ROOT, aam_eval
 

@@ -107,7 +107,7 @@ def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engin
     assert replayed == spent
 
 
-def _one_file(pkg: Path, extra: list[tuple[str, str, str]] = [], keep: set[str] | None = None) -> None:
+def _one_file(pkg: Path, extra: tuple[tuple[str, str, str], ...] = (), keep: set[str] | None = None) -> None:
     """The suite's cases in one file, as a list, with no split tags (tune must make and keep one);
     `extra`: (name, skill, prompt) cases added; `keep`: only these of the fixture's."""
     cases = []
@@ -168,11 +168,11 @@ def test_a_twenty_prompt_suite_drafts_test_prompts_until_the_gate_can_show_a_gai
 
     installed("claude-code")
     pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
-    _one_file(pkg, extra=[
+    _one_file(pkg, extra=(
         ("make-email-not-null", "db-migrations", "Make the email column not null after a backfill, with a downgrade"),
         ("payments-created-at", "db-migrations",
          "Add a created_at column to payments and backfill old rows with a rollback"),
-        ("orders-explain", "query-tuning", "The orders query is slow; read its EXPLAIN plan and add an index")])
+        ("orders-explain", "query-tuning", "The orders query is slow; read its EXPLAIN plan and add an index")))
     flags = ["--engine", "claude-code", "--model", "claude-sonnet-4-6", "--no-propose", "--candidate", GOOD]
     with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
         first = _tune(pkg, *flags, env=_live_env(server.url))

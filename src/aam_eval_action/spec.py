@@ -420,6 +420,13 @@ TURN_CHECKS = {"contains", "not-contains", "regex", "not-regex", "tool-called", 
 """What a turn's own `expected` may check: its answer and its tool calls."""
 
 
+
+def trigger_expectation(expected: Expected) -> bool | None:
+    """Whether the target skill should fire: `skill-triggered`, or false for a near miss."""
+    if expected.skill_triggered is not None:
+        return expected.skill_triggered
+    return False if expected.expected_skill is not None else None
+
 class UserTurn(Strict):
     """One of `input.turns`: a follow-up message, with checks of the agent's answer to it."""
 

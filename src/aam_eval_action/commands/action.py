@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aam_eval_action.commands.run import RunArgs, execute
 from aam_eval_action.diff import ReportDiff, diff_reports, not_blamed
 from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, AamEvalError, UsageError
 from aam_eval_action.fsutil import runner_checkout
@@ -19,6 +18,7 @@ from aam_eval_action.github import workflow
 from aam_eval_action.github.inputs import ActionInputs, GitHubContext
 from aam_eval_action.modes import Mode
 from aam_eval_action.pipeline.select import parse_shard
+from aam_eval_action.pipeline.suite import RunArgs, execute
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.render.console import Console
 from aam_eval_action.report import Report, default_report_path, load_report
@@ -314,7 +314,7 @@ class HtmlReport:
 
     def write(self, path: Path, base: Report | None, environ: Mapping[str, str],
               checkout: Path | None) -> Path | None:
-        from aam_eval_action.commands.run import write_file
+        from aam_eval_action.pipeline.suite import write_file
         from aam_eval_action.redact import Redactor
         from aam_eval_action.render import html
 
@@ -330,8 +330,8 @@ class HtmlReport:
         return path
 
     def _build(self, base: Report | None, base_package: Path | None) -> Page | None:
-        from aam_eval_action.commands.view import default_history, side
         from aam_eval_action.render import html
+        from aam_eval_action.render.sides import default_history, side
 
         try:
             head_side = side(self.head, self.package, strict=False)
@@ -405,7 +405,7 @@ def _tune(inputs: ActionInputs, gh: GitHubContext, package: Path) -> None:
     if not inputs.tune_skill:
         workflow.warning("tune: suggest needs tune-skill: the skill(s) to tune", gh.summary_file)
         return
-    from aam_eval_action.commands.tune import TuneArgs, tune
+    from aam_eval_action.tuning.run import TuneArgs, tune
 
     number = int(str(pr.get("number") or gh.event.get("number") or 0))
     for skill in inputs.tune_skill:

@@ -72,7 +72,7 @@ def listing_findings(repo: LoadedRepo) -> list[Finding]:
 
 def no_cases_lines(repo: LoadedRepo) -> list[str]:
     """What has no eval cases (the repository, or some of its plugins), and what to do."""
-    from aam_eval_action.commands.run import INIT_TODO
+    from aam_eval_action.pipeline.suite import INIT_TODO
 
     bare = [p.plugin or p.layout.name for p in repo.packages if not p.cases and not p.errors]
     if not bare:

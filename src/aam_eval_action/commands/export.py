@@ -120,7 +120,7 @@ def _grading(
     the cassettes (snapshots only: no CLI, no key, no network)."""
     import dataclasses
 
-    from aam_eval_action.commands.run import RunArgs, execute
+    from aam_eval_action.pipeline.suite import RunArgs, execute
     from aam_eval_action.render.console import Console
     from aam_eval_action.report import load_report
 

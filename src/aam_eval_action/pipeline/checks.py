@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from aam_eval_action.pipeline.finished import HASH_ONLY, FinishedWorkspace, run_command
 from aam_eval_action.session import Session
-from aam_eval_action.spec import Expected, Sandbox
+from aam_eval_action.spec import Expected, Sandbox, trigger_expectation
 from aam_eval_action.tools import neutral_names, neutral_sequence, skills_fired
 
 
@@ -217,13 +217,6 @@ def _tool_checks(expected: Expected, session: Session, inputs: CheckInputs) -> l
     if should_fire is not None and inputs.target_skill:
         checks.append(_trigger_check(session, inputs.target_skill, should_fire))
     return checks
-
-
-def trigger_expectation(expected: Expected) -> bool | None:
-    """Whether the target skill should fire: `skill-triggered`, or false for a near miss."""
-    if expected.skill_triggered is not None:
-        return expected.skill_triggered
-    return False if expected.expected_skill is not None else None
 
 
 def _trigger_check(session: Session, skill: str, should_fire: bool) -> Check:

@@ -62,7 +62,7 @@ def sweep_settings(s: RunSettings) -> list[RunSettings]:
 
 
 def trigger_cases(cases: list[LoadedCase]) -> list[LoadedCase]:
-    from aam_eval_action.pipeline.checks import trigger_expectation
+    from aam_eval_action.spec import trigger_expectation
 
     return [c for c in cases if trigger_expectation(c.case.expected) is not None and c.case.target]
 

@@ -14,7 +14,7 @@ from aam_eval_action.labels import digest
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline import plugin_eval
 from aam_eval_action.pipeline.budget import OverBudget, answered_cost
-from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks, trigger_expectation
+from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.finished import FinishedWorkspace
 from aam_eval_action.pipeline.judge import (
@@ -47,6 +47,7 @@ from aam_eval_action.report import (
     snippet,
 )
 from aam_eval_action.session import Session
+from aam_eval_action.spec import trigger_expectation
 from aam_eval_action.tools import skill_triggered, skills_fired
 
 

@@ -131,7 +131,7 @@ def agent_fingerprint(
 
 def neighbors_of(layout: PackageLayout, case: Case) -> tuple[Any, ...]:
     """The neighbour skills a case's session installs: a trigger case's, beside the package."""
-    from aam_eval_action.pipeline.checks import trigger_expectation
+    from aam_eval_action.spec import trigger_expectation
 
     return layout.neighbors if layout.neighbors and trigger_expectation(case.expected) is not None else ()
 

@@ -19,7 +19,7 @@ from aam_eval_action.tuning.candidates import Prompt
 from aam_eval_action.tuning.stats import least_moves
 
 if TYPE_CHECKING:
-    from aam_eval_action.commands.tune import Tuner
+    from aam_eval_action.tuning.tuner import Tuner
 
 DRAFT_ROUNDS = 3
 """Drafting rounds at most: each drafts N more prompts."""
