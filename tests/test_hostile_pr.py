@@ -552,6 +552,10 @@ def test_short_explicit_secrets_and_known_key_shapes_are_redacted() -> None:
     bare = Redactor.from_environment({}, environ={})  # whatever this machine's environment holds
     leaked = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz ghp_" + "a" * 36 + " sk-proj-" + "b" * 30
     assert bare.text(leaked) == "[REDACTED:ANTHROPIC_KEY] [REDACTED:GITHUB_TOKEN] [REDACTED:OPENAI_KEY]"
+    # A word that merely holds `sk-` is no key: case names of public trigger sets keep their names.
+    names = "ask-clarifying-questions-fires-22dff6fb task-completion-quiet-0123456789ab (sk-" + "c" * 24 + ")"
+    assert bare.text(names) == ("ask-clarifying-questions-fires-22dff6fb task-completion-quiet-0123456789ab "
+                                "([REDACTED:OPENAI_KEY])")
 
 
 def test_non_json_judge_bodies_are_redacted_before_they_are_written() -> None:

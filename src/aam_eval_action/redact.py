@@ -15,13 +15,14 @@ they stand as a whole word (`PIN is 42` → `PIN is [REDACTED:PIN]`), so a 2-let
 does not garble every word containing those letters; shorter values only *guessed* secret
 from their variable's name (`AUTH_MODE=on`) are not redacted."""
 KEY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ANTHROPIC_KEY", re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}")),
-    ("OPENAI_KEY", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("ANTHROPIC_KEY", re.compile(r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_-]{16,}")),
+    ("OPENAI_KEY", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
     ("GITHUB_TOKEN", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
     ("AWS_KEY_ID", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
 )
 """Well-known key formats, redacted in everything written whatever machine writes or replays:
-they do not depend on which secrets the machine's environment happens to hold."""
+they do not depend on which secrets the machine's environment happens to hold. A key starts a
+word: `ask-clarifying-questions-fires-22dff6fb`, a case name, holds no key."""
 _KEY_START = re.compile(r"sk-|gh[pousr]_|github_pat_|AKIA|ASIA")
 """What every key format above starts with: one scan tells whether any of them can match."""
 
