@@ -78,6 +78,32 @@ def test_no_import_cycles() -> None:
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
 
 
+LOWER = ("spec", "layouts", "engines", "replay", "sandbox", "catalog", "importers", "settings", "loader")
+"""The lower layers: what a case is, where it lives, how an engine runs it, how it is recorded."""
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_arrows_point_down() -> None:
+    """No command imports another command; no lower layer imports render/, commands/ or
+    pipeline/; nothing outside testing/ imports testing/ (the scripted servers are the tests',
+    the benches' and the example's)."""
+    wrong = []
+    for module, imported in sorted(import_graph().items()):
+        for other in sorted(imported):
+            mine, theirs = _room(module), _room(other)
+            if mine == theirs == "commands" and "aam_eval_action.commands" not in (module, other):
+                wrong.append(f"{module} → {other} (a command imports a command)")
+            elif mine in LOWER and theirs in ("render", "commands", "pipeline"):
+                wrong.append(f"{module} → {other} (a lower layer imports an upper one)")
+            elif theirs == "testing" and mine != "testing":
+                wrong.append(f"{module} → {other} (testing/ is for tests, benches and the example)")
+    assert wrong == []
+
+
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

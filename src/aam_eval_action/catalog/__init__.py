@@ -50,7 +50,7 @@ def lint(skills: list[Skill]) -> list[tuple[str, int | None, str]]:
     mine = [s for s in skills if not s.command] or skills
     if not mine:
         return found
-    for engine in ("claude-code", "codex", "copilot"):
+    for engine in (name for name, info in ENGINES.items() if info.lists_in_check):
         model = ENGINES[engine].default_model
         listing = predict(engine, skills, model)
         whole = predict(engine, skills, model, window=10**9, env={"SKILL_CHAR_BUDGET": str(10**9)})

@@ -67,7 +67,9 @@ def package_skills(layout: PackageLayout, engine: str) -> list[Skill]:
     """The package's skills (and, for Claude Code, its commands, which share the listing)."""
     skills = [read_skill(layout.skill_dir(name), name, "package", layout.skill_dirs[name])
               for name in layout.skills()]
-    if engine == "claude-code":
+    from aam_eval_action.engines.registry import ENGINES
+
+    if ENGINES[engine].claude_native:  # its slash commands share the listing
         from aam_eval_action.engines.install import _command_parts
 
         for command in layout.commands:

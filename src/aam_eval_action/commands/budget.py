@@ -20,15 +20,6 @@ from aam_eval_action.errors import EXIT_OK, UsageError
 from aam_eval_action.render.console import neutralize_commands
 
 SHOWN = {"full": "in full", "truncated": "cut short", "name-only": "NAME ONLY", "left-out": "NOT LISTED"}
-COUNTED = {
-    "claude-code": "characters (Claude Code measures its listing in characters; no maintained tokenizer for "
-                   "Claude models runs offline, so tokens are not counted)",
-    "codex": "tokens as Codex counts them (a line's UTF-8 bytes / 4); a body in characters",
-    "copilot": "characters (UTF-16 units, as Copilot CLI counts; no maintained tokenizer runs offline for "
-               "its models, so tokens are not counted)",
-    "gemini-cli": "characters (Gemini CLI puts no budget on its listing; no maintained tokenizer for Gemini "
-                  "models runs offline, so tokens are not counted)",
-}
 
 
 def context(value: str) -> int:
@@ -142,7 +133,7 @@ def lines(listing: Listing, plugin: str | None = None) -> list[str]:
         counts = {k: sum(e.shown == k for e in theirs) for k in SHOWN}
         said = ", ".join(f"{n} {SHOWN[k].lower()}" for k, n in counts.items() if n)
         out.append(f"  neighbours: {len(theirs)} ({said})")
-    out.append(f"  counted in {COUNTED[listing.engine]}")
+    out.append(f"  counted in {ENGINES[listing.engine].listing_unit}")
     return out
 
 

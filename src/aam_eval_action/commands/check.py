@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from aam_eval_action.engines.install import chosen_hooks, conversion_warnings
-from aam_eval_action.engines.registry import ENGINES, check_engine_name
+from aam_eval_action.engines.registry import DEFAULT_ENGINE, ENGINES, check_engine_name
 from aam_eval_action.errors import EXIT_OK, EXIT_USAGE
 from aam_eval_action.loader import LoadedPackage, LoadedRepo, load_repo
 from aam_eval_action.package import Finding, HookSource, PackageLayout
@@ -63,7 +63,7 @@ def listing_findings(repo: LoadedRepo) -> list[Finding]:
     from aam_eval_action.catalog.installed import package_skills
     found: list[Finding] = []
     for loaded in repo.packages:
-        for file, line, message in lint(package_skills(loaded.layout, "claude-code")):
+        for file, line, message in lint(package_skills(loaded.layout, DEFAULT_ENGINE)):
             finding = Finding(file, line, message)
             if finding not in found:
                 found.append(finding)

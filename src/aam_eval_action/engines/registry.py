@@ -44,6 +44,16 @@ class EngineInfo:
     """The hook dialects it reads, its own first; hooks of another are converted into the last."""
     skills_dir: str = ".agents/skills"
     """Where in the workspace it reads project skills (the package's and its neighbours go there)."""
+    claude_native: bool = False
+    """Claude Code itself: a Claude plugin is loaded as a plugin (`--plugin-dir`), a `claude plugin
+    eval` case's execution fields are its own options, its tool names are the ones graders name,
+    and its slash commands share the skill listing."""
+    execution_fields: tuple[str, ...] = ()
+    """The `claude plugin eval` execution fields it takes by names of its own (beyond Claude Code)."""
+    listing_unit: str = "characters"
+    """What its skill listing is measured in, as `budget` says it."""
+    lists_in_check: bool = False
+    """Whether `check` warns when the package alone takes half of its listing budget."""
 
     def provider_for(self, model: str) -> str:
         """The provider that serves `model` on this engine: the model's own when the CLI can
@@ -57,23 +67,39 @@ ENGINES: dict[str, EngineInfo] = {
     "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
                               "aam_eval_action.engines.claude_code:ClaudeCode", cli="claude",
                               npm_package="@anthropic-ai/claude-code", user_agent="claude-cli",
-                              host="claude", skills_dir=".claude/skills"),
+                              host="claude", skills_dir=".claude/skills", claude_native=True,
+                              listing_unit="characters (Claude Code measures its listing in characters; no "
+                                           "maintained tokenizer for Claude models runs offline, so tokens "
+                                           "are not counted)", lists_in_check=True),
     # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs;
     # it is used where ours has no Landlock (inside ours, Codex's own is off).
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",
-                        enforces_no_network=True, host="codex"),
+                        enforces_no_network=True, host="codex",
+                        listing_unit="tokens as Codex counts them (a line's UTF-8 bytes / 4); a body in "
+                                     "characters", lists_in_check=True),
     # Copilot, offline with a provider of ours (Anthropic, or OpenAI for a GPT model): no web
     # tool; its bash keeps the network.
     "copilot": EngineInfo("copilot", "anthropic", "claude-sonnet-4-6",
                           "aam_eval_action.engines.copilot:Copilot", cli="copilot",
                           npm_package="@github/copilot", providers=("anthropic", "openai"),
-                          host="copilot", hook_dialects=("copilot", "claude")),
+                          host="copilot", hook_dialects=("copilot", "claude"),
+                          # its `--available-tools` and `--excluded-tools`
+                          execution_fields=("execution.allowed_tools", "execution.disallowed_tools"),
+                          listing_unit="characters (UTF-16 units, as Copilot CLI counts; no maintained "
+                                       "tokenizer runs offline for its models, so tokens are not counted)",
+                          lists_in_check=True),
     # Gemini CLI: `network: false` removes its web tools; its shell keeps the network.
     "gemini-cli": EngineInfo("gemini-cli", "gemini", "gemini-2.5-pro",
                              "aam_eval_action.engines.gemini_cli:GeminiCli", cli="gemini",
                              npm_package="@google/gemini-cli", user_agent="GeminiCLI", host="gemini",
-                             hook_dialects=("gemini",)),
+                             hook_dialects=("gemini",),
+                             # its `model.maxSessionTurns`, `tools.core` and `tools.exclude`
+                             execution_fields=("execution.max_turns", "execution.allowed_tools",
+                                               "execution.disallowed_tools"),
+                             listing_unit="characters (Gemini CLI puts no budget on its listing; no "
+                                          "maintained tokenizer for Gemini models runs offline, so tokens "
+                                          "are not counted)"),
 }
 ENGINE_NAMES = tuple(ENGINES)
 DEFAULT_ENGINE = "claude-code"

@@ -279,23 +279,22 @@ def grant_notes(loaded: LoadedCase, allow_tools: tuple[str, ...]) -> dict[str, s
 def engine_notes(loaded: LoadedCase, engine: str) -> dict[str, str]:
     """What a `claude plugin eval` case asks that this engine does not do: its execution fields
     and plugin loading are Claude Code's (they are passed to it as that runner passes them)."""
+    from aam_eval_action.engines.registry import ENGINES
+
     execution = loaded.case.execution
-    if execution is None or engine == "claude-code":
+    info = ENGINES[engine]
+    if execution is None or info.claude_native:
         return {}
     asked = {"execution.model": execution.model, "execution.max_turns": execution.max_turns != 10,
              "execution.allowed_tools": execution.allowed_tools,
              "execution.disallowed_tools": execution.disallowed_tools,
              "execution.append_system_prompt": execution.append_system_prompt,
-             "context.add_dirs": execution.add_dirs, "context.history_file": execution.history,
-             "plugins": len(execution.plugins) > 1}
-    passed = PASSED_ON.get(engine, ())
-    return {key: f"not passed to {engine}: Claude Code's own option" for key, value in asked.items()
-            if value and key not in passed}
+             "context.add_dirs": execution.add_dirs, "context.history_file": execution.history}
+    passed = info.execution_fields
+    notes = {key: f"not passed to {engine}: Claude Code's own option" for key, value in asked.items()
+             if value and key not in passed}
+    if len(execution.plugins) > 1:
+        notes["plugins"] = (f"on {engine}, the other plugins' skills only: their hooks, agents and MCP "
+                            "servers are Claude Code plugin parts")
+    return notes
 
-
-PASSED_ON = {
-    "copilot": ("execution.allowed_tools", "execution.disallowed_tools"),
-    "gemini-cli": ("execution.max_turns", "execution.allowed_tools", "execution.disallowed_tools"),
-}
-"""The execution fields another engine takes, by its own names: Copilot CLI's `--available-tools`
-and `--excluded-tools`; Gemini CLI's `model.maxSessionTurns`, `tools.core` and `tools.exclude`."""

@@ -263,7 +263,9 @@ def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path
     `mcp__plugin_<plugin>_<server>__<tool>`. Nothing for any other case, engine or layout, or for
     the arm without the plugin."""
     target = loaded.case.installs
-    if (loaded.case.execution is None or engine != "claude-code" or layout.kind != "claude-plugin"
+    from aam_eval_action.engines.registry import ENGINES
+
+    if (loaded.case.execution is None or not ENGINES[engine].claude_native or layout.kind != "claude-plugin"
             or not layout.installs_anything(target)):
         return ()
     listed = loaded.case.execution.plugins

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aam_eval_action.engines.registry import DEFAULT_ENGINE, ENGINES
 from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
 
@@ -77,7 +78,7 @@ class RunInputs:
     """Every file at the end of the run: path → text."""
     ask: Callable[[str | list[dict[str, Any]]], str] | None = None
     """The judge: the prompt (its text, or text and image blocks) → its reply."""
-    engine: str = "claude-code"
+    engine: str = DEFAULT_ENGINE
     """Whose tool calls these are: another CLI's are matched by the neutral name of the Claude
     Code tool a grader names (`Skill` is its `skill`, `Write` its `write`…)."""
     case_dir: Path | None = None
@@ -140,7 +141,7 @@ def _failed(grader: dict[str, Any], why: str) -> Graded:
 
 def _grade(grader: dict[str, Any], run: RunInputs) -> Graded:
     kind = grader["type"]
-    if kind == "regex" and grader.get("target") == "trace" and run.engine != "claude-code":
+    if kind == "regex" and grader.get("target") == "trace" and not _native(run.engine):
         result = _failed(grader, f"not graded on {run.engine}: the trace is Claude Code's stream-json; this "
                                  "engine prints events of its own")
         result.scored = False
@@ -325,17 +326,23 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _native(engine: str) -> bool:
+    """Whether the engine's tool names and trace are the ones a grader names (Claude Code's)."""
+    return ENGINES[engine].claude_native
+
+
 def _matches(call: ToolCall, side: Any, engine: str) -> bool:
     if isinstance(side, dict):
         tool, input_match = side.get("tool"), side.get("input_match")
     else:
         tool, input_match = side, None
-    if engine == "claude-code" and call.name != tool:
+    native = _native(engine)
+    if native and call.name != tool:
         return False
-    if engine != "claude-code" and str(tool).startswith("mcp__"):
+    if not native and str(tool).startswith("mcp__"):
         if not mcp_call(call.name, str(tool)):
             return False
-    elif engine != "claude-code" and CLAUDE_TOOLS.get(str(tool)) not in neutral_names(call):
+    elif not native and CLAUDE_TOOLS.get(str(tool)) not in neutral_names(call):
         return False
     return input_match is None or re.search(str(input_match), _compact(call.input)) is not None
 
@@ -355,7 +362,7 @@ def mcp_call(name: str, tool: str) -> bool:
 def _missing_tool(grader: dict[str, Any], run: RunInputs) -> Graded | None:
     """On another engine than Claude Code, a grader naming a Claude Code tool that engine has no
     counterpart of is shown unscored, with why: never failed for a tool that cannot be called."""
-    if run.engine == "claude-code":
+    if _native(run.engine):
         return None
     sides = [grader["tool"]] if grader["type"] == "tool_used" else [grader["before"], grader["after"]]
     for side in sides:
