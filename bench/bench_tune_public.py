@@ -38,14 +38,15 @@ def main() -> None:
             env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
             env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
             t0 = time.monotonic()
-            live = subprocess.run([sys.executable, "-m", "aam_eval_action", *flags], env=env, capture_output=True,
-                                  text=True, check=False)
+            live = subprocess.run([sys.executable, "-m", "aam_eval_action", *flags], env=env,
+                                  capture_output=True, text=True, check=False)
             live_s = time.monotonic() - t0
             asked = len(server.requests)
         bare = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
         t0 = time.monotonic()
         again = subprocess.run([sys.executable, "-m", "aam_eval_action", *flags, "--replay"],
-                               env=bare | {"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=False)
+                               env=bare | {"PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                               check=False)
         replay_s = time.monotonic() - t0
     print(live.stdout + live.stderr)
     print(f"live: {live_s:.1f} s, {asked} model request(s); replay: {replay_s:.1f} s, "

@@ -18,8 +18,8 @@ from aam_eval_action.main import build_parser
 from aam_eval_action.render.comment import MARKER, render_comment
 from aam_eval_action.replay import traffic_store
 from aam_eval_action.replay.decision import likely_causes
+from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.traffic import (
-    Divergence,
     ModelTraffic,
     RecordedResponse,
     SseEvent,

@@ -20,6 +20,7 @@ import yaml
 from aam_eval_action.fsutil import dump_yaml
 from aam_eval_action.redact import Redactor
 from aam_eval_action.replay.cli_version import CliVersionError, check_version
+from aam_eval_action.replay.divergence import first_difference
 from aam_eval_action.replay.proxy import (
     END_SPACING_SECONDS,
     RecordingProxy,
@@ -38,7 +39,6 @@ from aam_eval_action.replay.traffic import (
     attach_shared,
     build,
     detach_shared,
-    first_difference,
     full_requests,
     merge_deltas,
     parse_sse,

@@ -18,8 +18,8 @@ from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
+from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
-from aam_eval_action.replay.traffic import Divergence
 from aam_eval_action.report import BudgetSkip, CaseResult, ReplayDivergence, not_asked
 from aam_eval_action.session import SelfCheck, Session
 

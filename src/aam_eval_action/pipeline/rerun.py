@@ -22,8 +22,9 @@ from aam_eval_action.replay import traffic_store
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.cli_version import CliVersionError, check_installed
 from aam_eval_action.replay.decision import not_reexecutable
+from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.proxy import ReplayProxy, Upstream, upstream_for
-from aam_eval_action.replay.traffic import Divergence, ModelTraffic, Normaliser, TrafficError, usage
+from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, TrafficError, usage
 from aam_eval_action.replay.volatile import compile_masks
 from aam_eval_action.session import Session
 

@@ -37,11 +37,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aam_eval_action.replay.divergence import Divergence, first_difference, missing
 from aam_eval_action.replay.traffic import (
     MINTED_PLACEHOLDER,
     TOOL_CALL_TYPES,
     Conversation,
-    Divergence,
     ModelTraffic,
     Raw,
     RecordedResponse,
@@ -49,9 +49,7 @@ from aam_eval_action.replay.traffic import (
     apply_ignore,
     build,
     classify,
-    first_difference,
     history_key,
-    missing,
     model_item,
     results_in_call_order,
     short_hash,

@@ -16,8 +16,9 @@ from aam_eval_action.engines.registry import engine_of_cli
 from aam_eval_action.fsutil import display_path, runner_checkout
 from aam_eval_action.replay import agent_cassette
 from aam_eval_action.replay.agent_cassette import AgentCassette, CassetteError
+from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.fingerprint import Fingerprint, explain, not_rerunnable
-from aam_eval_action.replay.traffic import Divergence, ModelTraffic, TrafficError
+from aam_eval_action.replay.traffic import ModelTraffic, TrafficError
 from aam_eval_action.replay.untrusted import UntrustedFileError
 
 if TYPE_CHECKING:

@@ -36,8 +36,8 @@ from typing import Any, Self
 
 from aam_eval_action.engines.registry import engine_of_user_agent
 from aam_eval_action.replay.conversations import Tracks, build_traffic, in_call_order
+from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.traffic import (
-    Divergence,
     Exchange,
     ModelTraffic,
     Normaliser,

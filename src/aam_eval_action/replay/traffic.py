@@ -1,7 +1,8 @@
 """Model traffic: the requests an agent CLI sent to its model and the answers it got.
 
 Re-execute replay runs the real CLI again and answers its model calls from this recording.
-This module is the pure part: the stored format, normalisation and the divergence finder.
+This module is the pure part: the stored format and normalisation; the divergence finder is
+`replay/divergence.py`.
 The HTTP side (recording and replaying proxies) is `aam_eval_action.replay.proxy`.
 
 **Streams.** A CLI sends several kinds of requests, and their number and order can differ
@@ -54,188 +55,102 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from aam_eval_action.redact import Redactor
-
-TRAFFIC_VERSION = 1
-Provider = Literal["anthropic-messages", "openai-responses", "gemini-generate-content"]
-Stream = Literal["agent", "side", "count_tokens", "other"]
-SHARED = "$shared"
-HISTORY = "$history"
-VALUE_WIDTH = 160
-CALL_WIDTH = 160
-SHARE_MIN = 1024
-"""Text blocks at least this long are stored once in the shared table."""
-REMINDER_SHARE_MIN = 256
-"""The CLI's own `<system-reminder>` blocks (environment, tool listings, attribution, project
-instructions) are the same across cases from this length on: stored once too."""
-# Keys that only identify a run (user, session, device, cache key); dropped from requests.
-RUN_ID_KEYS = ("metadata", "client_metadata", "prompt_cache_key")
-# Stable within one run only: the moving cache marker and the ids of Responses input items.
-VOLATILE_KEYS = ("cache_control",)
-VOLATILE_TEXT = (
-    (re.compile(r"(Today's date is )\d{4}-\d{2}-\d{2}"), r"\1$DATE"),
-    # Gemini CLI: the date in the user's locale, a shell's process group, its install prefix.
-    (re.compile(r"(Today's date is ).*?( \(formatted according to the user's locale\))"), r"\1$DATE\2"),
-    (re.compile(r"(Process Group PGID: )\d+"), r"\1$PGID"),
-    (re.compile(r"(<location>)[^<]*/@google/gemini-cli/"), r"\1$GEMINI_CLI/"),
-    (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1$DATE\2"),
-    (re.compile(r"(<current_datetime>)[^<]*(</current_datetime>)"), r"\1$DATETIME\2"),  # Copilot
-    (re.compile(r"^(Chunk ID: )\w+$", re.M), r"\1$ID"),
-    (re.compile(r"^(Wall time: )[\d.]+( seconds)$", re.M), r"\1$SECONDS\2"),
-    # The machine, not the package: a recording made on a laptop re-executes on a CI runner.
-    (re.compile(r"^( - OS Version: ).*$", re.M), r"\1$OS"),
-    (re.compile(r"(<timezone>)[^<]*(</timezone>)"), r"\1$TZ\2"),
-    # Claude Code's background-task notifications: how long a sub-agent took, and its output
-    # file under a temp folder named after the user id.
-    (re.compile(r"(<duration_ms>)\d+(</duration_ms>)"), r"\1$MS\2"),
-    (re.compile(r"^(duration_ms: )\d+$", re.M), r"\1$MS"),
-    (re.compile(r"(duration_ms: )\d+(</usage>)"), r"\1$MS\2"),  # 2.1.197: `<usage>… duration_ms: 342</usage>`
-    (re.compile(r"/claude-\d+/"), "/claude-$UID/"),
-    # Copilot: how long a background agent has run, in `read_agent`'s status line.
-    (re.compile(r"(, elapsed: )\d+s(, total_turns: )"), r"\1$SECONDS\2"),
-    # Codex: the random nickname its spawn_agent result gives a sub-agent (`"nickname":"Nash"`).
-    (re.compile(r'("nickname":")[^"\\]*(")'), r"\1$NICK\2"),
+from aam_eval_action.replay.sse import (
+    ANTHROPIC_DELTAS,
+    RESPONSES_DELTAS,
+    Live,
+    _type,
+    merge_deltas,
+    parse_sse,
+    sse_bytes,
+    usage,
 )
-MINTED = (
-    # Claude Code: a sub-agent's (background task's) id, in the Agent tool result
-    # (`agentId: a66f3e8a7c0288ffb (… SendMessage with to: 'a66f…')`) and its notifications.
-    ("AGENT", re.compile(r"\bagentId: (\w+)")),
-    ("AGENT", re.compile(r"<task-id>(\w+)</task-id>")),
-    ("AGENT", re.compile(r"\bResuming agent (\w+)")),  # SendMessage's answer: a short form
-    ("REF", re.compile(r'"ref":"(\w+)"')),  # ... and the pin it returns
-    # A shell command run in the background: its task id (then in its output path, and in the
-    # model's later calls to read or stop it).
-    ("TASK", re.compile(r"running in background with ID: (\w+)")),
-    # Gemini CLI: a tool call's id made from the clock when the model gave none
-    # (`run_shell_command_1763891234567_0`).
-    ("CALL", re.compile(r"\b([a-z][a-z_]*_1\d{12}_\d+)\b")),
-    # Session ids and other UUIDs a CLI makes up per run (in task output paths, for one).
-    ("UUID", re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")),
+from aam_eval_action.replay.traffic_model import (
+    CALL_WIDTH,
+    GIT_STATUS,
+    HISTORY,
+    ID_IN_TEXT,
+    ID_KEYS,
+    ID_SHAPE,
+    MINTED,
+    MINTED_PLACEHOLDER,
+    PATCH_FILE,
+    REMINDER_SHARE_MIN,
+    RUN_ID_KEYS,
+    SHA,
+    SHARE_MIN,
+    SHARED,
+    SKILL_ENTRY,
+    SKILL_LISTING,
+    SKILL_NAMES,
+    STABLE_ID,
+    TOOL_CALL_TYPES,
+    TOOL_RESULT_TYPES,
+    TRAFFIC_VERSION,
+    VALUE_WIDTH,
+    VOLATILE_KEYS,
+    VOLATILE_TEXT,
+    Conversation,
+    Exchange,
+    ModelTraffic,
+    Provider,
+    RecordedResponse,
+    SseEvent,
+    Stream,
+    TrafficError,
+    _Model,
 )
-"""Ids a CLI makes up per run and shows the model; each value is replaced everywhere by a
-numbered placeholder (`$AGENT1`) in order of first sight."""
-MINTED_PLACEHOLDER = re.compile(r"\$(AGENT|CALL|REF|TASK|UUID)(\d+)(?!\d)")
-ID_IN_TEXT = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9-]{6,}\b")
-GIT_STATUS = re.compile(r"gitStatus:.*", re.S)
-SKILL_LISTING = re.compile(r"(<available_skills>)(.*?)(</available_skills>)", re.S)
-SKILL_ENTRY = re.compile(r"<skill>.*?</skill>", re.S)
-SKILL_NAMES = re.compile(r"(\(Available: )('[^'()]*'(?:, '[^'()]*')*)(\))")
-"""Gemini CLI and Copilot list skills as `<skill>` entries (and Gemini CLI's `activate_skill`
-names them: `(Available: 'a', 'b')`) in an order that varies between runs (they load
-concurrently): compared and stored sorted."""
-SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
-TOOL_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
-TOOL_RESULT_TYPES = ("tool_result", "function_call_output", "custom_tool_call_output")
-PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
-"""The files an `apply_patch` patch touches (Codex's and Copilot's freeform patch format)."""
-ID_KEYS = ("id", "call_id", "item_id", "tool_use_id")
-ID_SHAPE = re.compile(r"^([A-Za-z]+)_[\w-]{6,}$")
-STABLE_ID = re.compile(r"^([A-Za-z]+)_aam(\d+)$")
 
-
-# --- the stored format ---------------------------------------------------------------------
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SseEvent(_Model):
-    """One server-sent event of a streamed answer."""
-
-    event: str | None = None
-    """The SSE `event:` name; None when it is the same as `data.type` (or there was none)."""
-    data: Any = None
-    """The `data:` payload, parsed from JSON (kept as text when it is not JSON)."""
-
-
-class RecordedResponse(_Model):
-    """What the model API answered to one request."""
-
-    status: int
-    """HTTP status."""
-    events: list[SseEvent] | None = None
-    """The SSE events of a streamed answer, deltas merged; None for a plain JSON answer."""
-    body: Any = None
-    """The JSON body of a non-streamed answer (or an error)."""
-
-
-class Exchange(_Model):
-    """One request and its answer, in the order the CLI sent them."""
-
-    stream: Stream
-    """Which stream the request belongs to (see the module docstring)."""
-    path: str
-    """The request path, e.g. `/v1/messages?beta=true` or `/v1/responses`."""
-    request: dict[str, Any]
-    """The normalised request body; `$shared` refs point into the shared table, `$history`
-    counts the messages carried over from the previous request of the same stream."""
-    response: RecordedResponse
-    """The normalised answer."""
-    live: bool = False
-    """True when this exchange went to the upstream after a divergence (continue-live)."""
-    after: int | None = None
-    """How many requests had reached the model when this answer was handed to the CLI, when
-    that is more than the exchanges before it (concurrent conversations: a later request of
-    another conversation came first); replay hands it out only after as many. None in a
-    sequential session."""
-    gap_ms: int | None = None
-    """Milliseconds between the answer before it and this one, when they belong to different
-    conversations of a session with sub-agents (replay keeps at least that pause, up to 2 s)."""
-    conversation: str | None = None
-    """The conversation it belongs to (`main`, a sub-agent's, `side`…; see `conversations`);
-    `$history` then counts from the previous request of that conversation. None in traffic
-    recorded before conversations were kept: found again from the requests when replayed."""
-
-
-class Conversation(_Model):
-    """One conversation of a session: the main agent's, a sub-agent's, or side calls."""
-
-    id: str
-    """`main`; a sub-agent's type (`reviewer`, `reviewer-2` for a second one); `side`…"""
-    stream: Stream = "agent"
-    """The stream of its requests."""
-    agent: str | None = None
-    """For a sub-agent: the agent type its starting call named."""
-    description: str | None = None
-    """For a sub-agent: the description its starting call gave."""
-    parent: str | None = None
-    """For a sub-agent: the conversation whose tool call started it."""
-    turn: int | None = None
-    """For a sub-agent: the parent's model turn that started it."""
-
-
-class ModelTraffic(_Model):
-    """The model traffic of one agent session, stored in the agent cassette."""
-
-    version: int = TRAFFIC_VERSION
-    """Traffic format version."""
-    cli: str
-    """The CLI that sent it: `claude` or `codex`."""
-    cli_version: str | None = None
-    """The CLI's version; a different one on PATH cannot re-execute this recording."""
-    provider: Provider
-    """The wire API: Anthropic Messages or OpenAI Responses."""
-    shared: dict[str, Any]
-    """Tool schemas and long prompt blocks, stored once, keyed by name and a short hash
-    (empty when they live in a common store: see `detach_shared`)."""
-    exchanges: list[Exchange]
-    """Every request and answer, in the order the answers were handed to the CLI (the order
-    of the requests within each conversation)."""
-    conversations: list[Conversation] = Field(default_factory=list)
-    """The session's conversations, main first, then sub-agents in the order they were started
-    (empty in traffic recorded before conversations were kept)."""
-
-
-class TrafficError(ValueError):
-    """Stored traffic that cannot be used; the message says why."""
+__all__ = [
+    "ANTHROPIC_DELTAS",
+    "CALL_WIDTH",
+    "GIT_STATUS",
+    "HISTORY",
+    "ID_IN_TEXT",
+    "ID_KEYS",
+    "ID_SHAPE",
+    "MINTED",
+    "MINTED_PLACEHOLDER",
+    "PATCH_FILE",
+    "REMINDER_SHARE_MIN",
+    "RESPONSES_DELTAS",
+    "RUN_ID_KEYS",
+    "SHA",
+    "SHARED",
+    "SHARE_MIN",
+    "SKILL_ENTRY",
+    "SKILL_LISTING",
+    "SKILL_NAMES",
+    "STABLE_ID",
+    "TOOL_CALL_TYPES",
+    "TOOL_RESULT_TYPES",
+    "TRAFFIC_VERSION",
+    "VALUE_WIDTH",
+    "VOLATILE_KEYS",
+    "VOLATILE_TEXT",
+    "Conversation",
+    "Exchange",
+    "Live",
+    "ModelTraffic",
+    "Provider",
+    "RecordedResponse",
+    "SseEvent",
+    "Stream",
+    "TrafficError",
+    "_Model",
+    "merge_deltas",
+    "parse_sse",
+    "sse_bytes",
+    "usage",
+]
 
 
 def parse_traffic(data: Any) -> ModelTraffic:
@@ -474,7 +389,7 @@ def results_in_call_order(body: dict[str, Any]) -> dict[str, Any]:
     they are; results of calls not found keep their order, after the others. The body itself
     when they are in order already."""
     messages = body.get("messages")
-    if not isinstance(messages, list) or not any(_results(m)[1:] for m in messages):
+    if not isinstance(messages, list) or not any(tool_results(m)[1:] for m in messages):
         return body
     out: list[Any] = []
     calls: dict[Any, int] = {}
@@ -484,7 +399,7 @@ def results_in_call_order(body: dict[str, Any]) -> dict[str, Any]:
             blocks = message.get("content")
             calls = {b.get("id"): n for n, b in enumerate(blocks if isinstance(blocks, list) else [])
                      if isinstance(b, dict) and b.get("type") == "tool_use"}
-        results = _results(message)
+        results = tool_results(message)
         ordered = sorted(results, key=lambda b: calls.get(b.get("tool_use_id"), len(calls)))
         if message.get("role") == "user" and any(a is not b for a, b in zip(ordered, results, strict=True)):
             placed = iter(ordered)
@@ -805,59 +720,6 @@ def full_requests(traffic: ModelTraffic) -> list[dict[str, Any]]:
 # --- SSE events ----------------------------------------------------------------------------
 
 # Anthropic delta type -> the field that accumulates.
-ANTHROPIC_DELTAS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
-RESPONSES_DELTAS = (
-    "response.output_text.delta",
-    "response.function_call_arguments.delta",
-    "response.reasoning_summary_text.delta",
-    "response.reasoning_text.delta",
-)
-
-
-def merge_deltas(events: Sequence[SseEvent]) -> list[SseEvent]:
-    """Consecutive deltas of one content block joined into one event; pings dropped."""
-    merged: list[SseEvent] = []
-    for event in events:
-        data = event.data
-        if isinstance(data, dict) and data.get("type") == "ping":
-            continue
-        if merged and _joinable(merged[-1].data, data):
-            merged[-1] = SseEvent(event=event.event, data=_join(merged[-1].data, data))
-        else:
-            merged.append(event)
-    return merged
-
-
-def _delta_field(data: Any) -> str | None:
-    if not isinstance(data, dict):
-        return None
-    if data.get("type") == "content_block_delta":
-        return ANTHROPIC_DELTAS.get(str((data.get("delta") or {}).get("type")))
-    return "delta" if data.get("type") in RESPONSES_DELTAS else None
-
-
-def _joinable(a: Any, b: Any) -> bool:
-    field = _delta_field(a)
-    if field is None or field != _delta_field(b):
-        return False
-    same = ("type", "index", "item_id", "output_index", "content_index", "summary_index")
-    return all(a.get(k) == b.get(k) for k in same)
-
-
-def _join(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    field = _delta_field(a)
-    assert field is not None
-    if a.get("type") == "content_block_delta":
-        delta = dict(a["delta"])
-        delta[field] = str(delta.get(field, "")) + str(b["delta"].get(field, ""))
-        return dict(a, delta=delta)
-    return dict(a, delta=str(a.get("delta", "")) + str(b.get("delta", "")))
-
-
-Live = Callable[[str, bool], str]
-"""Turns a recorded string into this run's (`Normaliser.live`, or only `Paths.from_placeholders`)."""
-
-
 def served_events(events: Sequence[SseEvent], paths: Paths | Live) -> list[SseEvent]:
     """Recorded events for a new run: placeholders become its paths (and ids), sequence renumbered."""
     live = paths.from_placeholders if isinstance(paths, Paths) else paths
@@ -889,284 +751,7 @@ def served_body(body: Any, paths: Paths | Live) -> Any:
     return _live_paths(body, paths.from_placeholders if isinstance(paths, Paths) else paths, None)
 
 
-def sse_bytes(events: Sequence[SseEvent]) -> bytes:
-    """Events in the SSE wire format."""
-    parts = []
-    for event in events:
-        data = event.data if isinstance(event.data, str) else json.dumps(event.data, ensure_ascii=False)
-        name = event.event or _type(event.data)
-        head = f"event: {name}\n" if name else ""
-        parts.append(f"{head}data: {data}\n\n")
-    return "".join(parts).encode()
-
-
-def _type(data: Any) -> str | None:
-    kind = data.get("type") if isinstance(data, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def parse_sse(raw: bytes) -> list[SseEvent]:
-    """SSE wire bytes as events (data parsed as JSON when it is)."""
-    events = []
-    for block in re.split(r"\r?\n\r?\n", raw.decode("utf-8", "replace")):
-        name, data = None, []
-        for line in block.splitlines():
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-        if name is None and not data:
-            continue
-        text = "\n".join(data)
-        try:
-            parsed: Any = json.loads(text)
-        except json.JSONDecodeError:
-            parsed = text
-        events.append(SseEvent(event=name, data=parsed))
-    return events
-
-
-# --- divergence ----------------------------------------------------------------------------
-
-
-class Divergence(_Model):
-    """The first live request that differs from the recording."""
-
-    turn: int
-    """The 1-based model turn the request asks for."""
-    stream: Stream
-    """The stream of the request."""
-    path: str
-    """The first differing JSON path in the normalised request (empty: no recorded request)."""
-    recorded: str | None
-    """The recorded value there, shortened (None when it was absent)."""
-    live: str | None
-    """The live value there, shortened (None when it is absent)."""
-    tool_name: str | None = None
-    """When the difference is in a tool result: the tool whose call it answers."""
-    tool_use_id: str | None = None
-    """The id of that tool call."""
-    tool_input: str | None = None
-    """That call's input, shortened (the command of a shell call)."""
-    conversation: str | None = None
-    """The recorded conversation the request was meant for (`main`, a sub-agent's)."""
-    where: str | None = None
-    """Where it happened in words: `turn 2 of sub-agent `reviewer`, started at main turn 1`."""
-    user_turn: int | None = None
-    """In a conversation case: the turn of the conversation (the user's message it answered)."""
-
-    @property
-    def message(self) -> str:
-        """One line for a report: where, what, and both values."""
-        where = self.where or f"turn {self.turn}"
-        if self.user_turn is not None:
-            where = f"conversation turn {self.user_turn} (model {where})"
-        if self.stream != "agent":
-            where += f" ({self.stream} request)"
-        if not self.path:
-            return f"{where}: the CLI sent a request the recording does not have"
-        if self.tool_name:
-            call = f" ({self.tool_input})" if self.tool_input else ""
-            what = f"the {self.tool_name} tool result{call} changed"
-        else:
-            what = f"the request changed at {self.path}"
-        return f"{where}: {what}: recorded `{self.recorded}` → now `{self.live}`"
-
-
-def missing(turn: int, stream: Stream) -> Divergence:
-    """A live request beyond the end of the recorded stream."""
-    return Divergence(turn=turn, stream=stream, path="", recorded=None, live=None)
-
-
-def first_difference(
-    recorded: dict[str, Any],
-    live: dict[str, Any],
-    stream: Stream = "agent",
-    ignore: Sequence[re.Pattern[str]] = (),
-) -> Divergence | None:
-    """The first difference between two normalised requests, or None when they match."""
-    recorded, live = comparable(recorded, ignore), comparable(live, ignore)
-    found = _first(recorded, live, ())
-    if found is None:
-        return None
-    where, old, new = found
-    divergence = Divergence(
-        turn=turn_of(live), stream=stream, path=_path_text(where),
-        recorded=_shorten(old, new), live=_shorten(new, old),
-    )
-    return _with_tool(divergence, live, where)
-
-
-Path_ = tuple[str | int, ...]
-_ABSENT = object()
-
-
-def _first(a: Any, b: Any, where: Path_) -> tuple[Path_, Any, Any] | None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            found = _first(a.get(key, _ABSENT), b.get(key, _ABSENT), (*where, key))
-            if found:
-                return found
-        return None
-    if isinstance(a, list) and isinstance(b, list):
-        for i in range(max(len(a), len(b))):
-            found = _first(a[i] if i < len(a) else _ABSENT, b[i] if i < len(b) else _ABSENT, (*where, i))
-            if found:
-                return found
-        return None
-    return None if a == b else (where, a, b)
-
-
-def _path_text(where: Path_) -> str:
-    text = ""
-    for part in where:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
-def _shorten(value: Any, other: Any, width: int = VALUE_WIDTH) -> str | None:
-    """A value as one short line, starting a little before where it differs from `other`."""
-    if value is _ABSENT:
-        return None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    other_text = other if isinstance(other, str) else ""
-    start = max(0, _common_prefix(text, other_text) - 40)
-    cut = text[start: start + width]
-    cut = ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
-    return " ".join(cut.split())
-
-
-def _with_tool(divergence: Divergence, live: dict[str, Any], where: Path_) -> Divergence:
-    """Name the tool call answered by the tool result the difference lies in, if it does."""
-    key = history_key(live)
-    items = live.get(key)
-    if not where or where[0] != key or not isinstance(items, list):
-        return divergence
-    result = _enclosing_result(live, where) or _result_beside(items, where)
-    if result is None:
-        return divergence
-    call_id = result.get("tool_use_id") or result.get("call_id")
-    call = _find_call(items, str(call_id))
-    if call is None:
-        return divergence
-    return divergence.model_copy(
-        update={"tool_name": call[0], "tool_use_id": str(call_id), "tool_input": _call_summary(call[1])}
-    )
-
-
-def _enclosing_result(value: Any, where: Path_) -> dict[str, Any] | None:
-    """The innermost tool result (one of `TOOL_RESULT_TYPES`, a `functionResponse`) on the path."""
-    found = None
-    for part in where:
-        found = _as_result(value) or found
-        try:
-            value = value[part]
-        except (KeyError, IndexError, TypeError):
-            break
-    return _as_result(value) or found
-
-
-def _as_result(value: Any) -> dict[str, Any] | None:
-    if not isinstance(value, dict):
-        return None
-    if value.get("type") in TOOL_RESULT_TYPES:
-        return value
-    answer = value.get("functionResponse")  # Gemini: a part answering the call with its id
-    return {"call_id": answer.get("id") or answer.get("name")} if isinstance(answer, dict) else None
-
-
-def _result_beside(items: list[Any], where: Path_) -> dict[str, Any] | None:
-    """The one tool result in the message a differing block belongs to: Claude Code answers a
-    Skill call with the result and, beside it in the same message, the skill's body. Copilot
-    sends the body as the next user message (`<skill-context>`): then the one tool result of the
-    message before it."""
-    if len(where) < 3 or not isinstance(where[1], int) or where[2] != "content" or where[1] >= len(items):
-        return None
-    for index in (where[1], where[1] - 1):
-        results = _results(items[index]) if index >= 0 else []
-        if results:
-            return results[0] if len(results) == 1 else None
-    return None
-
-
-def _results(item: Any) -> list[dict[str, Any]]:
+def tool_results(item: Any) -> list[dict[str, Any]]:
     content = item.get("content") if isinstance(item, dict) else None
     blocks = content if isinstance(content, list) else []
     return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-
-def _find_call(items: list[Any], call_id: str) -> tuple[str, Any] | None:
-    """(tool name, input) of the call with this id, in an assistant message or a call item."""
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") in TOOL_CALL_TYPES and item.get("call_id") == call_id:
-            return str(item.get("name")), item.get("arguments", item.get("input"))
-        content = item.get("content", item.get("parts"))
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == call_id:
-                return str(block.get("name")), block.get("input")
-            call = block.get("functionCall") if isinstance(block, dict) else None
-            if isinstance(call, dict) and call_id in (call.get("id"), call.get("name")):
-                return str(call.get("name")), call.get("args")
-    return None
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
-
-
-def _call_summary(args: Any) -> str | None:
-    """The telling part of a call's input: its command or path (a patch's files), else the input itself."""
-    if isinstance(args, str):
-        if PATCH_FILE.search(args):
-            return _shorten(" ".join(PATCH_FILE.findall(args)), "", CALL_WIDTH)
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            return _shorten(args, "", CALL_WIDTH)
-    if isinstance(args, dict):
-        for key in ("command", "cmd", "file_path", "path", "skill"):
-            if key in args:
-                value = args[key]
-                return _shorten(" ".join(value) if isinstance(value, list) else value, "", CALL_WIDTH)
-    return _shorten(args, "", CALL_WIDTH) if args else None
-
-
-# --- usage ---------------------------------------------------------------------------------
-
-
-def usage(exchanges: Iterable[Exchange]) -> dict[str, int]:
-    """Token counts summed over exchanges (Anthropic message events, Responses `completed`)."""
-    total: dict[str, int] = {}
-    for exchange in exchanges:
-        for counts in _usages(exchange.response):
-            for key, value in counts.items():
-                if isinstance(value, int):
-                    total[key] = total.get(key, 0) + value
-    return total
-
-
-def _usages(response: RecordedResponse) -> list[dict[str, Any]]:
-    if response.events is None:
-        body = response.body if isinstance(response.body, dict) else {}
-        return [body["usage"]] if isinstance(body.get("usage"), dict) else []
-    found: dict[str, Any] = {}
-    for event in response.events:
-        data = event.data if isinstance(event.data, dict) else {}
-        kind = data.get("type")
-        if kind == "message_start":
-            found.update((data.get("message") or {}).get("usage") or {})
-        elif kind == "message_delta":
-            found.update(data.get("usage") or {})  # final output_tokens replace the opening count
-        elif kind == "response.completed":
-            counts = (data.get("response") or {}).get("usage") or {}
-            found.update({k: v for k, v in counts.items() if isinstance(v, int)})
-        elif isinstance(data.get("usageMetadata"), dict):  # Gemini: running totals, the last wins
-            meta = data["usageMetadata"]
-            found.update({"input_tokens": int(meta.get("promptTokenCount") or 0),
-                          "output_tokens": int(meta.get("candidatesTokenCount") or 0)})
-    return [found] if found else []
