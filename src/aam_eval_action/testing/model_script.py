@@ -1,0 +1,208 @@
+"""The scripted model server's script: scenarios chosen by a substring of the request, answered step
+by step."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from aam_eval_action.testing.model_base import (
+    DRAFT_TOOL,
+    PROPOSE_TOOL,
+    USER_TOOL,
+    Reply,
+)
+from aam_eval_action.testing.model_dialects import (
+    codex_wait,
+    step_reply,
+    verdict_reply,
+)
+from aam_eval_action.testing.model_requests import (
+    agents_answered,
+    all_text,
+    drafted_skill,
+    follow_up,
+    is_gemini,
+    prompt_text,
+    system_text,
+    turn_index,
+)
+from aam_eval_action.testing.model_routing import (
+    NO_SKILL_FITS,
+    REPLY_TO,
+    agent_step,
+    is_catch_all,
+    listed_skills,
+    route_prompt,
+    routed_step,
+    skill_listing,
+)
+
+# --- the script -------------------------------------------------------------------------
+
+
+class Script:
+    """The scenarios and the per-scenario judge failure counters (thread-safe)."""
+
+    def __init__(self, scenarios: list[dict[str, Any]]) -> None:
+        self._scenarios = list(scenarios)
+        self._judge_failures: dict[int, int] = {}
+        self._judge_calls: dict[int, int] = {}
+        self._routes: dict[str, int] = {}
+        """Sessions routed so far, per scenario and prompt (a route's `miss-every`)."""
+        self._lock = threading.Lock()
+
+    def add(self, scenario: dict[str, Any]) -> None:
+        with self._lock:
+            self._scenarios.append(scenario)
+
+    def find(self, text: str, judge: bool = False) -> tuple[int, dict[str, Any]] | None:
+        """The first scenario whose `match` occurs in the text; else the first catch-all
+        (`match: "*"`), for a judge request only one with a `judge` of its own."""
+        with self._lock:
+            scenarios = [(i, s) for i, s in enumerate(self._scenarios)
+                         if "draft-for" not in s and "propose-for" not in s and REPLY_TO not in s
+                         and "mock-server" not in s]  # a model playing an MCP server plays no agent
+        for i, s in scenarios:
+            if not is_catch_all(s) and str(s.get("match", "")) in text:
+                return i, s
+        return next(((i, s) for i, s in scenarios if is_catch_all(s) and (not judge or "judge" in s)), None)
+
+    def agent_reply(self, body: dict[str, Any]) -> Reply:
+        follow = self.find_follow_up(body)
+        found, since = follow if follow is not None else (self.find(prompt_text(body)), body)
+        if found is None:
+            return Reply(text="OK.")
+        waits = is_gemini(body) or agents_answered(body)
+        turn = turn_index(since)
+        step = agent_step(found[1], turn, listed_skills(body), waits=waits)
+        if "route" in step:
+            options = step["route"] if isinstance(step["route"], dict) else {}
+            every = int(options.get("miss-every", 0) or 0)
+            if every > 0 and turn == 0:  # every Nth session of this prompt answers without a skill
+                with self._lock:
+                    key = f"route:{found[0]}:{route_prompt(since)}"
+                    self._routes[key] = self._routes.get(key, 0) + 1
+                    missed = self._routes[key] % every == 0
+                if missed:
+                    step = {k: v for k, v in step.items() if k != "route"} | {"text": NO_SKILL_FITS}
+            if "route" in step:
+                step = routed_step(step, route_prompt(since), skill_listing(body))
+        reply = step_reply(step, body)
+        return reply if "messages" in body or is_gemini(body) else codex_wait(reply, body)
+
+    def find_follow_up(
+        self, body: dict[str, Any]
+    ) -> tuple[tuple[int, dict[str, Any]], dict[str, Any]] | None:
+        """The first `reply-to` scenario whose text occurs in a resumed session's follow-up, and
+        the request cut to start at that message (see `follow_up`); None without one."""
+        asked = follow_up(body)
+        if asked is None:
+            return None
+        with self._lock:
+            scenarios = [(i, s) for i, s in enumerate(self._scenarios) if REPLY_TO in s]
+        for i, s in scenarios:
+            if str(s[REPLY_TO]) in asked[0]:
+                return (i, s), asked[1]
+        return None
+
+    def judge_reply(self, body: dict[str, Any], plain: bool = False) -> Reply:
+        """The scenario's `judge` verdict: as a `record_verdict` call, or (`plain`) the one word
+        a `claude plugin eval` judge answers."""
+        found = self.find(all_text(body), judge=True)
+        if found is None:
+            excerpt = " ".join(prompt_text(body).split())[:200]
+            return Reply(text=f"scripted model server: no scenario matches this judge request: {excerpt}",
+                         status=400)
+        index, scenario = found
+        judge = scenario.get("judge") or {"result": "PASS", "reason": "scripted"}
+        if isinstance(judge, list):  # successive calls get successive verdicts (a flaky judge)
+            judge = judge[self._next_call(index) % len(judge)]
+        judge = dict(judge)
+        if "status" in judge and self._take_failure(index, int(judge.get("times", 1))):
+            return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
+        verdict = judge.get("then", judge)
+        return Reply(text=str(verdict.get("result", "PASS"))) if plain else verdict_reply(verdict)
+
+    def mock_reply(self, body: dict[str, Any]) -> Reply:
+        """An agent mock's answer: the scenario whose `mock-server` is the server played answers
+        from its `answers`, the first whose `when` occurs in the current call (its tool and
+        arguments; an entry without `when` answers anything), in plain text."""
+        system, text = system_text(body), all_text(body)
+        current = text.rsplit("Current call: ", 1)[-1]
+        with self._lock:
+            scenarios = [s for s in self._scenarios if "mock-server" in s]
+        scenario = next((s for s in scenarios if f'MCP server "{s["mock-server"]}"' in system), None)
+        if scenario is None:
+            return Reply(text="scripted model server: no scenario plays this MCP server", status=400)
+        for entry in scenario.get("answers") or []:
+            if str(entry.get("when", "")) in current:
+                return Reply(text=str(entry.get("say", "")))
+        return Reply(text="ERROR: no scripted answer")
+
+    def user_reply(self, body: dict[str, Any]) -> Reply:
+        """A simulated user's reply: the scenario whose `match` is in the conversation (its first
+        prompt) answers from its `user` entries, the first whose `when` occurs in the agent's
+        last message (an entry without `when` answers anything)."""
+        text = all_text(body)
+        with self._lock:
+            scenarios = [s for s in self._scenarios if "user" in s and not is_catch_all(s)]
+        scenario = next((s for s in scenarios if str(s.get("match", "")) in text), None)
+        if scenario is None:
+            excerpt = " ".join(text.split())[:200]
+            return Reply(text=f"scripted model server: no scenario plays the user here: {excerpt}",
+                         status=400)
+        said = re.findall(r"<agent>\n(.*?)\n</agent>", text, re.S)
+        last = said[-1] if said else ""
+        for entry in scenario["user"]:
+            if str(entry.get("when", "")) in last:
+                stop = str(entry.get("stop", "continue"))
+                return Reply(calls=((USER_TOOL, {"stop": stop, "message": str(entry.get("say", ""))}),))
+        return Reply(calls=((USER_TOOL, {"stop": "agent-finished", "message": ""}),))
+
+    def draft_reply(self, body: dict[str, Any]) -> Reply:
+        """The scenario whose `draft-for` is in the skill under test answers with its `draft`: an
+        object as the drafted cases, anything else as a plain text (a garbage answer)."""
+        skill = drafted_skill(body)
+        with self._lock:
+            scenarios = list(self._scenarios)
+        for scenario in scenarios:
+            wanted = scenario.get("draft-for")
+            if isinstance(wanted, str) and wanted and wanted in skill:
+                draft = scenario.get("draft")
+                if isinstance(draft, dict):
+                    return Reply(calls=((DRAFT_TOOL, draft),))
+                return Reply(text=str(draft))
+        return Reply(text=f"scripted model server: no scenario drafts for: {' '.join(skill.split())[:200]}",
+                     status=400)
+
+    def proposal_reply(self, body: dict[str, Any]) -> Reply:
+        """The scenario whose `propose-for` is in the skill's current description (the request's
+        `<skill name=...>` section) answers with its `propose` list of descriptions."""
+        found = re.search(r'<skill name="[^"]*">(.*?)</skill>', all_text(body), re.S)
+        skill = found.group(1) if found else ""
+        with self._lock:
+            scenarios = list(self._scenarios)
+        for scenario in scenarios:
+            wanted = scenario.get("propose-for")
+            if isinstance(wanted, str) and wanted and wanted in skill:
+                texts = scenario.get("propose") or []
+                candidates = [{"description": str(t), "rationale": "scripted"} for t in texts]
+                return Reply(calls=((PROPOSE_TOOL, {"candidates": candidates}),))
+        return Reply(text=f"scripted model server: no scenario proposes for: {' '.join(skill.split())[:200]}",
+                     status=400)
+
+    def _next_call(self, index: int) -> int:
+        with self._lock:
+            n = self._judge_calls.get(index, 0)
+            self._judge_calls[index] = n + 1
+            return n
+
+    def _take_failure(self, index: int, times: int) -> bool:
+        with self._lock:
+            used = self._judge_failures.get(index, 0)
+            if used >= times:
+                return False
+            self._judge_failures[index] = used + 1
+            return True
