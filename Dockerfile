@@ -43,7 +43,9 @@ RUN pip install --no-compile --requirement /tmp/requirements/action.txt \
 
 COPY pyproject.toml README.md /tmp/aam-eval-action/
 COPY src /tmp/aam-eval-action/src
-RUN pip install --no-compile --no-deps /tmp/aam-eval-action \
+# testing/ (the scripted servers of the tests, benches and example) is not part of the action.
+RUN rm -rf /tmp/aam-eval-action/src/aam_eval_action/testing \
+    && pip install --no-compile --no-deps /tmp/aam-eval-action \
     && rm -rf /tmp/aam-eval-action
 
 ENTRYPOINT ["aam-eval", "action"]

@@ -123,3 +123,10 @@ def undescribed(schema: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_schema_property_is_described(kind: str) -> None:
     assert undescribed(schema_for(kind)) == []
+
+
+def test_every_source_file_is_of_a_size_a_reader_can_hold() -> None:
+    """No module of the package over 800 lines: a file that grows past it is split by concern."""
+    long = {p.relative_to(PACKAGE).as_posix(): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 800}
+    assert long == {}

@@ -124,12 +124,17 @@ def pull_stand_in(engine: Dockerd, ref: str, work: Path, timings: Timings) -> No
 
 
 def check_lean_image(engine: Dockerd, ref: str, base: str) -> None:
-    """Git's Perl packages are gone (by whatever name this Debian gives them) and the
-    Dockerfile's layers stay small."""
+    """Git's Perl packages are gone (by whatever name this Debian gives them), the scripted
+    servers of the tests (`aam_eval_action.testing`) are not in the image, and the Dockerfile's
+    layers stay small."""
     installed = engine.docker("run", "--rm", "--network", "none", "--entrypoint", "dpkg-query", ref,
                               "-W", "-f", "${Package}\n").stdout.split()
     left = [p for p in installed if PURGED.match(p)]
     _require(not left, f"the replay image still holds git's Perl packages: {left}")
+    found = engine.docker("run", "--rm", "--network", "none", "--entrypoint", "python3", ref, "-c",
+                          "import importlib.util as u; print(u.find_spec('aam_eval_action.testing') is None, "
+                          "u.find_spec('aam_eval_action.main') is not None)").stdout.split()
+    _require(found == ["True", "True"], f"the image holds aam_eval_action.testing (or not the tool): {found}")
     added = image_mb(engine, ref) - image_mb(engine, base)
     _require(added <= MAX_LEAN_LAYERS_MB,
              f"the Dockerfile adds {added:.0f} MB to the base image, more than {MAX_LEAN_LAYERS_MB} MB")
