@@ -641,7 +641,8 @@ class PluginSummary(Part):
 
 class ListingView(Part):
     """What one CLI's skill listing shows of the package in this run, predicted by its rule
-    (`catalog.rules`) for the skills the run installs (additive)."""
+    (the engine's listing rule, `engines/<engine>_listing.py`) for the skills the run installs
+    (additive)."""
 
     engine: str
     """The engine whose CLI sends the listing."""

@@ -6,13 +6,16 @@ own per CLI: a budget (Claude Code: a share of the model's context window, in ch
 2% of it, in tokens; Copilot CLI: a fixed number of characters; Gemini CLI: none), a cap on one
 description, an order, and what goes when the listing is over its budget (a description cut
 short, a skill shown by its name only, a skill left out). `rules` holds each CLI's, as read from
-the CLI and confirmed through it (docs/crowded-catalogs.md has the evidence); `predict` builds the
+the CLI and confirmed through it, in the engine's own listing module (`engines/<engine>_listing.py`,
+named by its registry entry; docs/crowded-catalogs.md has the evidence); `predict` builds the
 listing a CLI would send for a set of skills, and says of each skill how it is shown.
 """
 
 from __future__ import annotations
 
-from aam_eval_action.catalog import rules
+import importlib
+from types import ModuleType
+
 from aam_eval_action.catalog.listing import Entry, Listing, Origin, Shown, Skill
 
 __all__ = ["Entry", "Listing", "Origin", "Shown", "Skill", "lint", "predict"]
@@ -23,7 +26,15 @@ def predict(engine: str, skills: list[Skill], model: str, window: int | None = N
     """The listing `engine`'s CLI would send for `skills` (installed as the run installs them),
     with `model`; `window` overrides the model's context window; `env` holds the CLI's variables
     that change its budget."""
-    return rules.RULES[engine](skills, model, window, env or {})
+    listing: Listing = rules_of(engine).listing(skills, model, window, env or {})
+    return listing
+
+
+def rules_of(engine: str) -> ModuleType:
+    """The engine's skill-listing rule, from the module its registry entry names."""
+    from aam_eval_action.engines.registry import ENGINES
+
+    return importlib.import_module(ENGINES[engine].listing)
 
 
 def lint(skills: list[Skill]) -> list[tuple[str, int | None, str]]:
@@ -32,25 +43,19 @@ def lint(skills: list[Skill]) -> list[tuple[str, int | None, str]]:
     from aam_eval_action.engines.registry import ENGINES
 
     found: list[tuple[str, int | None, str]] = []
+    weighed = [name for name, info in ENGINES.items() if info.lists_in_check]
     for s in skills:
         if s.command or not s.file:
             continue
         listed = f"{s.description} - {s.when_to_use}" if s.when_to_use else s.description
-        cuts = []
-        if len(listed) > rules.CLAUDE_DESCRIPTION_CAP:
-            cap = rules.CLAUDE_DESCRIPTION_CAP - 1
-            cuts.append(f"Claude Code cuts it (with when_to_use) to {cap:,} characters")
-        if len(" ".join(s.description.split())) > rules.CODEX_DESCRIPTION_CAP:
-            cuts.append(f"Codex cuts it to {rules.CODEX_DESCRIPTION_CAP - 3:,} characters and '...'")
-        if rules.units(s.description) > rules.COPILOT_DESCRIPTION_MAX:
-            cuts.append("Copilot CLI does not load the skill at all")
+        cuts = [cut for engine in weighed if (cut := rules_of(engine).description_cut(s))]
         if cuts:
             found.append((s.file, s.line, f"description: {len(listed):,} characters in the skill listing; "
                           + "; ".join(cuts) + "; say when to use it in fewer words"))
     mine = [s for s in skills if not s.command] or skills
     if not mine:
         return found
-    for engine in (name for name, info in ENGINES.items() if info.lists_in_check):
+    for engine in weighed:
         model = ENGINES[engine].default_model
         listing = predict(engine, skills, model)
         whole = predict(engine, skills, model, window=10**9, env={"SKILL_CHAR_BUDGET": str(10**9)})

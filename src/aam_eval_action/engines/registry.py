@@ -53,7 +53,11 @@ class EngineInfo:
     listing_unit: str = "characters"
     """What its skill listing is measured in, as `budget` says it."""
     lists_in_check: bool = False
-    """Whether `check` warns when the package alone takes half of its listing budget."""
+    """Whether `check` warns of a description it cuts, and when the package alone takes half of
+    its listing budget."""
+    listing: str = ""
+    """The module of its skill-listing rule (`listing(skills, model, window, env)` and
+    `description_cut(skill)`), imported on first use by `catalog.predict`."""
 
     def provider_for(self, model: str) -> str:
         """The provider that serves `model` on this engine: the model's own when the CLI can
@@ -66,6 +70,7 @@ ENGINES: dict[str, EngineInfo] = {
     # Claude Code: `network: false` denies WebFetch/WebSearch; Bash keeps the network.
     "claude-code": EngineInfo("claude-code", "anthropic", "claude-sonnet-4-6",
                               "aam_eval_action.engines.claude_code:ClaudeCode", cli="claude",
+                              listing="aam_eval_action.engines.claude_code_listing",
                               npm_package="@anthropic-ai/claude-code", user_agent="claude-cli",
                               host="claude", skills_dir=".claude/skills", claude_native=True,
                               listing_unit="characters (Claude Code measures its listing in characters; no "
@@ -74,6 +79,7 @@ ENGINES: dict[str, EngineInfo] = {
     # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs;
     # it is used where ours has no Landlock (inside ours, Codex's own is off).
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
+                        listing="aam_eval_action.engines.codex_listing",
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",
                         enforces_no_network=True, host="codex",
                         listing_unit="tokens as Codex counts them (a line's UTF-8 bytes / 4); a body in "
@@ -82,6 +88,7 @@ ENGINES: dict[str, EngineInfo] = {
     # tool; its bash keeps the network.
     "copilot": EngineInfo("copilot", "anthropic", "claude-sonnet-4-6",
                           "aam_eval_action.engines.copilot:Copilot", cli="copilot",
+                          listing="aam_eval_action.engines.copilot_listing",
                           npm_package="@github/copilot", providers=("anthropic", "openai"),
                           host="copilot", hook_dialects=("copilot", "claude"),
                           # its `--available-tools` and `--excluded-tools`
@@ -92,6 +99,7 @@ ENGINES: dict[str, EngineInfo] = {
     # Gemini CLI: `network: false` removes its web tools; its shell keeps the network.
     "gemini-cli": EngineInfo("gemini-cli", "gemini", "gemini-2.5-pro",
                              "aam_eval_action.engines.gemini_cli:GeminiCli", cli="gemini",
+                             listing="aam_eval_action.engines.gemini_cli_listing",
                              npm_package="@google/gemini-cli", user_agent="GeminiCLI", host="gemini",
                              hook_dialects=("gemini",),
                              # its `model.maxSessionTurns`, `tools.core` and `tools.exclude`
