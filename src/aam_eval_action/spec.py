@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from aam_eval_action.engines.registry import ENGINE_NAMES, RESERVED_NAMES
+from aam_eval_action.engines.registry import RESERVED_NAMES, engine_names
 from aam_eval_action.json_schema import check_schema
 from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.tools import NeutralTool
@@ -109,8 +109,8 @@ class Sandbox(Strict):
 
 
 def _engine_name(value: str) -> str:
-    if value not in ENGINE_NAMES + RESERVED_NAMES:
-        raise ValueError(f"unknown engine {value!r}; use one of: {', '.join(ENGINE_NAMES)}")
+    if value not in engine_names() + RESERVED_NAMES:
+        raise ValueError(f"unknown engine {value!r}; use one of: {', '.join(engine_names())}")
     return value
 
 

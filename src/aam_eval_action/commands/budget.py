@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action.catalog import Entry, Listing, Skill, predict
-from aam_eval_action.engines.registry import ENGINE_NAMES, ENGINES, check_engine_name
+from aam_eval_action.engines.registry import ENGINES, check_engine_name, engine_names
 from aam_eval_action.errors import EXIT_OK, UsageError
 from aam_eval_action.render.console import neutralize_commands
 
@@ -64,7 +64,7 @@ def budget(args: BudgetArgs) -> int:
     for name in args.engines:
         check_engine_name(name, "--engine")
     repo = load_repo(args.package, args.plugins)
-    engines = args.engines or list(ENGINE_NAMES)
+    engines = args.engines or list(engine_names())
     out: list[dict[str, Any]] = []
     for loaded in repo.packages:
         neighbors = crowding(loaded, Overrides(with_dirs=args.with_dirs)).get("neighbors", ())

@@ -109,7 +109,23 @@ ENGINES: dict[str, EngineInfo] = {
                                           "maintained tokenizer for Gemini models runs offline, so tokens "
                                           "are not counted)"),
 }
-ENGINE_NAMES = tuple(ENGINES)
+
+
+def register(info: EngineInfo) -> None:
+    """Add an engine (or replace one of the same name): its adapter and listing modules are
+    imported on first use, as the built-in ones are."""
+    if info.name in RESERVED_NAMES:
+        raise ConfigError(f"{info.name!r} is a reserved engine name")
+    ENGINES[info.name] = info
+
+
+def engine_names() -> tuple[str, ...]:
+    """Every registered engine's name, in registration order."""
+    return tuple(ENGINES)
+
+
+ENGINE_NAMES = engine_names()
+"""The built-in engines (an engine registered later is in `engine_names()`)."""
 DEFAULT_ENGINE = "claude-code"
 """The engine of a repository that names none (no eval-config) and whose hosts include Claude."""
 
@@ -160,4 +176,4 @@ def engine_info(name: str) -> EngineInfo:
 
 
 def _choices() -> str:
-    return " or ".join(f'"{n}"' for n in ENGINE_NAMES)
+    return " or ".join(f'"{n}"' for n in engine_names())
