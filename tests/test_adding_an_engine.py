@@ -22,10 +22,12 @@ SKILLS = {"csv-tools": "Cleans and merges CSV files: dedupe rows, join two files
 
 
 @pytest.fixture
-def stub_engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(registry, "ENGINES", dict(registry.ENGINES))
+def stub_engine() -> Iterator[None]:
     registry.register(INFO)
-    yield
+    try:
+        yield
+    finally:
+        registry.ENGINES.pop(INFO.name, None)
 
 
 def _package(root: Path) -> Path:

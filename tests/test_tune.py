@@ -95,6 +95,15 @@ def test_the_lint_passes_a_plain_description_and_a_hand_off_names_the_sibling() 
     assert handoff.text == ("Writes Alembic revision files for a Flask app. Not for the work of schema-docs "
                             "(Documents a database schema); use schema-docs for that.")
     assert handoff.source == "rule: hand off to schema-docs"
+    # A sibling whose first sentence runs past 100 characters is cut at a space, so a skill name it
+    # mentions stays whole and the hand-off passes the lint (a public suite's case).
+    about = ("Scan the repository, propose one change, wait for the go-ahead, and with it run the whole "
+             "propose-then-ship-pi loop to merge.")
+    assert about.index("propose-then-ship-pi") < 100 < about.index("propose-then-ship-pi") + 20
+    skills = SKILLS | {"propose-then-ship-pi": about}
+    [long] = handoffs("db-migrations", SKILLS["db-migrations"], {"propose-then-ship-pi": 1}, skills)
+    assert "(Scan the repository, propose one change, wait for the go-ahead, and with it run the whole);" in long.text
+    assert lint(long.text, "db-migrations", SKILLS["db-migrations"], TRAIN, skills, ENGINES) is None
 
 
 def test_the_description_is_replaced_where_it_is_written() -> None:

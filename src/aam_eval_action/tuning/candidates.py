@@ -199,7 +199,9 @@ def handoffs(target: str, baseline: str, stolen: dict[str, int], skills: dict[st
     hand-off sentence naming it."""
     out = []
     for sibling, _ in sorted(stolen.items(), key=lambda kv: (-kv[1], kv[0])):
-        about = re.split(r"(?<=[.!?])\s", skills.get(sibling, "").strip(), maxsplit=1)[0].rstrip(".!?")[:100]
+        about = re.split(r"(?<=[.!?])\s", skills.get(sibling, "").strip(), maxsplit=1)[0].rstrip(".!?")
+        if len(about) > 100:  # cut at a space: a skill name it mentions stays whole for the lint
+            about = about[:101].rsplit(" ", 1)[0]
         text = f"{baseline.rstrip(' .')}. Not for the work of {sibling} ({about}); use {sibling} for that."
         out.append(
             Candidate(
