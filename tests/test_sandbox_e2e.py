@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 
-from aam_eval_action.commands.doctor import user_namespaces
 from aam_eval_action.engines.base import get_engine
 from aam_eval_action.sandbox.plan import probe_namespace
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
@@ -321,9 +320,18 @@ def test_re_execution_runs_the_script_confined_again_with_the_same_verdict(
 
 
 def test_the_namespace_probe_agrees_with_unshare() -> None:
-    """The per-run probe gives sessions a namespace exactly where `unshare -Urn true` (what
-    `aam-eval doctor` reports) runs."""
-    assert NAMESPACE is user_namespaces(os.environ)[0], probe_namespace()
+    """The per-run probe gives sessions a namespace exactly where `unshare -Urn true` runs, and
+    `aam-eval doctor` reports that probe's finding."""
+    import shutil
+    import subprocess
+
+    from conftest import aam_eval
+
+    unshare = shutil.which("unshare", path="/usr/bin:/bin") or "unshare"
+    runs = subprocess.run([unshare, "-Urn", "true"], capture_output=True, check=False).returncode == 0
+    assert NAMESPACE is runs is (probe_namespace() == ""), probe_namespace()
+    said = aam_eval("doctor", "--package", str(FIXTURE)).out
+    assert ("user namespaces  available" if runs else "user namespaces  not available") in said, said
 
 
 def _eventually(condition: Any, seconds: float = 3.0) -> bool:

@@ -121,7 +121,7 @@ class RunSettings:
     self_check: bool = True
     """Re-execute each new recording once against its own traffic (`pipeline/self_check.py`)."""
     max_usd: float | None = None
-    """The run's spending cap in USD (`pipeline/budget.py`); None: no cap."""
+    """The run's spending cap in USD (`pipeline/spend_cap.py`); None: no cap."""
     trigger_runs: int = 3
     """Sessions per trigger case: `--repeat`, else eval-config `triggers.runs`."""
     trigger_threshold: float = 0.5

@@ -14,9 +14,7 @@ when every engine of the eval-config has its CLI here, 1 when one does not.
 from __future__ import annotations
 
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterable, Mapping
@@ -38,11 +36,7 @@ if TYPE_CHECKING:
 PINS_FILE = Path(__file__).resolve().parents[3] / "requirements" / "agent-clis.txt"
 """The pins, in a checkout or an editable install (a wheel does not carry them)."""
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-"""Where `unshare` and `sandbox-exec` are looked for besides PATH."""
-LANDLOCK_CREATE_RULESET = 444
-"""The syscall's number on x86_64 and aarch64."""
-LANDLOCK_CREATE_RULESET_VERSION = 1
-LANDLOCK_ARCHES = ("x86_64", "aarch64", "arm64")
+"""Where `sandbox-exec` is looked for besides PATH."""
 WRAP = 100
 
 Line = tuple[str, str | None]
@@ -228,12 +222,13 @@ def sandbox_lines(environ: Mapping[str, str]) -> list[Line]:
         return [*lines, (f"  {'sandbox-exec':<16} {said}", "green" if tool else "yellow")]
     if not sys.platform.startswith("linux"):
         return [*lines, (f"  none known for {sys.platform}", "yellow")]
-    abi, why = landlock_abi()
+    from aam_eval_action.sandbox.plan import probe, probe_seccomp, unix_layer
+
+    abi, why = probe()  # the probes a run uses, so doctor reports what a run will find
     lines.append((f"  {'landlock':<16} " + (f"ABI {abi}" if abi else f"not available ({why})"),
                   "green" if abi else "yellow"))
-    ok, said = user_namespaces(environ)
+    ok, said = user_namespaces()
     lines.append((f"  {'user namespaces':<16} {said}", "green" if ok else "yellow"))
-    from aam_eval_action.sandbox.plan import probe_seccomp, unix_layer
 
     no_filter = probe_seccomp()
     lines.append((f"  {'seccomp':<16} " + (f"not available ({no_filter})" if no_filter else
@@ -247,52 +242,17 @@ def sandbox_lines(environ: Mapping[str, str]) -> list[Line]:
     return lines
 
 
-def landlock_abi() -> tuple[int | None, str]:
-    """(the Landlock ABI version, "") or (None, why not), from `landlock_create_ruleset(NULL, 0,
-    LANDLOCK_CREATE_RULESET_VERSION)`, which creates nothing."""
-    import ctypes
-    import errno
+def user_namespaces() -> tuple[bool, str]:
+    """Whether a session here gets a user and a network namespace of its own, as the run's probe
+    finds (`sandbox.plan.probe_namespace`), and what it said."""
+    from aam_eval_action.sandbox.plan import probe_namespace
 
-    machine = platform.machine()
-    if machine not in LANDLOCK_ARCHES:
-        return None, f"not probed on {machine}: the syscall number is known here for x86_64 and aarch64 only"
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError as exc:
-        return None, f"cannot reach libc's syscall(): {exc}"
-    libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(ctypes.c_long(LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
-                       ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
-    if abi > 0:
-        return int(abi), ""
-    code = ctypes.get_errno()
-    reasons = {
-        errno.ENOSYS: "the kernel has no such syscall: older than 5.13, built without Landlock, or a "
-                      "seccomp filter hides it",
-        errno.EOPNOTSUPP: "built into the kernel but not enabled at boot (add landlock to the lsm= "
-                          "boot parameter)",
-        errno.EPERM: "refused, likely by a seccomp filter (a container's)",
-    }
-    return None, reasons.get(code, f"landlock_create_ruleset failed: {os.strerror(code)}")
-
-
-def user_namespaces(environ: Mapping[str, str]) -> tuple[bool, str]:
-    """Whether `unshare -Urn true` runs (a user and a network namespace), and what it said."""
-    search = _with_system(environ)
-    tool = shutil.which("unshare", path=search)
-    if tool is None:
-        return False, "not checked: no `unshare` (util-linux) on PATH"
-    try:
-        done = subprocess.run([tool, "-Urn", "true"], capture_output=True, text=True, timeout=10,
-                              check=False, stdin=subprocess.DEVNULL, env={"PATH": search})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"not available: `unshare -Urn true` did not finish ({exc})"
-    if done.returncode == 0:
+    why = probe_namespace()
+    if not why:
         root = ("; running as root, which says nothing of an unprivileged user"
                 if hasattr(os, "geteuid") and os.geteuid() == 0 else "")
-        return True, f"available (`unshare -Urn true` runs){root}"
-    said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-    return False, f"not available: `unshare -Urn true`: {said}{_userns_limit()}"
+        return True, f"available (a session's own network namespace is made){root}"
+    return False, f"not available: {why}{_userns_limit()}"
 
 
 def _userns_limit() -> str:

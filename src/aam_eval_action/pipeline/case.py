@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
-from aam_eval_action.pipeline.budget import OverBudget, traffic_cost
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
 from aam_eval_action.pipeline.judge import JudgeError
+from aam_eval_action.pipeline.spend_cap import OverBudget, traffic_cost
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.divergence import Divergence

@@ -7,7 +7,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from aam_eval_action.pipeline.budget import Budget, Estimator
+from aam_eval_action.pipeline.spend_cap import Budget, Estimator
 from aam_eval_action.redact import Redactor
 from aam_eval_action.settings import RunSettings
 from aam_eval_action.spec import Case

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
-from aam_eval_action.pipeline.budget import OverBudget, answered_cost
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.judge import API_PATHS
 from aam_eval_action.pipeline.simulated_user import (
@@ -31,6 +30,7 @@ from aam_eval_action.pipeline.simulated_user import (
     reply_from_body,
     request_params,
 )
+from aam_eval_action.pipeline.spend_cap import OverBudget, answered_cost
 from aam_eval_action.providers import JUDGE_PROVIDERS, PROVIDERS, provider_for_model
 from aam_eval_action.session import STDERR_CAP, ConversationTurn, Session, Usage, cap
 

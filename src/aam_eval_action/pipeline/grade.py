@@ -13,7 +13,6 @@ from typing import Any
 from aam_eval_action.labels import digest
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline import plugin_eval
-from aam_eval_action.pipeline.budget import OverBudget, answered_cost
 from aam_eval_action.pipeline.checks import Check, CheckInputs, run_checks
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.finished import FinishedWorkspace
@@ -30,6 +29,7 @@ from aam_eval_action.pipeline.judge import (
     text_of,
     usage_of,
 )
+from aam_eval_action.pipeline.spend_cap import OverBudget, answered_cost
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
 from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint

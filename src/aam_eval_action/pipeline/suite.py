@@ -85,9 +85,9 @@ def execute(
         console.line(f"max-usd ${first.max_usd:.4g}: a case whose estimated cost does not fit what is left "
                      "is not run (not graded: budget); cases that spend run one at a time")
     # The run's machinery is imported once the run has said what it will do (start-up stays quick).
-    from aam_eval_action.pipeline.budget import Budget
     from aam_eval_action.pipeline.context import CaseContext
     from aam_eval_action.pipeline.scheduler import handle_signals, run_tasks
+    from aam_eval_action.pipeline.spend_cap import Budget
     from aam_eval_action.replay import prefetch
     from aam_eval_action.report import (
         Report,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aam_eval_action.pipeline.budget import Budget, Estimate, OverBudget
+from aam_eval_action.pipeline.spend_cap import Budget, Estimate, OverBudget
 from aam_eval_action.pricing import Price, price_of, tokens_cost
 from aam_eval_action.session import Usage
 from aam_eval_action.testing.packages import simple_case, write_package
