@@ -46,30 +46,17 @@ def recorded_draft(s: RunSettings, path: Path, provider: str, model: str, text: 
 
 def call_model(s: RunSettings, provider: str, params: dict[str, Any], jc: Any) -> Any:
     """One structured request through the provider's SDK, its exchange recorded by `jc`."""
-    from aam_eval_action.pipeline.judge import REQUEST_TIMEOUT
+    from aam_eval_action.model_calls import client
 
     if not s.api_key(provider):
         raise DraftRefused(
             f"no {PROVIDERS[provider].key_var} is set: drafting calls the model (or pass "
             "--replay to redraft from the recordings)"
         )
-    options = {
-        "api_key": s.api_key(provider),
-        "base_url": s.base_url(provider),
-        "http_client": jc.http_client(),
-        "max_retries": 4,
-        "timeout": REQUEST_TIMEOUT,
-    }
     try:
-        if provider == "anthropic":
-            import anthropic
-
-            with anthropic.Anthropic(**options) as client:
-                return client.messages.create(**params).model_dump(mode="json")
-        import openai
-
-        with openai.OpenAI(**options) as client:
-            return client.responses.create(**params).model_dump(mode="json")
+        with client(provider, s.base_url(provider), s.api_key(provider), jc.http_client(), 4) as sdk:
+            create = sdk.messages.create if provider == "anthropic" else sdk.responses.create
+            return create(**params).model_dump(mode="json")
     except Exception as exc:  # any SDK error after its retries: this skill is refused, the others go on
         raise DraftRefused(
             f"the drafting call failed: {type(exc).__name__}: {s.redactor().text(str(exc))[:300]}"

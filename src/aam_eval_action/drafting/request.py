@@ -7,11 +7,11 @@ shown, so the prompts are drafted from what each skill's body says it does.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from aam_eval_action.drafting.skills import SkillDoc, mask
+from aam_eval_action.model_calls import Structured
 
 MAX_TOKENS = 16_000
 TOOL = "draft_cases"
@@ -134,26 +134,13 @@ def _shown(doc: SkillDoc, every: tuple[SkillDoc, ...], cap: int) -> str:
     return body[:cap]
 
 
+DRAFT = Structured(SYSTEM, TOOL, "Record the drafted cases.", FORMAT, DRAFT_SCHEMA, max_tokens=MAX_TOKENS)
+"""The drafting request (`model_calls.py`)."""
+
+
 def request_params(provider: str, model: str, text: str) -> dict[str, Any]:
     """The drafting request's parameters: passed to the SDK as they are, and sent as its body."""
-    if provider == "anthropic":
-        return {
-            "model": model,
-            "max_tokens": MAX_TOKENS,
-            "system": SYSTEM,
-            "messages": [{"role": "user", "content": text}],
-            "tools": [
-                {"name": TOOL, "description": "Record the drafted cases.", "input_schema": DRAFT_SCHEMA}
-            ],
-            "tool_choice": {"type": "tool", "name": TOOL},
-        }
-    return {
-        "model": model,
-        "instructions": SYSTEM,
-        "input": text,
-        "max_output_tokens": MAX_TOKENS,
-        "text": {"format": {"type": "json_schema", "name": FORMAT, "strict": True, "schema": DRAFT_SCHEMA}},
-    }
+    return DRAFT.params(provider, model, text)
 
 
 class DraftRefused(Exception):
@@ -164,29 +151,10 @@ def answer_from_body(provider: str, body: Any) -> dict[str, Any]:
     """The drafted object in a response body (the SDK's parsed response, or a recorded one)."""
     if not isinstance(body, dict):
         raise DraftRefused("the response is not a JSON object")
-    if provider == "anthropic":
-        data = next(
-            (
-                b.get("input")
-                for b in body.get("content") or []
-                if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == TOOL
-            ),
-            None,
-        )
-        if data is None:
-            raise DraftRefused(f"the model did not call {TOOL}")
-    else:
-        text = "".join(
-            c.get("text", "")
-            for item in body.get("output") or []
-            if isinstance(item, dict)
-            for c in item.get("content") or []
-            if isinstance(c, dict) and c.get("type") == "output_text"
-        )
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise DraftRefused(f"the answer is not JSON: {text[:80]!r}") from None
+    data = DRAFT.answer(provider, body)
+    if data is None:
+        raise DraftRefused(f"the model did not call {TOOL}" if provider == "anthropic"
+                           else "the answer is not JSON")
     if not isinstance(data, dict):
         raise DraftRefused("the answer is not a JSON object")
     missing = [k for k in DRAFT_SCHEMA["required"] if not isinstance(data.get(k), list)]

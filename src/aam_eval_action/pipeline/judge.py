@@ -6,14 +6,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from aam_eval_action.model_calls import (
+    API_PATHS,
+    MAX_TOKENS,
+    PLACEHOLDER_KEY,
+    REQUEST_TIMEOUT,
+    Structured,
+    ask_plain,
+    output_text,
+    plain_params,
+    text_of,
+    tool_input,
+    usage_from,
+    usage_of,
+)
 from aam_eval_action.session import FileChange, Session, cap
 
 OUTPUT_CAP = 20_000
 FILES_CAP = 20_000
-MAX_TOKENS = 1024
 # Seconds one judge request may take before it is retried; the SDKs' own default is 10 min.
-REQUEST_TIMEOUT = 120.0
-PLACEHOLDER_KEY = "aam-eval-replay-placeholder"
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -33,6 +44,10 @@ SYSTEM = (
 
 class JudgeError(Exception):
     """The judge gave no usable verdict; the case becomes ERROR with this reason."""
+
+
+__all__ = ["API_PATHS", "MAX_TOKENS", "PLACEHOLDER_KEY", "REQUEST_TIMEOUT", "Structured", "ask_plain",
+           "plain_params", "text_of", "usage_of"]
 
 
 @dataclass(frozen=True)
@@ -82,48 +97,6 @@ def _files_text(files: list[FileChange]) -> str:
     return "\n".join(out)
 
 
-API_PATHS = {"anthropic": "/v1/messages", "openai": "/v1/responses"}
-"""Where each provider's judge request goes (the SDK call and the replay fast path agree)."""
-
-
-@dataclass(frozen=True)
-class Structured:
-    """A request for one structured answer: a forced tool call (Anthropic) or a JSON schema
-    format (OpenAI Responses), under a system prompt (the judge's verdict, the simulated user's
-    reply)."""
-
-    system: str
-    tool: str
-    """The tool's name (Anthropic); the format's name is `format`."""
-    description: str
-    format: str
-    schema: dict[str, Any]
-
-    def params(self, provider: str, model: str, text: str) -> dict[str, Any]:
-        """The request's parameters: passed to the SDK as they are, and sent as its JSON body."""
-        if provider == "anthropic":
-            return {
-                "model": model, "max_tokens": MAX_TOKENS, "system": self.system,
-                "messages": [{"role": "user", "content": text}],
-                "tools": [{"name": self.tool, "description": self.description, "input_schema": self.schema}],
-                "tool_choice": {"type": "tool", "name": self.tool},
-            }
-        return {
-            "model": model, "instructions": self.system, "input": text, "max_output_tokens": MAX_TOKENS,
-            "text": {"format": {"type": "json_schema", "name": self.format, "strict": True,
-                                "schema": self.schema}},
-        }
-
-    def ask(self, provider: str, model: str, text: str, base_url: str | None, api_key: str | None,
-            http_client: Any = None, max_retries: int = 4) -> Any:
-        """Ask the model once (the SDK retries transient errors with backoff): the response body."""
-        params = self.params(provider, model, text)
-        with _client(provider, base_url, api_key, http_client, max_retries) as client:
-            if provider == "anthropic":
-                response = client.messages.create(**params)
-            else:
-                response = client.responses.create(**params)
-        return response.model_dump(mode="json")
 
 
 VERDICT = Structured(SYSTEM, "record_verdict", "Record the verdict.", "verdict", VERDICT_SCHEMA)
@@ -149,106 +122,21 @@ def ask(
     return answer_from_body(provider, model, body)
 
 
-def plain_params(provider: str, model: str, system: str, text: str | list[dict[str, Any]]) -> dict[str, Any]:
-    """A request for a plain text answer (a `claude plugin eval` judge's one word); `text` may be
-    Messages content blocks (text and an image), sent to the Responses API in its own shapes."""
-    if provider == "anthropic":
-        return {"model": model, "max_tokens": MAX_TOKENS, "system": system,
-                "messages": [{"role": "user", "content": text}]}
-    content: Any = text
-    if not isinstance(text, str):
-        content = [{"role": "user", "content": [_responses_block(b) for b in text]}]
-    return {"model": model, "instructions": system, "input": content, "max_output_tokens": MAX_TOKENS}
-
-
-def _responses_block(block: dict[str, Any]) -> dict[str, Any]:
-    if block.get("type") == "image":
-        source = block["source"]
-        return {"type": "input_image", "image_url": f"data:{source['media_type']};base64,{source['data']}"}
-    return {"type": "input_text", "text": block.get("text", "")}
-
-
-def ask_plain(provider: str, model: str, system: str, text: str | list[dict[str, Any]], base_url: str | None,
-              api_key: str | None, http_client: Any = None, max_retries: int = 4) -> dict[str, Any]:
-    """Ask for a plain text answer once: the response body."""
-    params = plain_params(provider, model, system, text)
-    with _client(provider, base_url, api_key, http_client, max_retries) as client:
-        create = client.messages.create if provider == "anthropic" else client.responses.create
-        response = create(**params)
-    body: dict[str, Any] = response.model_dump(mode="json")
-    return body
-
-
-def text_of(provider: str, body: Any) -> str:
-    """The answer's text in a response body (every text block, joined)."""
-    if not isinstance(body, dict):
-        return ""
-    if provider == "anthropic":
-        return "\n".join(str(b.get("text", "")) for b in body.get("content") or []
-                         if isinstance(b, dict) and b.get("type") == "text")
-    return _output_text(body)
-
-
-def _client(
-    provider: str, base_url: str | None, api_key: str | None, http_client: Any, max_retries: int
-) -> Any:
-    """The provider's official SDK client (imported here: replay never needs it)."""
-    options = {"api_key": api_key or PLACEHOLDER_KEY, "base_url": base_url, "http_client": http_client,
-               "max_retries": max_retries, "timeout": REQUEST_TIMEOUT}
-    if provider == "anthropic":
-        import anthropic
-
-        return anthropic.Anthropic(**options)
-    import openai
-
-    return openai.OpenAI(**options)
-
-
 def answer_from_body(provider: str, model: str, body: Any) -> JudgeAnswer:
     """The verdict in a judge response body (the SDK's parsed response, or a recorded one)."""
     if not isinstance(body, dict):
         raise JudgeError(f"judge {model} returned no JSON response")
     answered_by = str(body.get("model") or model)
     if provider == "anthropic":
-        data = _tool_input(body)
+        data = tool_input(body, "record_verdict")
         if data is None:
             raise JudgeError(f"judge {model} returned no record_verdict tool call")
     else:
         try:
-            data = json.loads(_output_text(body))
+            data = json.loads(output_text(body))
         except json.JSONDecodeError:
             raise JudgeError(f"judge {model} returned no JSON verdict") from None
-    return _verdict(data, answered_by, _usage(body.get("usage")))
-
-
-def _tool_input(body: dict[str, Any]) -> Any:
-    for block in body.get("content") or []:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "tool_use" and block.get("name") == "record_verdict":
-            return block.get("input")
-    return None
-
-
-def _output_text(body: dict[str, Any]) -> str:
-    """What the OpenAI SDK's `output_text` is: every output_text part of every message, joined."""
-    parts = []
-    for item in body.get("output") or []:
-        if isinstance(item, dict) and item.get("type") == "message":
-            parts += [c.get("text", "") for c in item.get("content") or []
-                      if isinstance(c, dict) and c.get("type") == "output_text"]
-    return "".join(parts)
-
-
-def usage_of(body: Any) -> dict[str, int]:
-    """The token usage a response body reports."""
-    return _usage(body.get("usage") if isinstance(body, dict) else None)
-
-
-def _usage(usage: Any) -> dict[str, int]:
-    if not isinstance(usage, dict):
-        return {}
-    return {k: usage[k] for k in ("input_tokens", "output_tokens") if isinstance(usage.get(k), int)}
+    return _verdict(data, answered_by, usage_from(body.get("usage")))
 
 
 def _verdict(data: Any, model: str, usage: dict[str, int]) -> JudgeAnswer:

@@ -17,7 +17,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aam_eval_action.pipeline.judge import Structured, _output_text, _usage
+from aam_eval_action.model_calls import Structured
+from aam_eval_action.model_calls import output_text as _output_text
+from aam_eval_action.model_calls import usage_from as _usage
 from aam_eval_action.session import ConversationTurn, cap
 from aam_eval_action.spec import SimulatedUser
 

@@ -10,12 +10,12 @@ catch-all wording.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from aam_eval_action.catalog import Skill, predict
+from aam_eval_action.model_calls import Structured
 
 SETS = ("train", "select", "test")
 SPLIT_TAGS = {
@@ -260,51 +260,17 @@ SCHEMA = {
 }
 
 
+PROPOSE = Structured(SYSTEM, TOOL, "Record the proposed descriptions.", FORMAT, SCHEMA, max_tokens=MAX_TOKENS)
+"""The proposer's request (`model_calls.py`)."""
+
+
 def request_params(provider: str, model: str, text: str) -> dict[str, Any]:
-    if provider == "anthropic":
-        return {
-            "model": model,
-            "max_tokens": MAX_TOKENS,
-            "system": SYSTEM,
-            "messages": [{"role": "user", "content": text}],
-            "tools": [
-                {"name": TOOL, "description": "Record the proposed descriptions.", "input_schema": SCHEMA}
-            ],
-            "tool_choice": {"type": "tool", "name": TOOL},
-        }
-    return {
-        "model": model,
-        "instructions": SYSTEM,
-        "input": text,
-        "max_output_tokens": MAX_TOKENS,
-        "text": {"format": {"type": "json_schema", "name": FORMAT, "strict": True, "schema": SCHEMA}},
-    }
+    return PROPOSE.params(provider, model, text)
 
 
 def proposals(provider: str, body: Any, round_no: int, count: int) -> list[Candidate]:
     """The candidates in a proposer's answer (at most `count`); anything malformed is dropped."""
-    data: Any = None
-    if isinstance(body, dict) and provider == "anthropic":
-        data = next(
-            (
-                b.get("input")
-                for b in body.get("content") or []
-                if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == TOOL
-            ),
-            None,
-        )
-    elif isinstance(body, dict):
-        text = "".join(
-            c.get("text", "")
-            for item in body.get("output") or []
-            if isinstance(item, dict)
-            for c in item.get("content") or []
-            if isinstance(c, dict) and c.get("type") == "output_text"
-        )
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = None
+    data = PROPOSE.answer(provider, body)
     items = data.get("candidates") if isinstance(data, dict) else None
     out = []
     for item in items if isinstance(items, list) else []:
