@@ -104,6 +104,11 @@ def test_the_lint_passes_a_plain_description_and_a_hand_off_names_the_sibling() 
     [long] = handoffs("db-migrations", SKILLS["db-migrations"], {"propose-then-ship-pi": 1}, skills)
     assert "(Scan the repository, propose one change, wait for the go-ahead, and with it run the whole);" in long.text
     assert lint(long.text, "db-migrations", SKILLS["db-migrations"], TRAIN, skills, ENGINES) is None
+    # A sibling's own hyphenated words are not a skill name: "use propose-then-ship-pi" names the
+    # installed skill, not a "propose-then-ship" (a public suite's case).
+    pipeline = {"propose-then-ship-pi": "Use for the propose-then-ship pipeline: scan, propose, ship."}
+    [quoted] = handoffs("db-migrations", SKILLS["db-migrations"], {"propose-then-ship-pi": 1}, SKILLS | pipeline)
+    assert lint(quoted.text, "db-migrations", SKILLS["db-migrations"], TRAIN, SKILLS | pipeline, ENGINES) is None
 
 
 def test_the_description_is_replaced_where_it_is_written() -> None:

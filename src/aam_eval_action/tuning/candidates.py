@@ -168,7 +168,8 @@ def lint(
         if found:
             return f"catch-all wording ({found.group(0)!r}): it would take prompts from every sibling"
     for named in SKILL_NAME.findall(text):
-        if named not in skills and re.search(rf"\b(use|see|try|prefer)\s+`?{re.escape(named)}\b", text, re.I):
+        called = rf"\b(use|see|try|prefer)\s+`?{re.escape(named)}(?![\w-])"  # the whole name
+        if named not in skills and re.search(called, text, re.I):
             return f"names a skill that is not installed ({named!r})"
     for engine, model in engines:
         before = predict(engine, _with(skills, target, baseline), model)
