@@ -62,7 +62,7 @@ class Graded:
     miss: Miss | None = None
     score: float | None = None
     """A `claude plugin eval` case: this run's score."""
-    graders: tuple[plugin_eval.Graded, ...] = ()
+    graders: tuple[plugin_eval.GraderResult, ...] = ()
     """A `claude plugin eval` case: its graders in this run."""
 
 
@@ -312,7 +312,7 @@ def combine(
     return result, session
 
 
-def _outcomes(results: tuple[plugin_eval.Graded, ...]) -> list[GraderOutcome]:
+def _outcomes(results: tuple[plugin_eval.GraderResult, ...]) -> list[GraderOutcome]:
     return [GraderOutcome(name=r.name, type=r.type, weight=r.weight, passed=r.passed, scored=r.scored,
                           with_only=r.with_only, explanation=r.explanation, votes=r.votes) for r in results]
 

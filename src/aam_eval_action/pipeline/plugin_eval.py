@@ -56,7 +56,7 @@ NO_MOCKS = ("no mock stand-ins were active in this run (no mocks/ directory appl
 
 
 @dataclass
-class Graded:
+class GraderResult:
     """One grader's outcome in one run."""
 
     name: str
@@ -97,7 +97,7 @@ def with_only(grader: dict[str, Any], calls_with_only: bool = False) -> bool:
 
 
 def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None = None,
-              passthrough: tuple[type[BaseException], ...] = ()) -> list[Graded]:
+              passthrough: tuple[type[BaseException], ...] = ()) -> list[GraderResult]:
     """Every grader of the case on one run of `arm` (`with`, `without`, or None: one arm). A
     grader that throws fails with why, as there; `passthrough` exceptions (a replay miss, the
     budget) stop the grading instead."""
@@ -122,7 +122,7 @@ def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None
     return out
 
 
-def run_score(results: Sequence[Graded]) -> float:
+def run_score(results: Sequence[GraderResult]) -> float:
     total = sum(r.weight for r in results if r.scored)
     passed = sum(r.weight for r in results if r.scored and r.passed)
     return passed / total if total > 0 else 0.0
@@ -135,11 +135,11 @@ def case_score(scores: Sequence[float]) -> tuple[float, float]:
     return sum(scores) / len(scores), sum(1 for s in scores if s >= 1) / len(scores)
 
 
-def _failed(grader: dict[str, Any], why: str) -> Graded:
-    return Graded(grader["name"], grader["type"], float(grader.get("weight", 1)), False, why)
+def _failed(grader: dict[str, Any], why: str) -> GraderResult:
+    return GraderResult(grader["name"], grader["type"], float(grader.get("weight", 1)), False, why)
 
 
-def _grade(grader: dict[str, Any], run: RunInputs) -> Graded:
+def _grade(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     kind = grader["type"]
     if kind == "regex" and grader.get("target") == "trace" and not _native(run.engine):
         result = _failed(grader, f"not graded on {run.engine}: the trace is Claude Code's stream-json; this "
@@ -290,13 +290,13 @@ def _js_flags(flags: str) -> int:
     return (re.I if "i" in flags else 0) | (re.M if "m" in flags else 0) | (re.S if "s" in flags else 0)
 
 
-def _not_here(grader: dict[str, Any], what: str) -> Graded:
+def _not_here(grader: dict[str, Any], what: str) -> GraderResult:
     result = _failed(grader, f"not graded here: the {what} target is not kept")
     result.scored = False
     return result
 
 
-def _regex(grader: dict[str, Any], run: RunInputs) -> Graded:
+def _regex(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     target = grader.get("target", "last_message")
     if isinstance(target, dict):
         content = _file(target, run)
@@ -319,7 +319,7 @@ def _regex(grader: dict[str, Any], run: RunInputs) -> Graded:
     else:
         wanted, found = int(match.removeprefix("count:")), sum(1 for _ in pattern.finditer(text))
         passed, why = found == wanted, f"found {found} matches (expected {wanted})"
-    return Graded(grader["name"], "regex", float(grader.get("weight", 1)), passed, why)
+    return GraderResult(grader["name"], "regex", float(grader.get("weight", 1)), passed, why)
 
 
 def _compact(value: Any) -> str:
@@ -359,7 +359,7 @@ def mcp_call(name: str, tool: str) -> bool:
     return name.endswith(bare) and any(s and s in prefix for s in (server, server.rsplit("_", 1)[-1]))
 
 
-def _missing_tool(grader: dict[str, Any], run: RunInputs) -> Graded | None:
+def _missing_tool(grader: dict[str, Any], run: RunInputs) -> GraderResult | None:
     """On another engine than Claude Code, a grader naming a Claude Code tool that engine has no
     counterpart of is shown unscored, with why: never failed for a tool that cannot be called."""
     if _native(run.engine):
@@ -374,20 +374,20 @@ def _missing_tool(grader: dict[str, Any], run: RunInputs) -> Graded | None:
     return None
 
 
-def _tool_used(grader: dict[str, Any], run: RunInputs) -> Graded:
+def _tool_used(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     side = {"tool": grader["tool"], "input_match": grader.get("input_match")}
     n = sum(1 for c in run.session.tool_calls if _matches(c, side, run.engine))
     least, most = grader.get("min", 1), grader.get("max")
     passed = least <= n and (most is None or n <= most)
     why = f"{grader['tool']} called {n}x (expected {least}..{'∞' if most is None else most})"
-    return Graded(grader["name"], "tool_used", float(grader.get("weight", 1)), passed, why)
+    return GraderResult(grader["name"], "tool_used", float(grader.get("weight", 1)), passed, why)
 
 
 def _first(run: RunInputs, side: Any) -> int:
     return next((i for i, c in enumerate(run.session.tool_calls) if _matches(c, side, run.engine)), -1)
 
 
-def _tool_order(grader: dict[str, Any], run: RunInputs) -> Graded:
+def _tool_order(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     before, after = grader["before"], grader["after"]
     name = {k: (v.get("tool") if isinstance(v, dict) else v) for k, v in (("before", before),
                                                                           ("after", after))}
@@ -397,7 +397,7 @@ def _tool_order(grader: dict[str, Any], run: RunInputs) -> Graded:
     if a == -1:
         return _failed(grader, f'"after" tool {name["after"]} never called')
     why = f"{name['before']}@{b} {'precedes' if b < a else 'does NOT precede'} {name['after']}@{a}"
-    return Graded(grader["name"], "tool_order", float(grader.get("weight", 1)), b < a, why)
+    return GraderResult(grader["name"], "tool_order", float(grader.get("weight", 1)), b < a, why)
 
 
 def glob_pattern(glob: str) -> re.Pattern[str]:
@@ -416,7 +416,7 @@ def glob_pattern(glob: str) -> re.Pattern[str]:
     return re.compile(out + "$")
 
 
-def _file_exists(grader: dict[str, Any], run: RunInputs) -> Graded:
+def _file_exists(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     path, exists = str(grader["path"]), bool(grader.get("exists", True))
     found = any(glob_pattern(path).match(p) for p in created(run.session))
     passed = found == exists
@@ -424,7 +424,7 @@ def _file_exists(grader: dict[str, Any], run: RunInputs) -> Graded:
         why = f"{path} {'exists' if exists else 'absent'} as expected"
     else:
         why = f"{path} {'exists' if found else 'missing'} (expected {'present' if exists else 'absent'})"
-    return Graded(grader["name"], "file_exists", float(grader.get("weight", 1)), passed, why)
+    return GraderResult(grader["name"], "file_exists", float(grader.get("weight", 1)), passed, why)
 
 
 def elide(text: str) -> str:
@@ -458,7 +458,7 @@ def image_prompt(criteria: str, focus: Any, kind: str, data: bytes) -> list[dict
             {"type": "text", "text": "Respond with exactly one word: PASS or FAIL."}]
 
 
-def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
+def _llm(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     focus = grader.get("focus", "last_message")
     if isinstance(focus, dict):
         content = _file(focus, run)
@@ -482,13 +482,13 @@ def _llm(grader: dict[str, Any], run: RunInputs) -> Graded:
     return _votes(grader, run, judge_prompt(str(grader["criteria"]), focus, text))
 
 
-def _votes(grader: dict[str, Any], run: RunInputs, prompt: str | list[dict[str, Any]]) -> Graded:
+def _votes(grader: dict[str, Any], run: RunInputs, prompt: str | list[dict[str, Any]]) -> GraderResult:
     if run.ask is None:
         raise RuntimeError("no judge for an llm grader")
     votes = [vote(run.ask(prompt)) for _ in range(VOTES)]
     passed = sum(votes) > len(votes) / 2
     why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
-    return Graded(grader["name"], "llm", float(grader.get("weight", 1)), passed, why, votes=votes)
+    return GraderResult(grader["name"], "llm", float(grader.get("weight", 1)), passed, why, votes=votes)
 
 
 def baseline_prompt(criteria: str, baseline: str, new: str) -> str:
@@ -499,7 +499,7 @@ def baseline_prompt(criteria: str, baseline: str, new: str) -> str:
         "Respond with exactly one word: PASS or FAIL."])
 
 
-def _baseline(grader: dict[str, Any], run: RunInputs) -> Graded:
+def _baseline(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     """The run's trace against a recorded trajectory (`baseline_file`, JSON lines beside the
     case), three votes as for `llm`."""
     rel = str(grader["baseline_file"])
@@ -519,4 +519,4 @@ def _baseline(grader: dict[str, Any], run: RunInputs) -> Graded:
     votes = [vote(run.ask(prompt)) for _ in range(VOTES)]
     why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
     passed = sum(votes) > len(votes) / 2
-    return Graded(grader["name"], "baseline", float(grader.get("weight", 1)), passed, why, votes=votes)
+    return GraderResult(grader["name"], "baseline", float(grader.get("weight", 1)), passed, why, votes=votes)
