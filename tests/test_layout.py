@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,30 @@ def test_every_source_file_is_of_a_size_a_reader_can_hold() -> None:
     long = {p.relative_to(PACKAGE).as_posix(): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 800}
     assert long == {}
+
+
+def test_an_engine_is_named_only_by_the_registry_and_its_own_modules() -> None:
+    """Each engine's traits live in its registry entry and its modules (`engines/<engine>*.py`):
+    no other module of the package names it. (`codex` and `copilot` are also the names of plugin
+    formats and hook dialects in `layouts/` and `hooks.py`, which an engine declares it reads.)"""
+    from aam_eval_action.engines.registry import ENGINES
+
+    allowed = {"engines/registry.py"}
+    found = []
+    for name in ENGINES:
+        literal = re.compile(rf"""["']{re.escape(name)}["']""")
+        module = name.replace("-", "_")
+        for path in sorted(PACKAGE.rglob("*.py")):
+            rel = path.relative_to(PACKAGE).as_posix()
+            if rel in allowed or rel.startswith((f"engines/{module}", "testing/")):
+                continue
+            text = path.read_text(encoding="utf-8")
+            if literal.search(text) and (name not in ("codex", "copilot") or _as_engine(text, name)):
+                found.append(f"{rel}: {name}")
+    assert found == []
+
+
+def _as_engine(text: str, name: str) -> bool:
+    """Whether `codex` or `copilot` is written as an engine (an engine's comparison or key), not
+    as a plugin host, hook dialect or agent format."""
+    return re.search(rf"""engine\w*\s*(==|!=|\[|in)\s*\(?["']{name}["']""", text) is not None
