@@ -181,3 +181,24 @@ def test_the_kept_split_tags_the_cases_it_names_and_a_case_tag_wins(tmp_path: Pa
     assert [str(e) for e in loaded.errors] == [
         f"evals/tune-split.yaml:3: split.{names[1]}: 'later' is not one of train, select, test"]
     assert len(loaded.cases) == len(names)
+
+
+def test_drafted_test_prompts_are_redrafted_only_while_nobody_edited_them(tmp_path: Path) -> None:
+    """`--draft-test` drafts its file again from the recording while it is as tune wrote it (its
+    header's digest of the cases); once a person has edited it, tune refuses to redraft it and says
+    how to use it as it is, before any session."""
+    from aam_eval_action.tuning.power import SIGNED, _signed, unedited
+
+    cases = [{"name": "db-migrations-test1-fires-01", "target": "skill:db-migrations",
+              "input": {"prompt": "Drop the old index in a migration"}, "expected": {"skill-triggered": True},
+              "tags": ["drafted", "split:test"], "draft": {"reviewed": False}}]
+    text = _signed(["Drafted by `aam-eval tune --draft-test`."], cases)
+    assert unedited(text) and SIGNED in text
+    edited = text.replace("Drop the old index", "Drop the legacy index")
+    assert not unedited(edited)
+    pkg = Path(shutil.copytree(ROOT / "tests/fixtures/tune-skills", tmp_path / "pkg"))
+    (pkg / "evals/cases/db-migrations-test-drafts.yaml").write_text(edited)
+    refused = aam_eval("tune", "--skill", "db-migrations", "--package", str(pkg), "--no-propose", "--draft-test", "8",
+                       "--replay")
+    assert refused.code == 2 and ("evals/cases/db-migrations-test-drafts.yaml was edited after tune drafted it "
+                                  "(reviewed?): run without --draft-test") in refused.err, refused
