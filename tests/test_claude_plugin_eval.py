@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from aam_eval_action.graders import TEMPLATE_CRITERIA, FileTarget, LlmGrader, ToolOrderGrader, from_dicts
 from aam_eval_action.importers import claude_plugin_eval as cpe
 
 from conftest import PINNED_CLAUDE, ROOT, aam_eval, installed
@@ -109,7 +110,7 @@ def test_the_suite_loads_as_claude_plugin_eval_loads_it(plugin: Path, refusing: 
     for case in theirs["cases"]:
         ours = loaded[case["dir"]]
         assert (ours.imported.case.name, ours.source, ours.runs) == (case["name"], case["source"], case["runsPerCase"])
-        assert [(g["name"], g["type"], g.get("weight", 1)) for g in ours.graders] == [
+        assert [(g.name, g.type, g.weight) for g in ours.graders] == [
             (g["name"], g["type"], g["weight"]) for g in case["graders"]], case["dir"]
         if case.get("timeoutSeconds") != 300:  # the runner's default, which ours leaves to eval-config
             assert ours.imported.case.timeout == case["timeoutSeconds"]
@@ -159,8 +160,27 @@ def test_the_blank_init_template_is_refused(plugin: Path) -> None:
     (blank / "graders").mkdir(parents=True)
     (blank / "prompt.md").write_text("---\nmax_turns: 10\nallowed_tools: [Read, Glob, Grep, Skill]\n---\n\n"
                                      f"{cpe.TEMPLATE_PROMPT}\n")
-    (blank / "graders/criteria.md").write_text(f"---\ntype: llm\nweight: 1\n---\n\n{cpe.TEMPLATE_CRITERIA}\n")
+    (blank / "graders/criteria.md").write_text(f"---\ntype: llm\nweight: 1\n---\n\n{TEMPLATE_CRITERIA}\n")
     assert "the prompt is still the blank `init` template" in _ours(plugin)[1]["evals/blank"]
+
+
+def test_a_grader_is_validated_once_into_its_typed_model(plugin: Path) -> None:
+    """Each grader is read into the model of its type where the case is read: a field of the
+    wrong type is refused there with the file, the line and the field; what loads is typed."""
+    case = plugin / "evals/typed"
+    case.mkdir()
+    (case / "case.yaml").write_text('schema_version: "1.0"\nname: typed\nexecution:\n  prompt: Hi\n'
+                                    "graders:\n  - {name: many, type: tool_used, tool: Read, min: lots}\n")
+    refused = _ours(plugin)[1]["evals/typed"]
+    assert refused.startswith("evals/typed/case.yaml:6: invalid case.yaml: graders.0.min: Input should be a "
+                              "valid integer"), refused
+    (case / "case.yaml").write_text('schema_version: "1.0"\nname: typed\nexecution:\n  prompt: Hi\n'
+                                    "graders:\n  - {name: order, type: tool_order, before: Write, after: Read}\n"
+                                    "  - {name: file, type: llm, criteria: Good., focus: {source: file, path: a.md}}\n")
+    order, file = _ours(plugin)[0]["evals/typed"].graders
+    assert isinstance(order, ToolOrderGrader) and (order.before.tool, order.after.tool) == ("Write", "Read")
+    assert isinstance(file, LlmGrader) and isinstance(file.focus, FileTarget) and file.focus.path == "a.md"
+    assert order.config() == {"before": {"tool": "Write"}, "after": {"tool": "Read"}}  # as that runner keeps it
 
 
 def test_the_graders_are_kept_and_what_is_not_honoured_is_named(plugin: Path) -> None:
@@ -168,7 +188,7 @@ def test_the_graders_are_kept_and_what_is_not_honoured_is_named(plugin: Path) ->
     as merged; what this run does not pass to the CLI is named."""
     loaded, _ = _ours(plugin)
     minutes = loaded["evals/routing/minutes-from-transcript"]
-    assert [(g["name"], g["type"], g["weight"]) for g in minutes.imported.graders] == [
+    assert [(g.name, g.type, g.weight) for g in minutes.imported.graders] == [
         ("skill-fired", "tool_used", 1), ("mentions-decision", "regex", 1), ("minutes-quality", "llm", 2)]
     assert minutes.imported.case.repeat == 1 and minutes.imported.case.install_all_skills
     assert minutes.imported.case.judge is None and minutes.imported.case.expected.regex == []
@@ -176,13 +196,13 @@ def test_the_graders_are_kept_and_what_is_not_honoured_is_named(plugin: Path) ->
     execution = minutes.imported.case.execution
     assert execution is not None and (execution.max_turns, execution.allowed_tools) == (8, ["Skill", "Read", "Write"])
     changelog = loaded["evals/files/changelog-written"]
-    assert [g["name"] for g in changelog.graders] == ["created", "fixed"]  # notes.md has no frontmatter
-    assert changelog.graders[1]["pattern"] == "Fixed"  # the body, as the pattern
+    assert [g.name for g in changelog.graders] == ["created", "fixed"]  # notes.md has no frontmatter
+    assert changelog.graders[1].pattern == "Fixed"  # the body, as the pattern
     mixed = loaded["evals/mixed-form"]
     assert mixed.source == "mixed"
     assert mixed.imported.case.input.prompt == "Turn this into minutes: Bo owns the migration, due March 3."
-    assert [g["name"] for g in mixed.graders] == ["answered", "owner"]  # the yaml graders first
-    assert mixed.graders[1]["criteria"] == "The minutes name Bo as the owner of the migration."
+    assert [g.name for g in mixed.graders] == ["answered", "owner"]  # the yaml graders first
+    assert mixed.graders[1].criteria == "The minutes name Bo as the owner of the migration."
     assert mixed.imported.skipped == {}
     assert mixed.imported.case.execution is not None
     assert mixed.imported.case.execution.disallowed_tools == ["WebFetch", "WebSearch"]  # joined
@@ -216,18 +236,18 @@ def test_a_run_is_scored_as_that_runner_scores_it() -> None:
         {"name": "judged", "type": "llm", "criteria": "Minutes were written.", "weight": 1},
     ]
     run = pe.RunInputs(session, {"out/minutes.md": "x"}, ask)
-    results = pe.grade_run(graders, run)
+    results = pe.grade_run(from_dicts(graders), run)
     assert [(r.name, r.passed) for r in results] == [
         ("fired", True), ("glob", True), ("not-modified", True), ("twice", True), ("order", False), ("judged", True)]
-    assert results[4].explanation == "Write@2 does NOT precede Read@1"
-    assert results[5].votes == [True, False, True] and results[5].explanation == "judge votes: PASS FAIL PASS"
+    assert results[4].detail == "Write@2 does NOT precede Read@1"
+    assert results[5].votes == (True, False, True) and results[5].detail == "judge votes: PASS FAIL PASS"
     assert pe.run_score(results) == 6 / 9
     assert asked[0] == ("You are grading the output of a coding agent against a criterion.\n\nCriterion:\n"
                         "Minutes were written.\n\n\nAgent output (last_message):\nDone: minutes written. "
                         "minutes!\n\n\nRespond with exactly one word: PASS or FAIL.")
     # Two arms: `tool_used: Skill` with no arm, and `arm: with-only`, are the plugin-fired
     # indicator: shown unscored with the plugin, not run without it.
-    with_only = [graders[0], {**graders[3], "arm": "with-only"}, graders[1]]
+    with_only = from_dicts([graders[0], {**graders[3], "arm": "with-only"}, graders[1]])
     assert [(r.name, r.scored, r.with_only) for r in pe.grade_run(with_only, run, "with")] == [
         ("fired", False, True), ("twice", False, True), ("glob", True, False)]
     assert [r.name for r in pe.grade_run(with_only, run, "without")] == ["glob"]
@@ -237,9 +257,9 @@ def test_a_run_is_scored_as_that_runner_scores_it() -> None:
     # On another engine, a Claude Code tool with no counterpart there is reported, not failed.
     other = pe.RunInputs(session, {}, ask, "codex")
     todo = {"name": "planned", "type": "tool_used", "tool": "TodoWrite", "weight": 1}
-    [shown] = pe.grade_run([todo], other)
+    [shown] = pe.grade_run(from_dicts([todo]), other)
     assert (shown.passed, shown.scored) == (False, False)
-    assert shown.explanation == "not graded on codex: it has no tool like Claude Code's TodoWrite"
+    assert shown.detail == "not graded on codex: it has no tool like Claude Code's TodoWrite"
     long = "a" * 80_000 + "b" * 30_000 + "c" * 20_000
     assert pe.elide(long) == "a" * 80_000 + "\n[…30000 chars elided…]\n" + "c" * 20_000
 
@@ -269,8 +289,8 @@ def test_the_trace_and_a_baseline_are_graded_as_there(tmp_path: Path) -> None:
                {"name": "as-before", "type": "baseline", "baseline_file": "before.jsonl", "criteria": "Says ok.",
                 "weight": 1},
                {"name": "missing", "type": "baseline", "baseline_file": "gone.jsonl", "criteria": "x", "weight": 1}]
-    results = pe.grade_run(graders, run)
-    assert [(r.name, r.passed, r.explanation) for r in results] == [
+    results = pe.grade_run(from_dicts(graders), run)
+    assert [(r.name, r.passed, r.detail) for r in results] == [
         ("system-first", True, 'matched ^\\{"type":"system","session_id"'),
         ("as-before", True, "judge votes: PASS PASS PASS"), ("missing", False, "baseline file gone.jsonl does not exist")]
     shown = pe.trajectory(events)
@@ -281,9 +301,9 @@ def test_the_trace_and_a_baseline_are_graded_as_there(tmp_path: Path) -> None:
                                "Says ok.\n\n\nBASELINE trajectory:\n")
     # A session recorded without its trace, and another engine's events: said, not failed silently.
     untraced = pe.RunInputs(Session(engine="claude-code", model_provider="anthropic"), {}, ask)
-    assert pe.grade_run(graders[:1], untraced)[0].explanation.startswith("the run's trace was not kept")
-    [other] = pe.grade_run(graders[:1], pe.RunInputs(session, {}, ask, "gemini-cli"))
-    assert (other.scored, other.explanation.startswith("not graded on gemini-cli")) == (False, True)
+    assert pe.grade_run(from_dicts(graders[:1]), untraced)[0].detail.startswith("the run's trace was not kept")
+    [other] = pe.grade_run(from_dicts(graders[:1]), pe.RunInputs(session, {}, ask, "gemini-cli"))
+    assert (other.scored, other.detail.startswith("not graded on gemini-cli")) == (False, True)
 
 
 def test_check_selects_the_suites_cases_and_shows_the_refusal(plugin: Path) -> None:

@@ -79,7 +79,7 @@ def test_no_import_cycles() -> None:
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
 
 
-LOWER = ("spec", "layouts", "engines", "replay", "sandbox", "catalog", "importers", "settings", "loader")
+LOWER = ("spec", "graders", "layouts", "engines", "replay", "sandbox", "catalog", "importers", "settings", "loader")
 """The lower layers: what a case is, where it lives, how an engine runs it, how it is recorded."""
 
 
@@ -158,3 +158,25 @@ def _as_engine(text: str, name: str) -> bool:
     """Whether `codex` or `copilot` is written as an engine (an engine's comparison or key), not
     as a plugin host, hook dialect or agent format."""
     return re.search(rf"""engine\w*\s*(==|!=|\[|in)\s*\(?["']{name}["']""", text) is not None
+
+
+def test_every_grader_type_has_one_model_and_one_grading() -> None:
+    """A `claude plugin eval` grader type is its model in graders.py and its function in the one
+    dispatch of pipeline/plugin_eval.py; every outcome is one type, `Check`."""
+    from aam_eval_action.graders import KINDS
+    from aam_eval_action.pipeline.plugin_eval import GRADE
+
+    assert set(GRADE) == set(KINDS.values())
+    pipeline = PACKAGE / "pipeline"
+    deciding = [f"{p.name}:{n}" for p in sorted(pipeline.glob("*.py"))
+                for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                if re.search(r"\b(if|elif|else|and|or|not)\s+loaded\.graders\b|loaded\.graders\s+else", line)]
+    assert deciding == ["grade.py:" + str(_line_of(pipeline / "grade.py", "return SCORE if loaded.graders"))], (
+        "how a case is graded is decided in pipeline/grade.scoring_of alone: " + ", ".join(deciding))
+    results = [p.name for p in PACKAGE.rglob("*.py")
+               if re.search(r"^class \w*(GraderResult|Graded\w+)\b", p.read_text(encoding="utf-8"), re.M)]
+    assert results == [], results
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if text in line)

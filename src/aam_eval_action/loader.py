@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from aam_eval_action.engines.registry import DEFAULT_ENGINE, engine_for_hosts
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.fsutil import is_inside
+from aam_eval_action.graders import PluginGrader
 from aam_eval_action.layouts.detect import Repo, detect
 from aam_eval_action.lines import Loc, index_lines, line_map, line_of, loc_str, nearest_line
 from aam_eval_action.package import Finding, PackageLayout
@@ -49,7 +50,7 @@ class LoadedCase:
     """The format of the other tool's eval file it was imported from (`skill-creator`…)."""
     skipped: tuple[tuple[str, str], ...] = ()
     """What that file asks that could not be honoured: (check, why)."""
-    graders: tuple[dict[str, Any], ...] = ()
+    graders: tuple[PluginGrader, ...] = ()
     """A `claude plugin eval` case's graders: it is graded as that runner grades
     (`pipeline/plugin_eval.py`), by score."""
 

@@ -76,8 +76,7 @@ def _case(case: CaseResult, folder: str, read: Any, report: Report) -> dict[str,
         "runsPerCase": len(case.run_scores or [case.score]),
         "timeoutSeconds": int(fields.timeout) if fields and fields.timeout else DEFAULT_TIMEOUT,
         "maxTurns": DEFAULT_TURNS,
-        "graders": [{"name": g["name"], "type": g["type"], "weight": g.get("weight", 1),
-                     "config": {k: v for k, v in g.items() if k not in ("name", "type", "weight")}}
+        "graders": [{"name": g.name, "type": g.type, "weight": g.weight, "config": g.config()}
                     for g in graders],
         "arms": {"with": _runs(case.attempts, case.score, case.graders, case)},
         "aggregates": {"score": case.score, "passRate": case.pass_rate},

@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aam_eval_action import graders as grader_models
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.graders import BODY_FIELD, CREATES_FILES, PluginGrader
 from aam_eval_action.importers.common import Imported, build, case_name
 from aam_eval_action.layouts.common import Json, frontmatter, load_json
 
@@ -48,35 +50,12 @@ MAX_DEPTH = 16
 MAX_TURNS, MAX_TIMEOUT, MAX_RUNS = 200, 3600, 50
 DEFAULT_RUNS = 3
 TEMPLATE_PROMPT = "TODO: describe what the agent should do"
-TEMPLATE_CRITERIA = "TODO: describe what a successful response looks like"
 TOP_KEYS = ("schema_version", "name", "description", "tags", "plugins", "runs", "expected_outcome")
 EXECUTION_KEYS = ("prompt", "max_turns", "timeout_seconds", "model", "allowed_tools", "disallowed_tools",
                   "append_system_prompt", "env")
 PROMPT_MD_KEYS = (*TOP_KEYS, "model", "max_turns", "timeout_seconds", "allowed_tools", "disallowed_tools",
                   "artifact_publish", "growthbook_overrides", "append_system_prompt", "env")
 """The frontmatter keys a prompt.md may hold, in the order that runner lists them."""
-COMMON = ("name", "type", "weight", "arm")
-GRADERS: dict[str, tuple[str, ...]] = {
-    "regex": (*COMMON, "pattern", "target", "match", "flags"),
-    "tool_order": (*COMMON, "before", "after"),
-    "tool_used": (*COMMON, "tool", "input_match", "min", "max"),
-    "file_exists": (*COMMON, "path", "exists"),
-    "llm": (*COMMON, "criteria", "focus"),
-    "baseline": (*COMMON, "baseline_file", "criteria"),
-}
-"""Every grader type and the keys it takes (the runner's schemas are strict)."""
-REQUIRED = {"regex": ("pattern",), "tool_order": ("before", "after"), "tool_used": ("tool",),
-            "file_exists": ("path",), "llm": ("criteria",), "baseline": ("baseline_file", "criteria")}
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "regex": {"target": "last_message", "flags": "", "match": "contains"},
-    "file_exists": {"exists": True},
-    "llm": {"focus": "last_message"},
-}
-"""What that runner fills in for a field a grader leaves out."""
-BODY_FIELD = {"regex": "pattern", "llm": "criteria", "baseline": "criteria"}
-"""The field a `graders/<name>.md` body becomes, unless its frontmatter sets it."""
-MATCH = re.compile(r"contains|not_contains|count:\d+")
-JUDGE_VOTES = 3
 GLOB = re.compile(r"[*?\[]")
 
 
@@ -188,6 +167,9 @@ class _Case:
         self.fields: dict[str, Any] = {}
         self.where: dict[str, str] = {}
         self.graders: list[tuple[dict[str, Any], str]] = []
+        """The graders as written, each with where."""
+        self.parsed: list[tuple[PluginGrader, str]] = []
+        """The graders, validated."""
         self.source = ""
         self.evals: str | None = None
 
@@ -202,7 +184,7 @@ class Read:
     imported: Imported
     source: str
     """`case_yaml`, `prose` or `mixed`."""
-    graders: tuple[dict[str, Any], ...]
+    graders: tuple[PluginGrader, ...]
     runs: int
     never_pass: tuple[tuple[str, int | None, str], ...] = ()
     """Graders that can never pass, as (file, line, why)."""
@@ -351,8 +333,7 @@ def _to_case(found: _Case) -> Imported:
                           "(case.yaml's graders:, or graders/<name>.md with frontmatter)")
     skipped: dict[str, str] = {}
     names: set[str] = set()
-    for grader, where in found.graders:
-        _validate_grader(grader, where, names)
+    found.parsed = [(grader_models.parse(grader, where, names), where) for grader, where in found.graders]
     add_dirs = _add_dirs(found)
     scaffold = _context_file(found, "scaffold_script", required=False)
     history = _context_file(found, "history_file")
@@ -378,18 +359,8 @@ def _to_case(found: _Case) -> Imported:
     }
     case = build(Json(found.where.get("prompt", found.folder).partition(":")[0], {}, {}), (), fields)
     file, _, line = found.where.get("prompt", found.folder).partition(":")
-    graders = tuple(_sides({**DEFAULTS.get(str(grader["type"]), {}), "weight": 1, **grader})
-                    for grader, _ in found.graders)
+    graders = tuple(grader for grader, _ in found.parsed)
     return Imported(case, int(line) if line.isdigit() else None, skipped, file=file, graders=graders)
-
-
-def _sides(grader: dict[str, Any]) -> dict[str, Any]:
-    """A `tool_order` side written as a bare tool name is `{tool: <name>}`, as that runner keeps it."""
-    if grader["type"] == "tool_order":
-        for side in ("before", "after"):
-            if isinstance(grader.get(side), str):
-                grader[side] = {"tool": grader[side]}
-    return grader
 
 
 def _bounded(found: _Case, key: str, most: int) -> None:
@@ -401,42 +372,6 @@ def _bounded(found: _Case, key: str, most: int) -> None:
     if value > most:
         raise ConfigError(f"{found.at(key)}: {key}: Number must be less than or equal to {most}; write "
                           f"{most} or less")
-
-
-def _validate_grader(grader: Any, where: str, names: set[str]) -> None:
-    if not isinstance(grader, dict):
-        raise ConfigError(f"{where}: a mapping with name and type")
-    kind = grader.get("type")
-    if kind not in GRADERS:
-        raise ConfigError(f"{where}.type: Invalid discriminator value. Expected "
-                          + " | ".join(f"'{k}'" for k in GRADERS))
-    extra = [k for k in grader if k not in GRADERS[kind]]
-    if extra:
-        reads = kind == "llm" and "target" in extra
-        hint = " (it reads the last message; focus: picks another)" if reads else ""
-        article = "an" if kind[0] in "aeiou" or kind == "llm" else "a"
-        raise ConfigError(f"{where}: Unrecognized key(s) in object: {', '.join(repr(k) for k in extra)}; "
-                          f"remove it: {article} {kind} grader takes {', '.join(GRADERS[kind])}{hint}")
-    name = grader.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"{where}.name: Required")
-    if name in names:
-        raise ConfigError(f'{where}: duplicate grader name "{name}"; give each grader its own name')
-    names.add(name)
-    for key in REQUIRED[kind]:
-        if grader.get(key) in (None, ""):
-            raise ConfigError(f"{where}.{key}: Required")
-    if TEMPLATE_CRITERIA in str(grader.get("criteria", "")):
-        raise ConfigError(f'{where}: the criteria are still the blank `init` template: replace the '
-                          f'"{TEMPLATE_CRITERIA}" line with what a successful response looks like')
-    weight = grader.get("weight", 1)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-        raise ConfigError(f"{where}.weight: Number must be greater than 0")
-    if grader.get("arm", "both") not in ("both", "with-only"):
-        raise ConfigError(f"{where}.arm: must be both | with-only")
-    match = grader.get("match", "contains")
-    if kind == "regex" and not (isinstance(match, str) and MATCH.fullmatch(match)):
-        raise ConfigError(f"{where}.match: must be contains | not_contains | count:N")
 
 
 def _context_file(found: _Case, key: str, *, required: bool = True) -> str | None:
@@ -537,10 +472,6 @@ def granted(allowed: list[str], grants: Iterable[str]) -> tuple[list[str], list[
     return list(dict.fromkeys(out)), withheld
 
 
-WRITERS = ("Write", "Edit", "MultiEdit", "NotebookEdit", "Bash")
-"""The Claude Code tools that can create a file."""
-
-
 def never_passes(found: _Case) -> list[tuple[str, int | None, str]]:
     """Graders that can never pass, as that runner warns of them: `max: 0` without `min: 0`; a
     tool the case's `allowed_tools` does not list, or its `disallowed_tools` does; a file check
@@ -550,45 +481,27 @@ def never_passes(found: _Case) -> list[tuple[str, int | None, str]]:
     withheld = {str(t) for t in found.fields.get("disallowed_tools") or []}
     scaffolded = bool((found.fields.get("context") or {}).get("scaffold_script"))
     out = []
-    for grader, where in found.graders:
+    for grader, where in found.parsed:
         file, _, rest = where.partition(":")
         line = int(rest.split(":", 1)[0]) if rest.split(":", 1)[0].isdigit() else None
-        name, kind = grader["name"], grader["type"]
-        if kind == "tool_used" and grader.get("max") == 0 and grader.get("min") is None:
+        name = grader.name
+        if grader.type == "tool_used" and grader.max == 0 and grader.min is None:
             out.append((file, line, f'grader "{name}" can never pass: min is 1 unless given, and max is 0; '
                                     "add min: 0 (the tool must not be called)"))
             continue
-        needs = []
-        if kind == "tool_used" and grader.get("min", 1) >= 1:
-            needs = [grader["tool"]]
-        elif kind == "tool_order":
-            needs = [s.get("tool") if isinstance(s, dict) else s for s in (grader["before"], grader["after"])]
-        for tool in dict.fromkeys(str(t) for t in needs):
+        for tool in grader.tools():
             if tool in withheld:
                 why = f"the case's disallowed_tools lists {tool}; take it off, or drop the grader"
                 out.append((file, line, f'grader "{name}" can never pass: it needs a {tool} call, but {why}'))
             elif allowed is not None and tool not in allowed and not tool.startswith("mcp__"):
                 why = f"the case's allowed_tools does not grant {tool}; add it to allowed_tools"
                 out.append((file, line, f'grader "{name}" can never pass: it needs a {tool} call, but {why}'))
-        can_write = allowed is None or any(t in allowed and t not in withheld for t in WRITERS)
-        if _checks_a_file(grader, scaffolded) and not can_write:
+        can_write = allowed is None or any(t in allowed and t not in withheld for t in CREATES_FILES)
+        if grader.checks_a_file(scaffolded) and not can_write:
             why = ("it checks a file the run creates, but no tool the case grants can create one; add "
                    "Write (or Edit, Bash) to allowed_tools")
             out.append((file, line, f'grader "{name}" can never pass: {why}'))
     return out
-
-
-def _checks_a_file(grader: dict[str, Any], scaffolded: bool = False) -> bool:
-    """Whether a grader needs a file the run writes (a file a scaffold stages does for a grader
-    that reads it, not for `file_exists`, which counts only files the run created)."""
-    target = grader.get("target", grader.get("focus"))
-    if grader["type"] == "file_exists":
-        return bool(grader.get("exists", True))
-    if isinstance(target, dict) and target.get("source") == "file":
-        return grader["type"] in ("regex", "llm") and not scaffolded
-    match = str(grader.get("match", "contains"))
-    absent = match == "not_contains" or match == "count:0"
-    return grader["type"] == "regex" and target == "files" and not absent
 
 
 def _names(value: Any) -> list[str] | None:

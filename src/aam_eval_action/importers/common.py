@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.graders import PluginGrader
 from aam_eval_action.layouts.common import Json, inside, load_json
 from aam_eval_action.spec import Case
 
@@ -26,7 +27,7 @@ class Imported:
     """Checks of the file that could not be honoured, each with its reason."""
     file: str | None = None
     """The file the case is written in when it is not the one found (a waza suite's task)."""
-    graders: tuple[dict[str, Any], ...] = ()
+    graders: tuple[PluginGrader, ...] = ()
     """A `claude plugin eval` case's graders, graded as that runner grades them."""
 
 

@@ -13,7 +13,7 @@ from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline.context import CaseContext
-from aam_eval_action.pipeline.grade import combine, grade_all, miss_record
+from aam_eval_action.pipeline.grade import combine, grade_all, miss_record, scoring_of
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.spend_cap import OverBudget, traffic_cost
 from aam_eval_action.replay.agent_cassette import CassetteError
@@ -47,7 +47,7 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         result = budget_result(loaded, over)
     except (AamEvalError, CassetteError, JudgeError, OSError) as exc:
         result = error_result(loaded, str(exc))
-        if loaded.graders:  # a run that could not run (its scaffold failed) scores 0, as there
+        if scoring_of(loaded).by_score:  # a run that could not run (its scaffold failed) scores 0, as there
             result.score = result.pass_rate = 0.0
             if ctx.settings.two_arms(loaded):
                 result.score_without = result.pass_rate_without = result.delta = 0.0
@@ -203,7 +203,7 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     result.baseline_verdict = verdict
     result.baseline_error = error
     result.baseline_attempts = attempts
-    if loaded.graders and verdict in ("PASS", "FAIL") and result.score is not None:
+    if scoring_of(loaded).by_score and verdict in ("PASS", "FAIL") and result.score is not None:
         result.score_without, result.pass_rate_without = base.score, base.pass_rate
         result.graders_without = base.graders
         result.delta = result.score - (base.score or 0.0)

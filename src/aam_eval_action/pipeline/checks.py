@@ -21,11 +21,20 @@ from aam_eval_action.tools import neutral_names, neutral_sequence, skills_fired
 
 @dataclass(frozen=True)
 class Check:
-    """One check's outcome and, when it failed, why."""
+    """One grader's outcome and why: a check of `expected:`, or a `claude plugin eval` grader
+    (with its type, its weight, whether it counts toward the score, and the judge's votes)."""
 
     name: str
     passed: bool
     detail: str = ""
+    type: str = ""
+    """A `claude plugin eval` grader's type."""
+    weight: float = 1.0
+    scored: bool = True
+    """Counted: a with-only grader in the without arm, or one this engine cannot grade, is not."""
+    with_only: bool = False
+    votes: tuple[bool, ...] | None = None
+    """The judge's votes, when the grader asked it."""
 
 
 @dataclass(frozen=True)

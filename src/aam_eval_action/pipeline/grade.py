@@ -1,5 +1,15 @@
-"""Grading: deterministic checks first (the seed's fast-fail order), then the LLM judge,
-then the attempts of a repeated case combined into one case result."""
+"""Grading: one attempt graded by its case's graders into one result type (`Check`), then the
+attempts of a repeated case combined into one case result.
+
+A case is graded one of two ways, chosen once (`scoring_of`):
+
+* `CHECKS`: the checks of its `expected:` in the seed's fast-fail order (`pipeline/checks.py`),
+  then the judge of its `judge:`; it passes when every one does, and the case when `min_pass`
+  attempts do;
+* `SCORE`: a `claude plugin eval` case's graders (`graders.py`, graded in
+  `pipeline/plugin_eval.py`), each with its weight; an attempt scores the passed share, and the
+  case passes when the mean score reaches the threshold.
+"""
 
 from __future__ import annotations
 
@@ -61,9 +71,7 @@ class Graded:
     error: str | None
     miss: Miss | None = None
     score: float | None = None
-    """A `claude plugin eval` case: this run's score."""
-    graders: tuple[plugin_eval.GraderResult, ...] = ()
-    """A `claude plugin eval` case: its graders in this run."""
+    """A case graded by score: this run's score."""
 
 
 def grade_all(
@@ -99,8 +107,12 @@ def check_inputs(ctx: CaseContext, loaded: LoadedCase, session: Session) -> Chec
 
 
 def grade(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
-    if loaded.graders:
-        return grade_by_score(ctx, loaded, session, judge)
+    """One attempt, graded as its case is graded."""
+    return scoring_of(loaded).attempt(ctx, loaded, session, judge)
+
+
+def grade_by_checks(ctx: CaseContext, loaded: LoadedCase, session: Session, judge: JudgeCalls) -> Graded:
+    """Every check of `expected:`, then (all passed) the judge: PASS when all pass."""
     checks = run_checks(loaded.case.expected, session, check_inputs(ctx, loaded, session))
     if session.timed_out:
         return Graded("FAIL", checks, not_asked("the session timed out"), session.error or "timed out")
@@ -160,11 +172,31 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
     except Miss as miss:
         return Graded("ERROR", [], not_asked("no recorded judge answer"), miss.message, miss=miss)
     score = plugin_eval.run_score(results)
-    checks = [Check(r.name, r.passed, r.explanation) for r in results if r.scored]
     failed = [r for r in results if r.scored and not r.passed]
-    error = None if score >= 1 else "; ".join(f"{r.name}: {r.explanation}" for r in failed) or "score 0"
-    return Graded("PASS" if score >= 1 else "FAIL", checks, not_asked("graded by its graders"), error,
-                  score=score, graders=tuple(results))
+    error = None if score >= 1 else "; ".join(f"{r.name}: {r.detail}" for r in failed) or "score 0"
+    return Graded("PASS" if score >= 1 else "FAIL", results, not_asked("graded by its graders"), error,
+                  score=score)
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a case's graders make its verdict."""
+
+    attempt: Callable[[CaseContext, LoadedCase, Session, JudgeCalls], Graded]
+    """One attempt graded."""
+    decide: Callable[[list[Graded], CaseContext], tuple[Verdict, Graded]]
+    """The case's verdict from its attempts, and the attempt shown."""
+    by_score: bool
+
+
+CHECKS = Scoring(grade_by_checks, lambda graded, ctx: _by_attempts(graded, ctx.settings.min_pass), False)
+SCORE = Scoring(grade_by_score, lambda graded, ctx: _by_score(graded, ctx.settings.threshold), True)
+
+
+def scoring_of(loaded: LoadedCase) -> Scoring:
+    """The one place that tells how a case is graded: by its `claude plugin eval` graders' score,
+    or by its checks and judge."""
+    return SCORE if loaded.graders else CHECKS
 
 
 def majority(answers: list[JudgeAnswer], replayed: bool) -> JudgeVerdict:
@@ -263,19 +295,18 @@ def combine(
 ) -> tuple[CaseResult, Session]:
     """One case result from its attempts: PASS when at least `min_pass` attempts passed."""
     s = ctx.settings
+    scoring = scoring_of(loaded)
     routed = route(loaded, sessions, graded, s.trigger_threshold) if loaded.case.is_trigger else None
     if routed is not None:
         verdict, shown = routed.verdict, graded[routed.shown]
-    elif loaded.graders:
-        verdict, shown = _by_score(graded, s.threshold)
     else:
-        verdict, shown = _by_attempts(graded, s.min_pass)
+        verdict, shown = scoring.decide(graded, ctx)
     session = sessions[graded.index(shown)]
     expected = loaded.case.expected
     target = loaded.case.target or ""
     result = CaseResult(
         name=loaded.case.name, title=loaded.case.title, target=loaded.case.target, verdict=verdict,
-        deterministic_checks={c.name: "PASS" if c.passed else "FAIL" for c in shown.checks},
+        deterministic_checks={c.name: "PASS" if c.passed else "FAIL" for c in shown.checks if c.scored},
         judge_verdict=shown.judge, agent_output_snippet=snippet(session.output),
         error=None if verdict == "PASS" else shown.error, file=loaded.file, line=loaded.line,
         replayed=replayed, fingerprint=fp.digest, session_id=session.session_id,
@@ -283,7 +314,8 @@ def combine(
         cost_usd=_cost(sessions), run_cost_usd=0.0 if replayed else _cost(sessions),
         replay_miss=shown.miss.kind if shown.miss else None,
         miss=miss_record(shown.miss) if shown.miss else None,
-        check_details={c.name: c.detail for c in shown.checks if not c.passed and c.detail} or None,
+        check_details={c.name: c.detail for c in shown.checks if c.scored and not c.passed and c.detail}
+        or None,
         confinement=session.confinement,
         turns=len(session.turns) or None, stopped=session.stopped,
     )
@@ -295,26 +327,28 @@ def combine(
         result.skill_triggered = skill_triggered(session.tool_calls, target.removeprefix("skill:"))
     if routed is not None:
         _add_route(result, loaded, routed, session)
-    if loaded.graders:
+    if scoring.by_score:
         scores = [g.score or 0.0 for g in graded]
         result.score, result.pass_rate = plugin_eval.case_score(scores)
         result.run_scores = scores
-        result.graders = _outcomes(shown.graders)
+        result.graders = outcomes(shown)
     if len(graded) > 1:
         result.attempts = [
             Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3),
                     skills_fired=skills_fired(x.tool_calls) if routed is not None else None,
                     score=g.score,
-                    graders=_outcomes(g.graders) if loaded.graders else None)
+                    graders=outcomes(g) if scoring.by_score else None)
             for g, x in zip(graded, sessions, strict=True)
         ]
         result.flaky = len({g.verdict for g in graded}) > 1
     return result, session
 
 
-def _outcomes(results: tuple[plugin_eval.GraderResult, ...]) -> list[GraderOutcome]:
-    return [GraderOutcome(name=r.name, type=r.type, weight=r.weight, passed=r.passed, scored=r.scored,
-                          with_only=r.with_only, explanation=r.explanation, votes=r.votes) for r in results]
+def outcomes(graded: Graded) -> list[GraderOutcome]:
+    """An attempt's graders as the report keeps them (a case graded by score)."""
+    return [GraderOutcome(name=c.name, type=c.type, weight=c.weight, passed=c.passed, scored=c.scored,
+                          with_only=c.with_only, explanation=c.detail,
+                          votes=list(c.votes) if c.votes is not None else None) for c in graded.checks]
 
 
 def _by_score(graded: list[Graded], threshold: float) -> tuple[Verdict, Graded]:

@@ -20,11 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aam_eval_action.engines.common import compact
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.fsutil import runner_checkout
+from aam_eval_action.graders import FileTarget, PluginGrader
 from aam_eval_action.importers.claude_plugin_eval import granted as grants
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout, plugin_files
@@ -149,7 +150,7 @@ def run_session(
                 prompt=loaded.case.input.prompt, model=s.model, workspace=ws.root, home=ws.home,
                 env=env, timeout=s.timeout, sandbox=s.config.sandbox, runner_env=s.runner_env,
                 confine=sandbox_for(ctx, ws, _port(proxy.url)), execution=execution, plugin_dirs=plugins,
-                keep_trace=any(reads_trace(g) for g in loaded.graders),
+                keep_trace=any(g.reads_trace() for g in loaded.graders),
                 add_dirs=added_dirs(layout, loaded, ws.base), resume=history(layout, loaded, ws.home),
             )
             if loaded.case.input.conversation:
@@ -232,16 +233,11 @@ def serve_mocks(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -
     return mocks.serve(servers, s.package.layout.root, ws.base / "mocks", calls)
 
 
-def looked_at(graders: Sequence[dict[str, Any]]) -> frozenset[str]:
+def looked_at(graders: Sequence[PluginGrader]) -> frozenset[str]:
     """The files `claude plugin eval` graders read (`{source: file, path}`): kept whole in the
     record even when not text, so that an image is shown to the judge on replay as live."""
-    targets = (g.get("target", g.get("focus")) for g in graders)
-    return frozenset(str(t.get("path")) for t in targets if isinstance(t, dict) and t.get("path"))
-
-
-def reads_trace(grader: dict[str, Any]) -> bool:
-    """Whether a `claude plugin eval` grader reads the session's trace."""
-    return grader.get("type") == "baseline" or grader.get("target", grader.get("focus")) == "trace"
+    targets = (g.target_of for g in graders)
+    return frozenset(t.path for t in targets if isinstance(t, FileTarget) and t.path)
 
 
 def mock_agents(ctx: CaseContext, loaded: LoadedCase,

@@ -39,34 +39,32 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from aam_eval_action.engines.registry import DEFAULT_ENGINE, ENGINES
+from aam_eval_action.graders import (
+    BaselineGrader,
+    FileExistsGrader,
+    FileTarget,
+    LlmGrader,
+    PluginGrader,
+    RegexGrader,
+    Target,
+    ToolOrderGrader,
+    ToolSide,
+    ToolUsedGrader,
+)
+from aam_eval_action.pipeline.checks import Check
 from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
 
 JUDGE_SYSTEM = "You are a strict, terse evaluation judge for coding-agent traces."
 VOTES = 3
 FOCUS_LIMIT, FOCUS_TAIL = 100_000, 20_000
-WITH_ONLY_TOOL = "Skill"
 NO_MOCKS = ("no mock stand-ins were active in this run (no mocks/ directory applies to this case): a "
             "mock_calls grader has nothing to check")
-
-
-@dataclass
-class GraderResult:
-    """One grader's outcome in one run."""
-
-    name: str
-    type: str
-    weight: float
-    passed: bool
-    explanation: str
-    with_only: bool = False
-    scored: bool = True
-    votes: list[bool] | None = None
 
 
 @dataclass
@@ -90,19 +88,13 @@ class RunInputs:
     """The bytes of the files a grader looks at that are not text (an image, a PDF…)."""
 
 
-def with_only(grader: dict[str, Any], calls_with_only: bool = False) -> bool:
-    skill = grader.get("type") == "tool_used" and grader.get("tool") == WITH_ONLY_TOOL
-    calls = calls_with_only and grader.get("target", grader.get("focus")) == "mock_calls"
-    return grader.get("arm") == "with-only" or (grader.get("arm") is None and (skill or calls))
-
-
-def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None = None,
-              passthrough: tuple[type[BaseException], ...] = ()) -> list[GraderResult]:
+def grade_run(graders: Sequence[PluginGrader], run: RunInputs, arm: str | None = None,
+              passthrough: tuple[type[BaseException], ...] = ()) -> list[Check]:
     """Every grader of the case on one run of `arm` (`with`, `without`, or None: one arm). A
     grader that throws fails with why, as there; `passthrough` exceptions (a replay miss, the
     budget) stop the grading instead."""
-    def only(grader: dict[str, Any]) -> bool:
-        return with_only(grader, run.calls_with_only)
+    def only(grader: PluginGrader) -> bool:
+        return grader.with_only(run.calls_with_only)
 
     all_with_only = all(only(g) for g in graders)
     chosen = [g for g in graders if arm != "without" or all_with_only or not only(g)]
@@ -117,12 +109,12 @@ def grade_run(graders: Sequence[dict[str, Any]], run: RunInputs, arm: str | None
         except Exception as exc:
             result = _failed(grader, f"grader threw: {exc}")
         if arm is not None and not all_with_only and only(grader):
-            result.with_only, result.scored = True, False
+            result = replace(result, with_only=True, scored=False)
         out.append(result)
     return out
 
 
-def run_score(results: Sequence[GraderResult]) -> float:
+def run_score(results: Sequence[Check]) -> float:
     total = sum(r.weight for r in results if r.scored)
     passed = sum(r.weight for r in results if r.scored and r.passed)
     return passed / total if total > 0 else 0.0
@@ -135,38 +127,27 @@ def case_score(scores: Sequence[float]) -> tuple[float, float]:
     return sum(scores) / len(scores), sum(1 for s in scores if s >= 1) / len(scores)
 
 
-def _failed(grader: dict[str, Any], why: str) -> GraderResult:
-    return GraderResult(grader["name"], grader["type"], float(grader.get("weight", 1)), False, why)
+def outcome(grader: PluginGrader, passed: bool, why: str, **more: Any) -> Check:
+    return Check(grader.name, passed, why, type=grader.type, weight=float(grader.weight), **more)
 
 
-def _grade(grader: dict[str, Any], run: RunInputs) -> GraderResult:
-    kind = grader["type"]
-    if kind == "regex" and grader.get("target") == "trace" and not _native(run.engine):
-        result = _failed(grader, f"not graded on {run.engine}: the trace is Claude Code's stream-json; this "
-                                 "engine prints events of its own")
-        result.scored = False
-        return result
-    if kind == "regex":
-        return _regex(grader, run)
-    if kind in ("tool_used", "tool_order"):
-        missing = _missing_tool(grader, run)
-        if missing is not None:
-            return missing
-        return _tool_used(grader, run) if kind == "tool_used" else _tool_order(grader, run)
-    if kind == "file_exists":
-        return _file_exists(grader, run)
-    if kind == "llm":
-        return _llm(grader, run)
-    return _baseline(grader, run)
+def _failed(grader: PluginGrader, why: str, *, scored: bool = True) -> Check:
+    return outcome(grader, False, why, scored=scored)
 
 
-def _label(target: Any) -> str:
-    return f"file {target.get('path')}" if isinstance(target, dict) else str(target)
+def _grade(grader: PluginGrader, run: RunInputs) -> Check:
+    """One grader on one run: the grading function of its type."""
+    grade: Callable[[Any, RunInputs], Check] = GRADE[type(grader)]
+    return grade(grader, run)
 
 
-def _text(target: Any, run: RunInputs) -> str | None:
+def _label(target: Target) -> str:
+    return f"file {target.path}" if isinstance(target, FileTarget) else str(target)
+
+
+def _text(target: Target, run: RunInputs) -> str | None:
     """The text a target names, or None where it is not available here."""
-    if isinstance(target, dict):
+    if isinstance(target, FileTarget):
         content = _file(target, run)
         return content if isinstance(content, str) else content.decode("utf-8", errors="replace")
     if target == "last_message":
@@ -184,9 +165,9 @@ def _text(target: Any, run: RunInputs) -> str | None:
     return None
 
 
-def _file(target: dict[str, Any], run: RunInputs) -> str | bytes:
+def _file(target: FileTarget, run: RunInputs) -> str | bytes:
     """A focus file at the end of the run: its text, or its bytes when it is not text."""
-    path = str(target.get("path", ""))
+    path = target.path
     if path not in run.files:
         raise FileNotFoundError(f"focus file {path} does not exist")
     text = run.files[path]
@@ -290,36 +271,37 @@ def _js_flags(flags: str) -> int:
     return (re.I if "i" in flags else 0) | (re.M if "m" in flags else 0) | (re.S if "s" in flags else 0)
 
 
-def _not_here(grader: dict[str, Any], what: str) -> GraderResult:
-    result = _failed(grader, f"not graded here: the {what} target is not kept")
-    result.scored = False
-    return result
+def _not_here(grader: PluginGrader, what: str) -> Check:
+    return _failed(grader, f"not graded here: the {what} target is not kept", scored=False)
 
 
-def _regex(grader: dict[str, Any], run: RunInputs) -> GraderResult:
-    target = grader.get("target", "last_message")
-    if isinstance(target, dict):
+def _regex(grader: RegexGrader, run: RunInputs) -> Check:
+    target = grader.target
+    if target == "trace" and not _native(run.engine):
+        return _failed(grader, f"not graded on {run.engine}: the trace is Claude Code's stream-json; this "
+                               "engine prints events of its own", scored=False)
+    if isinstance(target, FileTarget):
         content = _file(target, run)
         kind = image_type(content) if isinstance(content, bytes) else None
         if kind is not None:
-            path = target.get("path")
+            path = target.path
             hint = f"grade what is visible with an llm grader (focus: {{source: file, path: {path}}})"
             return _failed(grader, f"file {path} is an image ({kind}); a regex grader needs text — {hint}")
     text = _text(target, run)
     if text is None:
         return _not_here(grader, str(target))
-    pattern = re.compile(str(grader["pattern"]), _js_flags(str(grader.get("flags") or "")))
-    match = str(grader.get("match", "contains"))
+    pattern = re.compile(grader.pattern, _js_flags(grader.flags))
+    match = grader.match
     if match == "contains":
         passed = pattern.search(text) is not None
-        why = f"matched {grader['pattern']}" if passed else f"pattern not found in {_label(target)}"
+        why = f"matched {grader.pattern}" if passed else f"pattern not found in {_label(target)}"
     elif match == "not_contains":
         passed = pattern.search(text) is None
         why = "pattern absent as expected" if passed else "pattern found (expected absent)"
     else:
         wanted, found = int(match.removeprefix("count:")), sum(1 for _ in pattern.finditer(text))
         passed, why = found == wanted, f"found {found} matches (expected {wanted})"
-    return GraderResult(grader["name"], "regex", float(grader.get("weight", 1)), passed, why)
+    return outcome(grader, passed, why)
 
 
 def _compact(value: Any) -> str:
@@ -331,11 +313,8 @@ def _native(engine: str) -> bool:
     return ENGINES[engine].claude_native
 
 
-def _matches(call: ToolCall, side: Any, engine: str) -> bool:
-    if isinstance(side, dict):
-        tool, input_match = side.get("tool"), side.get("input_match")
-    else:
-        tool, input_match = side, None
+def _matches(call: ToolCall, side: ToolSide, engine: str) -> bool:
+    tool, input_match = side.tool, side.input_match
     native = _native(engine)
     if native and call.name != tool:
         return False
@@ -359,45 +338,48 @@ def mcp_call(name: str, tool: str) -> bool:
     return name.endswith(bare) and any(s and s in prefix for s in (server, server.rsplit("_", 1)[-1]))
 
 
-def _missing_tool(grader: dict[str, Any], run: RunInputs) -> GraderResult | None:
+def _missing_tool(grader: ToolUsedGrader | ToolOrderGrader, run: RunInputs) -> Check | None:
     """On another engine than Claude Code, a grader naming a Claude Code tool that engine has no
     counterpart of is shown unscored, with why: never failed for a tool that cannot be called."""
     if _native(run.engine):
         return None
-    sides = [grader["tool"]] if grader["type"] == "tool_used" else [grader["before"], grader["after"]]
-    for side in sides:
-        tool = str(side.get("tool") if isinstance(side, dict) else side)
+    sides = [grader.tool] if isinstance(grader, ToolUsedGrader) else [grader.before.tool, grader.after.tool]
+    for tool in sides:
         if tool not in CLAUDE_TOOLS and not tool.startswith("mcp__"):
-            result = _failed(grader, f"not graded on {run.engine}: it has no tool like Claude Code's {tool}")
-            result.scored = False
-            return result
+            return _failed(grader, f"not graded on {run.engine}: it has no tool like Claude Code's {tool}",
+                           scored=False)
     return None
 
 
-def _tool_used(grader: dict[str, Any], run: RunInputs) -> GraderResult:
-    side = {"tool": grader["tool"], "input_match": grader.get("input_match")}
+def _tool_used(grader: ToolUsedGrader, run: RunInputs) -> Check:
+    missing = _missing_tool(grader, run)
+    if missing is not None:
+        return missing
+    side = ToolSide(tool=grader.tool, input_match=grader.input_match)
     n = sum(1 for c in run.session.tool_calls if _matches(c, side, run.engine))
-    least, most = grader.get("min", 1), grader.get("max")
+    least, most = grader.least, grader.max
     passed = least <= n and (most is None or n <= most)
-    why = f"{grader['tool']} called {n}x (expected {least}..{'∞' if most is None else most})"
-    return GraderResult(grader["name"], "tool_used", float(grader.get("weight", 1)), passed, why)
+    why = f"{grader.tool} called {n}x (expected {least}..{'∞' if most is None else most})"
+    return outcome(grader, passed, why)
 
 
-def _first(run: RunInputs, side: Any) -> int:
+def _first(run: RunInputs, side: ToolSide) -> int:
     return next((i for i, c in enumerate(run.session.tool_calls) if _matches(c, side, run.engine)), -1)
 
 
-def _tool_order(grader: dict[str, Any], run: RunInputs) -> GraderResult:
-    before, after = grader["before"], grader["after"]
-    name = {k: (v.get("tool") if isinstance(v, dict) else v) for k, v in (("before", before),
-                                                                          ("after", after))}
+def _tool_order(grader: ToolOrderGrader, run: RunInputs) -> Check:
+    missing = _missing_tool(grader, run)
+    if missing is not None:
+        return missing
+    before, after = grader.before, grader.after
+    name = {"before": before.tool, "after": after.tool}
     b, a = _first(run, before), _first(run, after)
     if b == -1:
         return _failed(grader, f'"before" tool {name["before"]} never called')
     if a == -1:
         return _failed(grader, f'"after" tool {name["after"]} never called')
     why = f"{name['before']}@{b} {'precedes' if b < a else 'does NOT precede'} {name['after']}@{a}"
-    return GraderResult(grader["name"], "tool_order", float(grader.get("weight", 1)), b < a, why)
+    return outcome(grader, b < a, why)
 
 
 def glob_pattern(glob: str) -> re.Pattern[str]:
@@ -416,15 +398,15 @@ def glob_pattern(glob: str) -> re.Pattern[str]:
     return re.compile(out + "$")
 
 
-def _file_exists(grader: dict[str, Any], run: RunInputs) -> GraderResult:
-    path, exists = str(grader["path"]), bool(grader.get("exists", True))
+def _file_exists(grader: FileExistsGrader, run: RunInputs) -> Check:
+    path, exists = grader.path, grader.exists
     found = any(glob_pattern(path).match(p) for p in created(run.session))
     passed = found == exists
     if passed:
         why = f"{path} {'exists' if exists else 'absent'} as expected"
     else:
         why = f"{path} {'exists' if found else 'missing'} (expected {'present' if exists else 'absent'})"
-    return GraderResult(grader["name"], "file_exists", float(grader.get("weight", 1)), passed, why)
+    return outcome(grader, passed, why)
 
 
 def elide(text: str) -> str:
@@ -435,7 +417,7 @@ def elide(text: str) -> str:
     return text[:head] + f"\n[…{len(text) - FOCUS_LIMIT} chars elided…]\n" + text[-FOCUS_TAIL:]
 
 
-def judge_prompt(criteria: str, focus: Any, text: str) -> str:
+def judge_prompt(criteria: str, focus: Target, text: str) -> str:
     return ("You are grading the output of a coding agent against a criterion.\n\n"
             f"Criterion:\n{criteria}\n\n\nAgent output ({_label(focus)}):\n{elide(text)}\n\n\n"
             "Respond with exactly one word: PASS or FAIL.")
@@ -445,7 +427,7 @@ def vote(reply: str) -> bool:
     return re.search(r"\bPASS\b", reply, re.I) is not None and re.search(r"\bFAIL\b", reply, re.I) is None
 
 
-def image_prompt(criteria: str, focus: Any, kind: str, data: bytes) -> list[dict[str, Any]]:
+def image_prompt(criteria: str, focus: Target, kind: str, data: bytes) -> list[dict[str, Any]]:
     """The judge's prompt for an image focus, as that runner sends it: its words, the image, the
     answer asked for."""
     import base64
@@ -458,19 +440,18 @@ def image_prompt(criteria: str, focus: Any, kind: str, data: bytes) -> list[dict
             {"type": "text", "text": "Respond with exactly one word: PASS or FAIL."}]
 
 
-def _llm(grader: dict[str, Any], run: RunInputs) -> GraderResult:
-    focus = grader.get("focus", "last_message")
-    if isinstance(focus, dict):
+def _llm(grader: LlmGrader, run: RunInputs) -> Check:
+    focus = grader.focus
+    if isinstance(focus, FileTarget):
         content = _file(focus, run)
         data = content if isinstance(content, bytes) else content.encode("utf-8")
         kind = image_type(data)
         if kind is not None:
-            voted = _votes(grader, run, image_prompt(str(grader["criteria"]), focus, kind, data))
-            voted.explanation += " (image)"
-            return voted
+            voted = _votes(grader, run, image_prompt(grader.criteria, focus, kind, data))
+            return replace(voted, detail=voted.detail + " (image)")
         why = not_text(data)
         if why is not None:
-            return _failed(grader, f"file {focus.get('path')} cannot be shown to the judge as text — {why}. "
+            return _failed(grader, f"file {focus.path} cannot be shown to the judge as text — {why}. "
                                    "It is not a supported image either (PNG/JPEG/GIF/WebP), so have the case "
                                    "render it to an image or write its content as a UTF-8 text file, and "
                                    "grade that.")
@@ -479,16 +460,17 @@ def _llm(grader: dict[str, Any], run: RunInputs) -> GraderResult:
         return _not_here(grader, str(focus))
     if text == "" and focus in ("files", "mock_calls"):
         text = "(no file changes)" if focus == "files" else "(no mocked tool calls)"
-    return _votes(grader, run, judge_prompt(str(grader["criteria"]), focus, text))
+    return _votes(grader, run, judge_prompt(grader.criteria, focus, text))
 
 
-def _votes(grader: dict[str, Any], run: RunInputs, prompt: str | list[dict[str, Any]]) -> GraderResult:
+def _votes(grader: LlmGrader | BaselineGrader, run: RunInputs, prompt: str | list[dict[str, Any]]) -> Check:
+    """The judge asked three times; passed on a majority."""
     if run.ask is None:
-        raise RuntimeError("no judge for an llm grader")
-    votes = [vote(run.ask(prompt)) for _ in range(VOTES)]
+        raise RuntimeError(f"no judge for an {grader.type} grader")
+    votes = tuple(vote(run.ask(prompt)) for _ in range(VOTES))
     passed = sum(votes) > len(votes) / 2
     why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
-    return GraderResult(grader["name"], "llm", float(grader.get("weight", 1)), passed, why, votes=votes)
+    return outcome(grader, passed, why, votes=votes)
 
 
 def baseline_prompt(criteria: str, baseline: str, new: str) -> str:
@@ -499,10 +481,10 @@ def baseline_prompt(criteria: str, baseline: str, new: str) -> str:
         "Respond with exactly one word: PASS or FAIL."])
 
 
-def _baseline(grader: dict[str, Any], run: RunInputs) -> GraderResult:
+def _baseline(grader: BaselineGrader, run: RunInputs) -> Check:
     """The run's trace against a recorded trajectory (`baseline_file`, JSON lines beside the
     case), three votes as for `llm`."""
-    rel = str(grader["baseline_file"])
+    rel = grader.baseline_file
     if run.case_dir is None:
         return _failed(grader, f"baseline file {rel} does not exist")
     path = (run.case_dir / rel).resolve()
@@ -513,10 +495,11 @@ def _baseline(grader: dict[str, Any], run: RunInputs) -> GraderResult:
     except (OSError, ValueError) as exc:
         return _failed(grader, f"failed to read baseline: {exc}")
     new = trajectory(_events(_trace(run.session)))
-    if run.ask is None:
-        raise RuntimeError("no judge for a baseline grader")
-    prompt = baseline_prompt(str(grader["criteria"]), trajectory(base), new)
-    votes = [vote(run.ask(prompt)) for _ in range(VOTES)]
-    why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
-    passed = sum(votes) > len(votes) / 2
-    return GraderResult(grader["name"], "baseline", float(grader.get("weight", 1)), passed, why, votes=votes)
+    return _votes(grader, run, baseline_prompt(grader.criteria, trajectory(base), new))
+
+
+GRADE: dict[type, Callable[[Any, RunInputs], Check]] = {
+    RegexGrader: _regex, ToolUsedGrader: _tool_used, ToolOrderGrader: _tool_order,
+    FileExistsGrader: _file_exists, LlmGrader: _llm, BaselineGrader: _baseline,
+}
+"""Each grader type's grading: a new type is its model in `graders.py` and its function here."""
