@@ -242,6 +242,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="post a winning description as a suggested change on that pull request (a review "
                         "comment on the description line; token from GITHUB_TOKEN)")
     t.add_argument("--api-url", default="https://api.github.com", help="GitHub API URL")
+    se = sub.add_parser("sensitivity", help="would the suite notice if the package broke? Each mutant of "
+                                            "the package (a section deleted, a script failing…) run through "
+                                            "the suite; which checks tell it apart, what nothing covers")
+    se.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
+    se.add_argument("--engine", metavar="ENGINE[,ENGINE...]", help="the engine(s) (default: eval-config's)")
+    se.add_argument("--mutants", metavar="KIND|ID[,...]",
+                    help="only these mutants: kinds (body, description, section, file-removed, script-fails, "
+                         "hook-removed) or id patterns such as 'my-skill/section/*' (default: all)")
+    se.add_argument("--list", dest="list_only", action="store_true", help="list the mutants and stop")
+    se.add_argument("--max-usd", type=_usd, metavar="USD",
+                    help="spend at most this much; what does not fit is said")
+    se.add_argument("--replay", action="store_true", help="from the recordings only: no key, no network")
+    se.add_argument("--tags", metavar="EXPR", help="only cases whose tags satisfy this expression")
+    se.add_argument("--cassettes", type=Path, metavar="DIR",
+                    help="cassettes directory (default: eval-config's)")
+    se.add_argument("--jobs", type=_positive, metavar="N", help="cases run in parallel")
+    se.add_argument("-o", "--output", type=Path, help="write the kill matrix as JSON here")
+    se.add_argument("--plugin", type=_plugins, metavar="NAME", help="the plugin, in a repository of several")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
@@ -430,6 +448,14 @@ def _dispatch(args: argparse.Namespace) -> int:
             package=args.package, engines=_split(args.engine), models=_split(args.model),
             window=context(args.context) if args.context else None, with_dirs=tuple(args.with_dirs),
             plugins=args.plugin, json=args.json,
+        ))
+    if args.command == "sensitivity":
+        from aam_eval_action.commands.sensitivity import SensitivityArgs, sensitivity
+
+        return sensitivity(SensitivityArgs(
+            package=args.package, engines=_split(args.engine) or None, mutants=args.mutants,
+            max_usd=args.max_usd, replay=args.replay, output=args.output, list_only=args.list_only,
+            cassettes=args.cassettes, tags=args.tags, jobs=args.jobs, plugins=args.plugin,
         ))
     if args.command == "check":
         from aam_eval_action.commands.check import check

@@ -328,6 +328,8 @@ class Attempt(Part):
     """A `claude plugin eval` case's run: its score."""
     graders: list[GraderOutcome] | None = None
     """A `claude plugin eval` case's run: its graders."""
+    checks: dict[str, CheckResult] | None = None
+    """This attempt's checks, and `judge` when the judge was asked."""
 
 
 class ReplayDivergence(Part):
@@ -588,6 +590,8 @@ class CaseResult(Part):
     """Why the baseline run did not pass (additive)."""
     baseline_attempts: list[Attempt] | None = None
     """Every attempt of the baseline run when the case was repeated (additive)."""
+    baseline_checks: dict[str, CheckResult] | None = None
+    """The checks of the baseline run's shown attempt, and `judge` when it was asked (additive)."""
     skill_not_needed: bool | None = None
     """The case passes as well without the skill as with it (additive; with --baseline)."""
     cassette_changed: bool | None = None

@@ -13,7 +13,7 @@ from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline.context import CaseContext
-from aam_eval_action.pipeline.grade import combine, grade_all, miss_record, scoring_of
+from aam_eval_action.pipeline.grade import combine, grade_all, miss_record, scoring_of, verdicts
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.spend_cap import OverBudget, traffic_cost
 from aam_eval_action.replay.agent_cassette import CassetteError
@@ -194,8 +194,9 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
         with spending(ctx, loaded, paid=not decision.replay):
             sessions, _ = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
             graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
-        base, _ = combine(ctx, loaded, fp, sessions, graded, replayed=True)
+        base, shown = combine(ctx, loaded, fp, sessions, graded, replayed=True)
         verdict, error, attempts = base.verdict, base.error, base.attempts
+        result.baseline_checks = verdicts(graded[next(i for i, x in enumerate(sessions) if x is shown)])
     except OverBudget as over:
         verdict, error, attempts = "SKIP", over.message, None
     except (Miss, AamEvalError, CassetteError, JudgeError, OSError) as exc:

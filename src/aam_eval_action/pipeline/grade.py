@@ -47,6 +47,7 @@ from aam_eval_action.report import (
     NO_SKILL,
     Attempt,
     CaseResult,
+    CheckResult,
     GraderOutcome,
     JudgedHashes,
     JudgeVerdict,
@@ -337,11 +338,20 @@ def combine(
             Attempt(verdict=g.verdict, error=g.error, duration_seconds=round(x.duration_seconds, 3),
                     skills_fired=skills_fired(x.tool_calls) if routed is not None else None,
                     score=g.score,
-                    graders=outcomes(g) if scoring.by_score else None)
+                    graders=outcomes(g) if scoring.by_score else None, checks=verdicts(g))
             for g, x in zip(graded, sessions, strict=True)
         ]
         result.flaky = len({g.verdict for g in graded}) > 1
     return result, session
+
+
+def verdicts(graded: Graded) -> dict[str, CheckResult]:
+    """An attempt's counted checks by name, and `judge` when the judge gave a verdict."""
+    found: dict[str, CheckResult] = {c.name: "PASS" if c.passed else "FAIL"
+                                     for c in graded.checks if c.scored}
+    if graded.judge is not None and graded.judge.result in ("PASS", "FAIL"):
+        found["judge"] = "PASS" if graded.judge.result == "PASS" else "FAIL"
+    return found
 
 
 def outcomes(graded: Graded) -> list[GraderOutcome]:

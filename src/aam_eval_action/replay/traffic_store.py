@@ -127,6 +127,32 @@ def _write(path: Path, cli: str, version: str | None, entries: dict[str, Any],
     _CACHE.pop(path, None)
 
 
+def merge_store(source: Path, into: Path) -> None:
+    """A store's entries added to another's (a copy when there is none): its masks are kept,
+    the source's learnt ones when it has none. A damaged source adds nothing."""
+    import shutil
+
+    try:
+        entries = _read(source)
+    except TrafficError:
+        return
+    with _LOCK:
+        if not into.exists():
+            into.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, into)
+            _CACHE.pop(into, None)
+            return
+        try:
+            existing = _read(into)
+        except TrafficError:
+            existing = {}
+        if all(key in existing for key in entries):
+            return
+        data = yaml.load(source.read_text(encoding="utf-8"), Loader=_LOADER)
+        _write(into, str(data.get("cli")), data.get("cli_version"), {**entries, **existing},
+               _raw_masks(into) or _raw_masks(source), None)
+
+
 def _raw_masks(path: Path) -> list[dict[str, Any]]:
     """The store's `volatile` list as written (kept as it is when entries are merged)."""
     try:

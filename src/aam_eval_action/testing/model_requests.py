@@ -66,6 +66,28 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in items if isinstance(m, dict)]
 
 
+def read_lines(body: dict[str, Any], pattern: str) -> list[str]:
+    """The lines matching `pattern` in what the conversation holds (messages, tool results, a
+    loaded skill; not the system prompt), each once, in order: what the agent has read."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            for line in value.splitlines():
+                hit = re.search(pattern, line)
+                if hit and hit.group(0).strip() not in found:
+                    found.append(hit.group(0).strip())
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(_messages(body))
+    return found
+
+
 AGENT_TOOLS = ("Agent", "Task")
 """Claude Code's sub-agent tool (`Task` in older releases)."""
 ASYNC_AGENT = "Async agent launched"

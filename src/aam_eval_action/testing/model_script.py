@@ -25,6 +25,7 @@ from aam_eval_action.testing.model_requests import (
     follow_up,
     is_gemini,
     prompt_text,
+    read_lines,
     system_text,
     turn_index,
 )
@@ -89,6 +90,9 @@ class Script:
                     step = {k: v for k, v in step.items() if k != "route"} | {"text": NO_SKILL_FITS}
             if "route" in step:
                 step = routed_step(step, route_prompt(since), skill_listing(body))
+        if "rules-read" in step:  # the answer names what the agent has read: each rule line
+            rules = read_lines(body, str(step.pop("rules-read")))
+            step["text"] = "\n".join([str(step.get("text", "")), *rules]).strip() or "No rules read."
         reply = step_reply(step, body)
         return reply if "messages" in body or is_gemini(body) else codex_wait(reply, body)
 

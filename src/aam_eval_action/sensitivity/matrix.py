@@ -1,0 +1,237 @@
+"""The kill matrix: which checks tell the package from no package, and from each mutant.
+
+Per engine, from the reports of its arms and mutants:
+
+* a mutant is **killed** when a check that passes with the package fails with the mutant (a
+  case that errored or was not run under it is not measured); its kill rate is the share of the
+  measured cases that passed with the package and fail with it; a mutant nothing kills is
+  **uncovered guidance**;
+* a check **discriminates** when its verdict differs between the arm without the package and
+  the arm with it; it is **flipped** by the mutants that make it fail; a check that passes with
+  the package, does not discriminate and no mutant flips is **weak**; one that passes only
+  without the package is **backwards**.
+
+With repeated runs, a check's pass counts in each arm give a 95% interval of the difference
+(Newcombe); one run per arm cannot show a difference, and the interval says so.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from aam_eval_action.report_model import CaseResult, CheckResult, Report
+from aam_eval_action.sensitivity.mutants import Mutant
+from aam_eval_action.stats import newcombe
+
+VERSION = 1
+Status = Literal["killed", "survived", "not-measured", "not-run"]
+
+
+class CheckRef(BaseModel):
+    case: str
+    check: str
+
+
+class Cost(BaseModel):
+    """How a variant's cases were graded, and what it spent."""
+
+    replayed: int = 0
+    """Cases read back from their recording (snapshot)."""
+    re_executed: int = 0
+    """Cases whose CLI ran again against the recording and never asked anything new: no model call."""
+    live: int = 0
+    """Cases that went to the model (live, or live after the recording diverged)."""
+    cost_usd: float = 0.0
+    model_calls: bool = False
+    """Whether any model (agent or judge) was called."""
+
+
+class MutantRow(BaseModel):
+    id: str
+    kind: str
+    what: str
+    """What it changed."""
+    file: str
+    line: int | None = None
+    engine: str
+    status: Status
+    killed_by: list[CheckRef] = Field(default_factory=list)
+    """The checks that passed with the package and fail with the mutant."""
+    cases_failed: list[str] = Field(default_factory=list)
+    kill_rate: float | None = None
+    """Killed cases over the measured cases that passed with the package."""
+    graded: Cost = Field(default_factory=Cost)
+    note: str | None = None
+    """Why it was not measured or not run."""
+
+
+class CheckRow(BaseModel):
+    case: str
+    check: str
+    engine: str
+    file: str
+    """The case's file and line."""
+    line: int | None = None
+    with_package: CheckResult | None = None
+    without_package: CheckResult | None = None
+    forced: CheckResult | None = None
+    """With the skill's content loaded whatever routing decides."""
+    discriminates: bool | None = None
+    """Its verdict differs without and with the package (None: not measured in both)."""
+    backwards: bool = False
+    """It passes without the package and fails with it."""
+    flipped_by: list[str] = Field(default_factory=list)
+    """The mutants under which it fails, having passed with the package."""
+    weak: bool = False
+    passes_with: tuple[int, int] | None = None
+    """(passed, runs) with the package."""
+    passes_without: tuple[int, int] | None = None
+    difference: tuple[float, float] | None = None
+    """95% interval of its pass rate with minus without the package."""
+
+
+class Arm(BaseModel):
+    name: str
+    how: str
+    """How the arm ran (`without`: the package not installed; `forced`: how each engine loaded the skill)."""
+    graded: Cost = Field(default_factory=Cost)
+
+
+class Sensitivity(BaseModel):
+    """`aam-eval sensitivity -o`: the kill matrix of a package's suite."""
+
+    version: int = VERSION
+    package: str
+    engines: list[str]
+    arms: list[Arm] = Field(default_factory=list)
+    mutants: list[MutantRow] = Field(default_factory=list)
+    checks: list[CheckRow] = Field(default_factory=list)
+    uncovered: list[str] = Field(default_factory=list)
+    """`<engine>: <mutant id>` of every mutant nothing killed."""
+    weak: list[str] = Field(default_factory=list)
+    """`<engine>: <case> / <check>` of every weak check."""
+    not_run: list[str] = Field(default_factory=list)
+    """What the cap (or an error) left out, in words."""
+    cost_usd: float = 0.0
+
+
+def checks_of(case: CaseResult) -> dict[str, CheckResult]:
+    """A case's checks with the package, and `judge` when the judge gave a verdict."""
+    found: dict[str, CheckResult] = {k: v for k, v in case.deterministic_checks.items()
+                                     if v in ("PASS", "FAIL")}
+    judge = case.judge_verdict
+    if judge is not None and judge.result in ("PASS", "FAIL"):
+        found["judge"] = "PASS" if judge.result == "PASS" else "FAIL"
+    return found
+
+
+def measured(case: CaseResult | None) -> bool:
+    return case is not None and case.verdict in ("PASS", "FAIL")
+
+
+def cost_of(report: Report | None) -> Cost:
+    out = Cost()
+    for case in report.cases if report else []:
+        if not measured(case) and case.verdict != "ERROR":
+            continue
+        judge_live = case.judge_verdict is not None and case.judge_verdict.replayed is False
+        if case.replay_kind == "live" or case.live_from_turn is not None:
+            out.live += 1
+        elif case.replay_kind == "rerun":
+            out.re_executed += 1
+        elif case.replay_kind == "snapshot":
+            out.replayed += 1
+        out.model_calls |= case.replay_kind == "live" or case.live_from_turn is not None or judge_live
+        out.cost_usd = round(out.cost_usd + (case.run_cost_usd or 0.0), 6)
+    return out
+
+
+def _runs(attempts: list | None, check: str, shown: CheckResult | None) -> tuple[int, int] | None:  # type: ignore[type-arg]
+    if attempts:
+        seen = [a.checks.get(check) for a in attempts if a.checks and a.checks.get(check) in ("PASS", "FAIL")]
+        return (sum(v == "PASS" for v in seen), len(seen)) if seen else None
+    return (int(shown == "PASS"), 1) if shown is not None else None
+
+
+def build(package: str, engine: str, with_report: Report,
+          mutants: list[tuple[Mutant, Report | None, str | None]],
+          forced: Report | None = None) -> tuple[list[MutantRow], list[CheckRow]]:
+    """One engine's rows: every mutant (with its report, or None and why it was not run), and
+    every check of every case with the package."""
+    cases = {c.name: c for c in with_report.cases}
+    forced_cases = {c.name: c for c in forced.cases} if forced else {}
+    mutant_rows: list[MutantRow] = []
+    flips: dict[tuple[str, str], list[str]] = {}
+    for mutant, report, why in mutants:
+        mrow = MutantRow(id=mutant.id, kind=mutant.kind, what=mutant.what, file=mutant.file, line=mutant.line,
+                        engine=engine, status="not-run", graded=cost_of(report), note=why)
+        if report is not None:
+            _kills(mrow, cases, {c.name: c for c in report.cases}, flips)
+        mutant_rows.append(mrow)
+    check_rows: list[CheckRow] = []
+    for name, case in sorted(cases.items()):
+        if not measured(case):
+            continue
+        with_checks = checks_of(case)
+        without = case.baseline_checks or {}
+        forced_case = forced_cases.get(name)
+        forced_checks = checks_of(forced_case) if forced_case and measured(forced_case) else {}
+        for check, verdict in with_checks.items():
+            other = without.get(check)
+            row = CheckRow(case=name, check=check, engine=engine, file=case.file or "", line=case.line,
+                           with_package=verdict, without_package=other, forced=forced_checks.get(check),
+                           flipped_by=flips.get((name, check), []))
+            if other in ("PASS", "FAIL"):
+                row.discriminates = other != verdict
+                row.backwards = other == "PASS" and verdict == "FAIL"
+            row.weak = verdict == "PASS" and not row.discriminates and not row.flipped_by
+            row.passes_with = _runs(case.attempts, check, verdict)
+            row.passes_without = _runs(case.baseline_attempts, check, other)
+            if row.passes_with and row.passes_without:
+                lo, hi = newcombe(row.passes_without[0], row.passes_without[1], *row.passes_with)
+                row.difference = (round(lo, 4), round(hi, 4))
+            check_rows.append(row)
+    return mutant_rows, check_rows
+
+
+def _kills(row: MutantRow, cases: dict[str, CaseResult], under: dict[str, CaseResult],
+           flips: dict[tuple[str, str], list[str]]) -> None:
+    passed_with = [n for n, c in cases.items() if c.verdict == "PASS"]
+    measured_cases = [n for n in passed_with if measured(under.get(n))]
+    errored = [n for n in cases if n in under and not measured(under[n])]
+    for name in sorted(cases):
+        mine, theirs = cases[name], under.get(name)
+        if not measured(mine) or not measured(theirs):
+            continue
+        assert theirs is not None
+        now = checks_of(theirs)
+        killed = [check for check, verdict in checks_of(mine).items()
+                  if verdict == "PASS" and now.get(check) == "FAIL"]
+        for check in killed:
+            row.killed_by.append(CheckRef(case=name, check=check))
+            flips.setdefault((name, check), []).append(row.id)
+        if mine.verdict == "PASS" and theirs.verdict != "PASS":
+            row.cases_failed.append(name)
+    if measured_cases:
+        hit = [n for n in row.cases_failed if n in measured_cases]
+        row.kill_rate = round(len(hit) / len(measured_cases), 4)
+    if row.killed_by:
+        row.status = "killed"
+    elif measured_cases or any(measured(under.get(n)) for n in cases):
+        row.status = "survived"
+    else:
+        row.status = "not-measured"
+    if errored and row.note is None:
+        first = under[errored[0]]
+        row.note = f"{len(errored)} case(s) not measured: {errored[0]}: {first.error or first.verdict}"
+
+
+def finish(result: Sensitivity) -> Sensitivity:
+    """The lists a reader looks at first: uncovered mutants, weak checks, the cost."""
+    result.uncovered = [f"{m.engine}: {m.id}" for m in result.mutants if m.status == "survived"]
+    result.weak = [f"{c.engine}: {c.case} / {c.check}" for c in result.checks if c.weak]
+    result.cost_usd = round(sum(m.graded.cost_usd for m in result.mutants)
+                            + sum(a.graded.cost_usd for a in result.arms), 6)
+    return result

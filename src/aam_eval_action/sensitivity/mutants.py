@@ -1,0 +1,250 @@
+"""Mutants of a package: each a copy with one change, deterministic, named by what it changed.
+
+For each skill: its body emptied; its description blanked; each top-level section of its
+SKILL.md deleted (named by its heading); each file beside it removed, and each script beside it
+made to exit 1. For each hook event of the package: its hooks removed. A mutant's id is a path of
+slugs (`house-style/section/dates`): it names the mutant in the report and its cassettes' folder.
+
+Headings and file names come from the repository under test: a slug keeps `[a-z0-9-]` only, so
+no id can name a path outside its folder.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aam_eval_action.errors import UsageError
+from aam_eval_action.package import PackageLayout
+
+KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed")
+"""Every kind of mutant, in the order they are made."""
+SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".ps1"})
+FAILING = {".py": "import sys\nsys.exit(1)\n", ".js": "process.exit(1);\n", ".mjs": "process.exit(1);\n",
+           ".cjs": "process.exit(1);\n", ".ts": "process.exit(1);\n", ".rb": "exit 1\n", ".pl": "exit 1;\n",
+           ".ps1": "exit 1\n"}
+"""A script that exits 1, in the script's own language (a shell script otherwise)."""
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One change to the package."""
+
+    id: str
+    """`<skill>/<kind>[/<slug>]`, or `hooks/<event>`: unique in the package."""
+    kind: str
+    what: str
+    """What it changed, in words: `house-style: section "Dates" deleted`."""
+    file: str
+    """The file it changes, relative to the package root."""
+    skill: str | None = None
+    section: str | None = None
+    """A section mutant's heading."""
+    line: int | None = None
+    """Where the changed part starts in `file`."""
+
+
+def slug(text: str) -> str:
+    """`[a-z0-9-]`, at most 48 characters (`x` for nothing left)."""
+    out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48].strip("-")
+    return out or "x"
+
+
+def mutants_of(layout: PackageLayout) -> list[Mutant]:
+    """Every mutant of the package, in a fixed order: skills by name, then hook events."""
+    root = layout.root
+    out: list[Mutant] = []
+    for skill, folder in sorted(layout.skill_dirs.items()):
+        rel = f"{folder}/SKILL.md"
+        if not (root / rel).is_file():
+            continue
+        text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        body_at = body_line(text)
+        out.append(Mutant(f"{slug(skill)}/body", "body", f"{skill}: body emptied", rel, skill, line=body_at))
+        out.append(Mutant(f"{slug(skill)}/description", "description", f"{skill}: description blanked", rel,
+                          skill, line=description_line(text)))
+        seen: set[str] = set()
+        for heading, start, _ in sections(text):
+            name = _unique(slug(heading), seen)
+            out.append(Mutant(f"{slug(skill)}/section/{name}", "section",
+                              f'{skill}: section "{heading}" deleted', rel, skill, heading, start))
+        for path in _beside(root, folder):
+            name = _unique(slug(path.removeprefix(folder + "/")), seen)
+            out.append(Mutant(f"{slug(skill)}/file-removed/{name}", "file-removed",
+                              f"{skill}: {path} removed", path, skill))
+            if is_script(root / path):
+                out.append(Mutant(f"{slug(skill)}/script-fails/{name}", "script-fails",
+                                  f"{skill}: {path} exits 1", path, skill))
+    seen = set()
+    for source in layout.hooks:
+        if not source.path.endswith(".json"):
+            continue
+        for event in source.events:
+            name = _unique(slug(event), seen)
+            out.append(Mutant(f"hooks/{name}", "hook-removed", f"hook {event} ({source.path}) removed",
+                              source.path, section=event))
+    return out
+
+
+def select(mutants: Sequence[Mutant], spec: str | None) -> list[Mutant]:
+    """`--mutants`: kinds or id patterns, comma-separated (`section,script-fails`,
+    `house-style/section/*`); None: all. A token that selects nothing is a usage error."""
+    if not spec:
+        return list(mutants)
+    tokens = [t.strip() for t in spec.split(",") if t.strip()]
+    chosen = []
+    for token in tokens:
+        if not any(m.kind == token or fnmatch.fnmatchcase(m.id, token) for m in mutants):
+            raise UsageError(f"--mutants: {token!r} selects no mutant; kinds are {', '.join(KINDS)}, or "
+                             "an id pattern such as 'my-skill/section/*' (`aam-eval sensitivity --list` "
+                             "lists them)")
+    for m in mutants:
+        if any(m.kind == t or fnmatch.fnmatchcase(m.id, t) for t in tokens):
+            chosen.append(m)
+    return chosen
+
+
+def make(mutant: Mutant, source: Path, into: Path, skip: Iterable[Path] = ()) -> Path:
+    """A copy of the repository at `source` in `into`, with the mutant's change; `into`."""
+    skipped = {p.resolve() for p in skip}
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        return [n for n in names if n in (".git", "node_modules") or (here / n).resolve() in skipped]
+
+    shutil.copytree(source, into, symlinks=True, ignore=ignore)
+    apply(mutant, into)
+    return into
+
+
+def apply(mutant: Mutant, root: Path) -> None:
+    """Make the mutant's change in the copy at `root`."""
+    path = root / mutant.file
+    if mutant.kind == "file-removed":
+        path.unlink()
+        return
+    if mutant.kind == "script-fails":
+        mode = path.stat().st_mode
+        path.write_text(FAILING.get(path.suffix, "#!/bin/sh\nexit 1\n"), encoding="utf-8")
+        os.chmod(path, mode)
+        return
+    if mutant.kind == "hook-removed":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        events = data["hooks"] if isinstance(data.get("hooks"), dict) else data
+        events.pop(mutant.section, None)
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines(keepends=True)
+    if mutant.kind == "body":
+        text = "".join(lines[: body_line(text) - 1])
+    elif mutant.kind == "description":
+        text = blank_description(text)
+    else:
+        found = next(((s, e) for h, s, e in sections(text) if s == mutant.line), None)
+        if found is not None:
+            text = "".join(lines[: found[0] - 1] + lines[found[1] - 1:])
+    path.write_text(text, encoding="utf-8")
+
+
+def body_line(text: str) -> int:
+    """The line the body starts at (after the frontmatter; 1 without one)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return 1
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    return end + 2 if end is not None else 1
+
+
+def description_line(text: str) -> int | None:
+    end = body_line(text)
+    return next((n for n, line in enumerate(text.splitlines()[: end - 1], 1)
+                 if line.startswith("description:")), None)
+
+
+def blank_description(text: str) -> str:
+    """The frontmatter's `description` made empty (a folded or block value too)."""
+    lines = text.splitlines(keepends=True)
+    end = body_line(text) - 1
+    out, skipping = [], False
+    for n, line in enumerate(lines):
+        if n < end and line.startswith("description:"):
+            out.append('description: ""\n')
+            skipping = True
+            continue
+        if skipping and n < end - 1 and (line.startswith((" ", "\t")) or not line.strip()):
+            continue
+        skipping = False
+        out.append(line)
+    return "".join(out)
+
+
+def sections(text: str) -> list[tuple[str, int, int]]:
+    """The top-level sections of a SKILL.md's body: (heading, first line, the line after the
+    last). Headings in code fences are not headings; a single title heading above all the rest
+    is not a section: the level under it is."""
+    lines = text.splitlines()
+    start = body_line(text)
+    headings: list[tuple[int, str, int]] = []
+    fenced = False
+    for n in range(start, len(lines) + 1):
+        line = lines[n - 1]
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        found = None if fenced else _HEADING.match(line)
+        if found:
+            headings.append((len(found.group(1)), found.group(2), n))
+    if not headings:
+        return []
+    top = min(level for level, _, _ in headings)
+    at_top = [h for h in headings if h[0] == top]
+    if len(at_top) == 1 and headings[0] is at_top[0]:
+        below = [h for h in headings if h[0] > top]
+        if not below:
+            return []
+        top = min(level for level, _, _ in below)
+    out: list[tuple[str, int, int]] = []
+    for i, (level, heading, first) in enumerate(headings):
+        if level != top:
+            continue
+        after = next((n for lv, _, n in headings[i + 1:] if lv <= top), len(lines) + 1)
+        out.append((heading, first, after))
+    return out
+
+
+def is_script(path: Path) -> bool:
+    if path.suffix in SCRIPT_SUFFIXES:
+        return True
+    try:
+        return path.read_bytes()[:2] == b"#!"
+    except OSError:
+        return False
+
+
+def _beside(root: Path, folder: str) -> list[str]:
+    """The files in a skill's folder but its SKILL.md (hidden ones left out), sorted."""
+    base = root / folder
+    out = []
+    for path in sorted(base.rglob("*")):
+        rel = path.relative_to(base)
+        if path.is_file() and not path.is_symlink() and rel.as_posix() != "SKILL.md" \
+                and not any(part.startswith(".") for part in rel.parts):
+            out.append(f"{folder}/{rel.as_posix()}")
+    return out
+
+
+def _unique(name: str, seen: set[str]) -> str:
+    found, n = name, 2
+    while found in seen:
+        found, n = f"{name}-{n}", n + 1
+    seen.add(found)
+    return found

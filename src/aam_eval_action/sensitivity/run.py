@@ -1,0 +1,194 @@
+"""`aam-eval sensitivity`: the suite run as it is, with and without the package, then once per
+mutant; the kill matrix from their reports.
+
+Each arm and mutant is a run of the suite (`pipeline/suite.execute`), so every format the suite
+runner reads is measured the same way. The arm with the package and the one without it are one
+run with `--baseline`, recorded in the package's cassettes as any run. A mutant is a copy of the
+repository with its one change, run against its own cassettes folder,
+`<cassettes>/_sensitivity/<mutant id>/`, seeded with the package's recordings: each case is
+first re-executed against the recording (its CLI runs again, its model calls answered from the
+recording), so a mutant whose change the session never reads is graded for $0 with no model
+call; only the turns after a divergence go live, and what they record stays the mutant's, so a
+second run replays offline.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aam_eval_action.errors import EXIT_FAILED, EXIT_OK, UsageError
+from aam_eval_action.fsutil import atomic_write
+from aam_eval_action.loader import load_repo
+from aam_eval_action.modes import Mode
+from aam_eval_action.pipeline.suite import RunArgs, execute
+from aam_eval_action.render.console import Console
+from aam_eval_action.render.sensitivity import console_lines, markdown
+from aam_eval_action.report_model import Report
+from aam_eval_action.sensitivity import matrix
+from aam_eval_action.sensitivity.mutants import Mutant, make, mutants_of, select
+from aam_eval_action.settings import Overrides, resolve_matrix, runner_environment
+
+FOLDER = "_sensitivity"
+"""The mutants' cassettes, under the package's cassettes folder (`_` starts no case name)."""
+
+
+@dataclass(frozen=True)
+class SensitivityArgs:
+    package: Path
+    engines: list[str] | None = None
+    mutants: str | None = None
+    """`--mutants`: kinds or id patterns (None: all)."""
+    max_usd: float | None = None
+    replay: bool = False
+    output: Path | None = None
+    list_only: bool = False
+    cassettes: Path | None = None
+    tags: str | None = None
+    jobs: int | None = None
+    plugins: list[str] | None = None
+
+
+def sensitivity(args: SensitivityArgs, console: Console | None = None,
+                environ: Mapping[str, str] | None = None) -> int:
+    environ = runner_environment() if environ is None else environ
+    console = console or Console(environ=environ)
+    repo = load_repo(args.package, args.plugins)
+    if len(repo.packages) != 1:
+        names = ", ".join(p.layout.plugin or p.layout.name or "?" for p in repo.packages)
+        raise UsageError(f"sensitivity measures one package at a time, and {args.package} holds "
+                         f"{len(repo.packages)} ({names}): pick one with --plugin NAME")
+    package = repo.packages[0]
+    chosen = select(mutants_of(package.layout), args.mutants)
+    if args.list_only:
+        for m in chosen:
+            console.line(f"{m.id}  {m.what}  ({m.file}{f':{m.line}' if m.line else ''})")
+        return EXIT_OK
+    if not chosen:
+        raise UsageError(f"{args.package}: the package has nothing to mutate (no skill with a SKILL.md, "
+                         "no hook)")
+    engines = args.engines or [s.engine for s in resolve_matrix(package, Overrides(), environ)]
+    mode: Mode = "replay" if args.replay else "auto"
+    base = Overrides(mode=mode, cassettes=args.cassettes, jobs=args.jobs)
+    settings = {e: resolve_matrix(package, _with(base, engine=e), environ)[0] for e in engines}
+    cassettes = next(iter(settings.values())).cassettes
+    selected = list(package.cases)
+    sessions = len(selected) * len(engines) * (2 + len(chosen))
+    console.line(f"sensitivity: {len(chosen)} mutant(s) × {len(selected)} case(s) × {len(engines)} "
+                 f"engine(s), with and without the package: at most {sessions} sessions", "bold")
+    if not args.replay:
+        console.line(estimate_line(settings, selected, len(chosen)), "dim")
+    result = matrix.Sensitivity(package=package.layout.name or package.layout.root.name, engines=engines)
+    spent = 0.0
+
+    def left() -> float | None:
+        return None if args.max_usd is None else max(args.max_usd - spent, 0.0)
+
+    quiet = Console(io.StringIO(), environ=environ)
+    with tempfile.TemporaryDirectory(prefix="aam-sensitivity-") as tmp:
+        for engine in engines:
+            arms = _with(base, engine=engine, baseline=True, max_usd=left())
+            with_report = _suite(args, args.package, arms, quiet)
+            if with_report is None:
+                raise UsageError(f"{args.package}: no case ran on {engine}")
+            arm = matrix.cost_of(with_report)
+            spent += arm.cost_usd
+            result.arms.append(matrix.Arm(name=f"{engine}: with and without", how="the suite as it is, then "
+                                          "each case again without the package (--baseline)", graded=arm))
+            _said_arms(console, engine, with_report)
+            runs: list[tuple[Mutant, Report | None, str | None]] = []
+            for mutant in chosen:
+                folder = cassettes / FOLDER / mutant.id
+                if args.max_usd is not None and spent >= args.max_usd:
+                    why = f"did not fit: --max-usd {args.max_usd:g} was spent (${spent:.4f})"
+                    runs.append((mutant, None, why))
+                    result.not_run.append(f"{engine}: {mutant.id}: {why}")
+                    continue
+                if args.replay and not folder.is_dir():
+                    why = (f"not recorded ({FOLDER}/{mutant.id} is missing from the cassettes): run "
+                           "`aam-eval sensitivity` without --replay once (nightly)")
+                    runs.append((mutant, None, why))
+                    result.not_run.append(f"{engine}: {mutant.id}: {why}")
+                    continue
+                if not args.replay:
+                    seed(cassettes, folder)
+                copy = make(mutant, args.package, Path(tmp) / engine / mutant.id, skip=[cassettes])
+                mutated = _with(base, engine=engine, cassettes=folder, max_usd=left())
+                report = _suite(args, copy, mutated, quiet)
+                shutil.rmtree(copy, ignore_errors=True)
+                cost = matrix.cost_of(report)
+                spent += cost.cost_usd
+                runs.append((mutant, report, None if report is not None else "no case ran"))
+            rows, checks = matrix.build(result.package, engine, with_report, runs)
+            result.mutants += rows
+            result.checks += checks
+    matrix.finish(result)
+    for text, style in console_lines(result):
+        console.line(text, style)
+    if args.output is not None:
+        atomic_write(args.output, result.model_dump_json(indent=2) + "\n", None)
+    summary = environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        from aam_eval_action.github.workflow import append
+
+        append(Path(summary), markdown(result))
+    return EXIT_FAILED if result.not_run and args.max_usd is None else EXIT_OK
+
+
+def _with(o: Overrides, **changes: object) -> Overrides:
+    import dataclasses
+
+    return dataclasses.replace(o, **changes)  # type: ignore[arg-type]
+
+
+def _suite(args: SensitivityArgs, package: Path, overrides: Overrides, console: Console) -> Report | None:
+    report, _ = execute(RunArgs(package=package, cases=[], overrides=overrides, tags=args.tags,
+                                plugins=args.plugins, allow_empty=True), console)
+    return report if report is not None and report.cases else None
+
+
+def _said_arms(console: Console, engine: str, report: Report) -> None:
+    with_passed = sum(c.verdict == "PASS" for c in report.cases)
+    without = sum(c.baseline_verdict == "PASS" for c in report.cases)
+    console.line(f"{engine}: with the package {with_passed}/{len(report.cases)} pass, without it "
+                 f"{without}/{len(report.cases)}")
+
+
+def seed(cassettes: Path, folder: Path) -> None:
+    """A mutant's cassettes folder given the package's recordings it lacks: each case's folder
+    it has none of, and the shared traffic entries (merged)."""
+    from aam_eval_action.replay.traffic_store import STORE_DIR, merge_store
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if not cassettes.is_dir():
+        return
+    for case in sorted(cassettes.iterdir()):
+        if case.name.startswith("_") or not case.is_dir() or (folder / case.name).exists():
+            continue
+        shutil.copytree(case, folder / case.name)
+    for store in sorted((cassettes / STORE_DIR).glob("*.yaml")):
+        merge_store(store, folder / STORE_DIR / store.name)
+
+
+def estimate_line(settings: Mapping[str, object], cases: Sequence[object], mutants: int) -> str:
+    """What the run could spend at most: every session of every arm and mutant live."""
+    from aam_eval_action.pipeline.spend_cap import Estimator
+    from aam_eval_action.settings import RunSettings
+
+    total, unknown = 0.0, 0
+    for s in settings.values():
+        assert isinstance(s, RunSettings)
+        estimator = Estimator(s)
+        for loaded in cases:
+            found = estimator.case(loaded, s.repeat)  # type: ignore[arg-type]
+            if found.usd is None:
+                unknown += 1
+            else:
+                total += found.usd * (2 + mutants)
+    more = f" ({unknown} case(s) with no estimate)" if unknown else ""
+    return (f"at most ${total:.2f} if every session went live{more}; a mutant whose change a session "
+            "never reads is re-executed against the recording for $0")
