@@ -590,6 +590,9 @@ class CaseResult(Part):
     """Why the baseline run did not pass (additive)."""
     baseline_attempts: list[Attempt] | None = None
     """Every attempt of the baseline run when the case was repeated (additive)."""
+    forced: str | None = None
+    """How the case's skill was invoked by name in its prompt, whatever routing decided (the
+    forced arm of `sensitivity`; additive)."""
     baseline_checks: dict[str, CheckResult] | None = None
     """The checks of the baseline run's shown attempt, and `judge` when it was asked (additive)."""
     skill_not_needed: bool | None = None

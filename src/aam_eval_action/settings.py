@@ -77,6 +77,8 @@ class Overrides:
     ablation: str | None = None
     scaffold: bool | None = None
     allow_real_servers: bool | None = None
+    force_skill: bool = False
+    """Each case's skill invoked by name in its prompt, whatever routing decides (the forced arm)."""
     mocks: str | None = None
     allow_tools: tuple[str, ...] = ()
     """`--allow-tools`: tools a `claude plugin eval` case's `allowed_tools` may use beyond the
@@ -146,6 +148,8 @@ class RunSettings:
     allow_real_servers: bool = False
     """Start a plugin's MCP servers that a `claude plugin eval` case does not mock
     (`--allow-real-servers`; never from the repository); else they are not started."""
+    force_skill: bool = False
+    """Each case's skill invoked by name in its first prompt (`pipeline/forced.py`)."""
     judge_named: bool = False
     """`--judge` or eval-config `judge` named the judge model (else a default was taken)."""
     ablation: str = "with-without"
@@ -261,7 +265,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         judge_model=judge_model,
         judge_named=bool(o.judge or cfg.judge),
         scaffold=bool(o.scaffold),
-        allow_real_servers=bool(o.allow_real_servers),
+        allow_real_servers=bool(o.allow_real_servers), force_skill=o.force_skill,
         allow_tools=o.allow_tools,
         mocks=o.mocks or "record",
         judge_provider=provider_for_model(judge_model, provider),

@@ -55,6 +55,11 @@ class EngineInfo:
     lists_in_check: bool = False
     """Whether `check` warns of a description it cuts, and when the package alone takes half of
     its listing budget."""
+    invoke_skill: str = ""
+    """How a prompt invokes a skill by name whatever routing decides (`{skill}` in it, the prompt
+    after it), as the CLI does natively: the skill's content reaches the model with the prompt.
+    Empty: no such way was verified on it."""
+    invoke_skill_how: str = ""
     listing: str = ""
     """The module of its skill-listing rule (`listing(skills, model, window, env)` and
     `description_cut(skill)`), imported on first use by `catalog.predict`."""
@@ -75,7 +80,9 @@ ENGINES: dict[str, EngineInfo] = {
                               host="claude", skills_dir=".claude/skills", claude_native=True,
                               listing_unit="characters (Claude Code measures its listing in characters; no "
                                            "maintained tokenizer for Claude models runs offline, so tokens "
-                                           "are not counted)", lists_in_check=True),
+                                           "are not counted)", lists_in_check=True,
+                              # verified: the first request holds the skill's SKILL.md body
+                              invoke_skill="/{skill} ", invoke_skill_how="its slash command, /{skill}"),
     # Codex: its workspace-write sandbox (seccomp) refuses sockets to every command it runs;
     # it is used where ours has no Landlock (inside ours, Codex's own is off).
     "codex": EngineInfo("codex", "openai", "gpt-5.5", "aam_eval_action.engines.codex:Codex",
@@ -83,7 +90,9 @@ ENGINES: dict[str, EngineInfo] = {
                         cli="codex", npm_package="@openai/codex", user_agent="codex_",
                         enforces_no_network=True, host="codex",
                         listing_unit="tokens as Codex counts them (a line's UTF-8 bytes / 4); a body in "
-                                     "characters", lists_in_check=True),
+                                     "characters", lists_in_check=True,
+                        # verified: the first request holds the skill's SKILL.md body
+                        invoke_skill="${skill} ", invoke_skill_how="a $ mention, ${skill}"),
     # Copilot, offline with a provider of ours (Anthropic, or OpenAI for a GPT model): no web
     # tool; its bash keeps the network.
     "copilot": EngineInfo("copilot", "anthropic", "claude-sonnet-4-6",

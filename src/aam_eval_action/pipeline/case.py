@@ -13,6 +13,7 @@ from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.pipeline.context import CaseContext
+from aam_eval_action.pipeline.forced import forced
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record, scoring_of, verdicts
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.spend_cap import OverBudget, traffic_cost
@@ -70,6 +71,9 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
 
 
 def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session]:
+    forced_how = None
+    if ctx.settings.force_skill:
+        loaded, forced_how = forced(loaded, ctx.settings.layout, ctx.settings.engine)
     ctx = ctx.for_case(loaded.case)
     s = ctx.settings
     layout = s.layout
@@ -87,6 +91,7 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
         result.self_check = summary(checks)
     if s.two_arms(loaded):
         add_baseline(ctx, loaded, result)
+    result.forced = forced_how
     return result, session
 
 

@@ -40,6 +40,15 @@ def matrix_lines(result: Sensitivity) -> list[tuple[str, str | None]]:
                 out.append((f"               uncovered guidance: {m.what} and no check noticed", "dim"))
             elif m.note and m.status != "killed":
                 out.append((f"               {m.note}", "dim"))
+        rows = [r for r in result.cases if r.engine == engine]
+        if any(r.forced for r in rows):
+            out.append((f"arms · {engine}: without · with · forced (the skill invoked by name)", "bold"))
+        for r in rows:
+            if r.forced:
+                said = [f"content {r.content}" if r.content else "",
+                        f"routing {r.routing}" if r.routing else ""]
+                out.append((f"  {r.case}  {r.without_package or '-'} · {r.with_package or '-'} · {r.forced}  "
+                            + "; ".join(s for s in said if s) + f"  ({r.forced_how})", None))
         out.append((f"checks · {engine}", "bold"))
         for c in (c for c in result.checks if c.engine == engine):
             flags = []

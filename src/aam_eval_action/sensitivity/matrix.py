@@ -92,6 +92,23 @@ class CheckRow(BaseModel):
     """95% interval of its pass rate with minus without the package."""
 
 
+class CaseRow(BaseModel):
+    """A case in the three arms: what its skill's content is worth, and what routing loses."""
+
+    case: str
+    engine: str
+    with_package: str | None = None
+    without_package: str | None = None
+    forced: str | None = None
+    forced_how: str | None = None
+    """How the skill was invoked by name (or why it was not)."""
+    content: str | None = None
+    """Forced against without: `helps` (passes only forced), `hurts`, `no difference`."""
+    routing: str | None = None
+    """Forced against with: `loses` (passes only forced: the skill's content helps once loaded,
+    and routing does not load it), `gains`, `no difference`."""
+
+
 class Arm(BaseModel):
     name: str
     how: str
@@ -108,6 +125,7 @@ class Sensitivity(BaseModel):
     arms: list[Arm] = Field(default_factory=list)
     mutants: list[MutantRow] = Field(default_factory=list)
     checks: list[CheckRow] = Field(default_factory=list)
+    cases: list[CaseRow] = Field(default_factory=list)
     uncovered: list[str] = Field(default_factory=list)
     """`<engine>: <mutant id>` of every mutant nothing killed."""
     weak: list[str] = Field(default_factory=list)
@@ -194,6 +212,32 @@ def build(package: str, engine: str, with_report: Report,
                 row.difference = (round(lo, 4), round(hi, 4))
             check_rows.append(row)
     return mutant_rows, check_rows
+
+
+def case_rows(engine: str, with_report: Report, forced: Report | None) -> list[CaseRow]:
+    """Each case's verdict in the three arms, and the two differences the forced arm shows."""
+    forced_cases = {c.name: c for c in forced.cases} if forced else {}
+    rows = []
+    for case in sorted(with_report.cases, key=lambda c: c.name):
+        row = CaseRow(case=case.name, engine=engine, with_package=case.verdict,
+                      without_package=case.baseline_verdict)
+        f = forced_cases.get(case.name)
+        if f is not None:
+            row.forced = f.verdict
+            row.forced_how = f.forced or f.error
+            if measured(f):
+                row.content = _compare(f.verdict, case.baseline_verdict, ("helps", "hurts"))
+                row.routing = _compare(f.verdict, case.verdict, ("loses", "gains"))
+        rows.append(row)
+    return rows
+
+
+def _compare(forced: str, other: str | None, words: tuple[str, str]) -> str | None:
+    if other not in ("PASS", "FAIL"):
+        return None
+    if forced == other:
+        return "no difference"
+    return words[0] if forced == "PASS" else words[1]
 
 
 def _kills(row: MutantRow, cases: dict[str, CaseResult], under: dict[str, CaseResult],

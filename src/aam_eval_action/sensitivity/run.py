@@ -35,6 +35,8 @@ from aam_eval_action.settings import Overrides, resolve_matrix, runner_environme
 
 FOLDER = "_sensitivity"
 """The mutants' cassettes, under the package's cassettes folder (`_` starts no case name)."""
+FORCED = "_forced"
+"""The forced arm's cassettes, beside the mutants' (`_` starts no mutant id)."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,9 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
     settings = {e: resolve_matrix(package, _with(base, engine=e), environ)[0] for e in engines}
     cassettes = next(iter(settings.values())).cassettes
     selected = list(package.cases)
-    sessions = len(selected) * len(engines) * (2 + len(chosen))
+    sessions = len(selected) * len(engines) * (3 + len(chosen))
     console.line(f"sensitivity: {len(chosen)} mutant(s) × {len(selected)} case(s) × {len(engines)} "
-                 f"engine(s), with and without the package: at most {sessions} sessions", "bold")
+                 f"engine(s), without and with the package, and forced: at most {sessions} sessions", "bold")
     if not args.replay:
         console.line(estimate_line(settings, selected, len(chosen)), "dim")
     result = matrix.Sensitivity(package=package.layout.name or package.layout.root.name, engines=engines)
@@ -99,7 +101,23 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
             spent += arm.cost_usd
             result.arms.append(matrix.Arm(name=f"{engine}: with and without", how="the suite as it is, then "
                                           "each case again without the package (--baseline)", graded=arm))
-            _said_arms(console, engine, with_report)
+            forced = None
+            folder = cassettes / FOLDER / FORCED
+            if args.replay and not folder.is_dir():
+                result.not_run.append(f"{engine}: the forced arm: not recorded ({FOLDER}/{FORCED} is missing "
+                                      "from the cassettes): run `aam-eval sensitivity` without --replay once")
+            elif args.max_usd is not None and spent >= args.max_usd:
+                result.not_run.append(f"{engine}: the forced arm: did not fit: --max-usd {args.max_usd:g} "
+                                      f"was spent (${spent:.4f})")
+            else:
+                forcing = _with(base, engine=engine, cassettes=folder, force_skill=True, max_usd=left())
+                forced = _suite(args, args.package, forcing, quiet)
+                cost = matrix.cost_of(forced)
+                spent += cost.cost_usd
+                how = next((c.forced for c in forced.cases if c.forced), None) if forced else None
+                result.arms.append(matrix.Arm(name=f"{engine}: forced", how=how or "not forced", graded=cost))
+            result.cases += matrix.case_rows(engine, with_report, forced)
+            _said_arms(console, engine, with_report, forced)
             runs: list[tuple[Mutant, Report | None, str | None]] = []
             for mutant in chosen:
                 folder = cassettes / FOLDER / mutant.id
@@ -123,7 +141,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 cost = matrix.cost_of(report)
                 spent += cost.cost_usd
                 runs.append((mutant, report, None if report is not None else "no case ran"))
-            rows, checks = matrix.build(result.package, engine, with_report, runs)
+            rows, checks = matrix.build(result.package, engine, with_report, runs, forced)
             result.mutants += rows
             result.checks += checks
     matrix.finish(result)
@@ -151,25 +169,30 @@ def _suite(args: SensitivityArgs, package: Path, overrides: Overrides, console: 
     return report if report is not None and report.cases else None
 
 
-def _said_arms(console: Console, engine: str, report: Report) -> None:
+def _said_arms(console: Console, engine: str, report: Report, forced: Report | None) -> None:
+    n = len(report.cases)
     with_passed = sum(c.verdict == "PASS" for c in report.cases)
     without = sum(c.baseline_verdict == "PASS" for c in report.cases)
-    console.line(f"{engine}: with the package {with_passed}/{len(report.cases)} pass, without it "
-                 f"{without}/{len(report.cases)}")
+    more = f", forced {sum(c.verdict == 'PASS' for c in forced.cases)}/{len(forced.cases)}" if forced else ""
+    console.line(f"{engine}: with the package {with_passed}/{n} pass, without it {without}/{n}{more}")
 
 
 def seed(cassettes: Path, folder: Path) -> None:
-    """A mutant's cassettes folder given the package's recordings it lacks: each case's folder
-    it has none of, and the shared traffic entries (merged)."""
+    """A mutant's cassettes folder given the package's recordings it lacks: each case's cassette
+    of each engine it has none of (its own, once recorded, are kept), and the shared traffic
+    entries (merged)."""
     from aam_eval_action.replay.traffic_store import STORE_DIR, merge_store
 
     folder.mkdir(parents=True, exist_ok=True)
     if not cassettes.is_dir():
         return
     for case in sorted(cassettes.iterdir()):
-        if case.name.startswith("_") or not case.is_dir() or (folder / case.name).exists():
+        if case.name.startswith("_") or not case.is_dir() or case.is_symlink():
             continue
-        shutil.copytree(case, folder / case.name)
+        for path in sorted(case.iterdir()):  # each engine's recordings of the case
+            if path.is_file() and not path.is_symlink() and not (folder / case.name / path.name).exists():
+                (folder / case.name).mkdir(exist_ok=True)
+                shutil.copyfile(path, folder / case.name / path.name)
     for store in sorted((cassettes / STORE_DIR).glob("*.yaml")):
         merge_store(store, folder / STORE_DIR / store.name)
 
@@ -188,7 +211,7 @@ def estimate_line(settings: Mapping[str, object], cases: Sequence[object], mutan
             if found.usd is None:
                 unknown += 1
             else:
-                total += found.usd * (2 + mutants)
+                total += found.usd * (3 + mutants)
     more = f" ({unknown} case(s) with no estimate)" if unknown else ""
     return (f"at most ${total:.2f} if every session went live{more}; a mutant whose change a session "
             "never reads is re-executed against the recording for $0")
