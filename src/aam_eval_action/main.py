@@ -259,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="cassettes directory (default: eval-config's)")
     se.add_argument("--jobs", type=_positive, metavar="N", help="cases run in parallel")
     se.add_argument("-o", "--output", type=Path, help="write the kill matrix as JSON here")
+    se.add_argument("--html", type=Path, help="write the kill matrix as one self-contained HTML page here")
     se.add_argument("--plugin", type=_plugins, metavar="NAME", help="the plugin, in a repository of several")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
@@ -454,7 +455,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return sensitivity(SensitivityArgs(
             package=args.package, engines=_split(args.engine) or None, mutants=args.mutants,
-            max_usd=args.max_usd, replay=args.replay, output=args.output, list_only=args.list_only,
+            max_usd=args.max_usd, replay=args.replay, output=args.output, html=args.html,
+            list_only=args.list_only,
             cassettes=args.cassettes, tags=args.tags, jobs=args.jobs, plugins=args.plugin,
         ))
     if args.command == "check":

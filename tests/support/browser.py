@@ -355,9 +355,10 @@ def launched(found: Chromium | None = None) -> Iterator[Browser]:
 
 
 @contextlib.contextmanager
-def report_page(path: Path) -> Iterator[Page]:
-    """A headless Chromium showing an HTML report, ready to be read (a test is skipped, and so
-    fails under strict skips, when no browser can be had)."""
+def report_page(path: Path, ready: str | None = "document.body.dataset.ready") -> Iterator[Page]:
+    """A headless Chromium showing an HTML report, ready to be read (`ready`: what its script
+    sets when done; None for a page without a script). A test is skipped, and so fails under
+    strict skips, when no browser can be had."""
     import pytest
 
     try:
@@ -367,7 +368,8 @@ def report_page(path: Path) -> Iterator[Page]:
     with launched(found) as browser:
         page = browser.page()
         page.open(path.as_uri())
-        page.wait_for("document.body.dataset.ready")
+        if ready is not None:
+            page.wait_for(ready)
         yield page
 
 

@@ -109,6 +109,22 @@ class CaseRow(BaseModel):
     and routing does not load it), `gains`, `no difference`."""
 
 
+class SessionRef(BaseModel):
+    """What one case did in one variant (an arm or a mutant): shown when a matrix cell opens."""
+
+    engine: str
+    variant: str
+    """`with`, `without`, `forced`, or a mutant's id."""
+    case: str
+    verdict: str | None = None
+    checks: dict[str, CheckResult] = Field(default_factory=dict)
+    output: str = ""
+    """The agent's output (its first 500 characters)."""
+    error: str | None = None
+    graded: str | None = None
+    """`replayed`, `re-executed` or `live`."""
+
+
 class Arm(BaseModel):
     name: str
     how: str
@@ -126,6 +142,8 @@ class Sensitivity(BaseModel):
     mutants: list[MutantRow] = Field(default_factory=list)
     checks: list[CheckRow] = Field(default_factory=list)
     cases: list[CaseRow] = Field(default_factory=list)
+    sessions: list[SessionRef] = Field(default_factory=list)
+    """Each case in each variant, for the HTML matrix."""
     uncovered: list[str] = Field(default_factory=list)
     """`<engine>: <mutant id>` of every mutant nothing killed."""
     weak: list[str] = Field(default_factory=list)
@@ -163,6 +181,8 @@ def cost_of(report: Report | None) -> Cost:
             out.replayed += 1
         out.model_calls |= case.replay_kind == "live" or case.live_from_turn is not None or judge_live
         out.cost_usd = round(out.cost_usd + (case.run_cost_usd or 0.0), 6)
+    if report is not None and report.summary.spent_usd is not None:  # under a cap: all it charged
+        out.cost_usd = round(report.summary.spent_usd, 6)
     return out
 
 
@@ -261,15 +281,39 @@ def _kills(row: MutantRow, cases: dict[str, CaseResult], under: dict[str, CaseRe
     if measured_cases:
         hit = [n for n in row.cases_failed if n in measured_cases]
         row.kill_rate = round(len(hit) / len(measured_cases), 4)
+    skipped = [c for c in under.values() if c.verdict == "SKIP" and c.budget is not None]
     if row.killed_by:
         row.status = "killed"
-    elif measured_cases or any(measured(under.get(n)) for n in cases):
+    elif measured_cases:
         row.status = "survived"
+    elif skipped:  # the cap left no room for the cases that could tell
+        row.status = "not-run"
+        row.note = f"did not fit: {skipped[0].error}"
+        return
     else:
         row.status = "not-measured"
     if errored and row.note is None:
         first = under[errored[0]]
         row.note = f"{len(errored)} case(s) not measured: {errored[0]}: {first.error or first.verdict}"
+
+
+def sessions_of(engine: str, variant: str, report: Report | None, without: bool = False) -> list[SessionRef]:
+    """Each case of a variant's report as a matrix cell shows it (`without`: the baseline run of
+    a report made with `--baseline`)."""
+    out = []
+    for case in report.cases if report else []:
+        if without:
+            out.append(SessionRef(engine=engine, variant=variant, case=case.name,
+                                  verdict=case.baseline_verdict, checks=case.baseline_checks or {},
+                                  error=case.baseline_error))
+            continue
+        graded = ("live" if case.replay_kind == "live" or case.live_from_turn is not None else
+                  "re-executed" if case.replay_kind == "rerun" else "replayed" if case.replay_kind else None)
+        out.append(SessionRef(engine=engine, variant=variant, case=case.name, verdict=case.verdict,
+                              checks=checks_of(case) if measured(case) else {},
+                              output=case.agent_output_snippet or "",
+                              error=case.error if case.verdict != "PASS" else None, graded=graded))
+    return out
 
 
 def finish(result: Sensitivity) -> Sensitivity:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aam_eval_action.errors import EXIT_FAILED, EXIT_OK, UsageError
+from aam_eval_action.errors import EXIT_OK, UsageError
 from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.loader import load_repo
 from aam_eval_action.modes import Mode
@@ -48,6 +48,7 @@ class SensitivityArgs:
     max_usd: float | None = None
     replay: bool = False
     output: Path | None = None
+    html: Path | None = None
     list_only: bool = False
     cassettes: Path | None = None
     tags: str | None = None
@@ -97,6 +98,10 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
             with_report = _suite(args, args.package, arms, quiet)
             if with_report is None:
                 raise UsageError(f"{args.package}: no case ran on {engine}")
+            if all(c.verdict == "SKIP" for c in with_report.cases):
+                first = with_report.cases[0]
+                raise UsageError(f"--max-usd {args.max_usd:g} does not cover the suite itself on {engine} "
+                                 f"({first.error}): nothing can be measured; raise the cap")
             arm = matrix.cost_of(with_report)
             spent += arm.cost_usd
             result.arms.append(matrix.Arm(name=f"{engine}: with and without", how="the suite as it is, then "
@@ -115,8 +120,15 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 cost = matrix.cost_of(forced)
                 spent += cost.cost_usd
                 how = next((c.forced for c in forced.cases if c.forced), None) if forced else None
+                over = [c for c in forced.cases if c.budget is not None] if forced else []
+                if over:
+                    result.not_run.append(f"{engine}: the forced arm: {len(over)} case(s) did not fit: "
+                                          f"{over[0].error}")
                 result.arms.append(matrix.Arm(name=f"{engine}: forced", how=how or "not forced", graded=cost))
             result.cases += matrix.case_rows(engine, with_report, forced)
+            result.sessions += matrix.sessions_of(engine, "with", with_report)
+            result.sessions += matrix.sessions_of(engine, "without", with_report, without=True)
+            result.sessions += matrix.sessions_of(engine, "forced", forced)
             _said_arms(console, engine, with_report, forced)
             runs: list[tuple[Mutant, Report | None, str | None]] = []
             for mutant in chosen:
@@ -141,7 +153,13 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 cost = matrix.cost_of(report)
                 spent += cost.cost_usd
                 runs.append((mutant, report, None if report is not None else "no case ran"))
+                result.sessions += matrix.sessions_of(engine, mutant.id, report)
             rows, checks = matrix.build(result.package, engine, with_report, runs, forced)
+            for line in (f"{engine}: {r.id}: {r.note}" for r in rows if r.status == "not-run" and r.note):
+                if line not in result.not_run:
+                    result.not_run.append(line)
+            for row in checks:
+                row.line = check_line(package.layout.root, row.file, row.line, row.check)
             result.mutants += rows
             result.checks += checks
     matrix.finish(result)
@@ -154,7 +172,11 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
         from aam_eval_action.github.workflow import append
 
         append(Path(summary), markdown(result))
-    return EXIT_FAILED if result.not_run and args.max_usd is None else EXIT_OK
+    if args.html is not None:
+        from aam_eval_action.render.sensitivity_html import render_html
+
+        atomic_write(args.html, render_html(result), None)
+    return EXIT_OK
 
 
 def _with(o: Overrides, **changes: object) -> Overrides:
@@ -195,6 +217,30 @@ def seed(cassettes: Path, folder: Path) -> None:
                 shutil.copyfile(path, folder / case.name / path.name)
     for store in sorted((cassettes / STORE_DIR).glob("*.yaml")):
         merge_store(store, folder / STORE_DIR / store.name)
+
+
+def check_line(root: Path, file: str, start: int | None, check: str) -> int | None:
+    """Where a check is written in its case file: its key under the case (`contains:` for
+    `contains`, `judge:`), or a grader's `name:`; the case's line when it cannot be found."""
+    import re
+
+    path = (root / file).resolve()
+    if start is None or not file or not path.is_relative_to(root.resolve()) or not path.is_file():
+        return start
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return start
+    key = re.escape(check.replace("_", "-"))
+    name = re.escape(check)
+    wanted = re.compile(rf"^\s*(?:-\s*)?(?:{key}|{name})\s*:|^\s*(?:-\s*)?name:\s*['\"]?{name}['\"]?\s*$")
+    for n in range(start, len(lines) + 1):
+        line = lines[n - 1]
+        if n > start and re.match(r"^(---|- name:|name:)", line):
+            break
+        if wanted.match(line):
+            return n
+    return start
 
 
 def estimate_line(settings: Mapping[str, object], cases: Sequence[object], mutants: int) -> str:

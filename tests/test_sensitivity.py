@@ -1,0 +1,177 @@
+"""`aam-eval sensitivity`'s parts without an agent: the mutants a package has, each a copy with
+one change named by what it changed; the matrix from the reports of the arms and mutants; the
+page and the summary, with the repository's text kept inert."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aam_eval_action.errors import UsageError
+from aam_eval_action.loader import load_package
+from aam_eval_action.render.sensitivity import markdown
+from aam_eval_action.render.sensitivity_html import render_html
+from aam_eval_action.report_model import CaseResult, JudgeVerdict, Report, RunConfig, Summary
+from aam_eval_action.sensitivity import matrix
+from aam_eval_action.sensitivity.mutants import apply, blank_description, make, mutants_of, sections, select
+
+from conftest import ROOT, aam_eval
+from support.browser import report_page, texts
+
+FIXTURE = ROOT / "tests/fixtures/sensitivity/release-notes"
+SKILL = """---
+name: house
+description: >
+  Writes things
+  in the house style.
+license: MIT
+---
+
+# House style
+
+Intro.
+
+## Rules
+
+Rule one.
+
+```md
+## Not a heading
+```
+
+### A sub-part
+
+More.
+
+## History <script>alert(1)</script>
+
+Adopted in 2019.
+"""
+
+
+def test_a_skill_has_its_mutants_each_named_by_what_it_changed(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "skills/house/scripts").mkdir(parents=True)
+    (pkg / "skills/house/SKILL.md").write_text(SKILL)
+    (pkg / "skills/house/scripts/run.py").write_text("print('ok')\n")
+    (pkg / "skills/house/notes.md").write_text("Notes.\n")
+    (pkg / "hooks").mkdir()
+    (pkg / "hooks/hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": [], "Stop": []}}))
+    (pkg / "package.agent.json").write_text('{"name": "house", "version": "1.0.0"}')
+    (pkg / "evals").mkdir()
+    (pkg / "evals/eval-config.json").write_text('{"version": 1, "engine": "claude-code"}')
+    found = mutants_of(load_package(pkg).layout)
+    assert [m.id for m in found] == [
+        "house/body", "house/description", "house/section/rules", "house/section/history-script-alert-1-script",
+        "house/file-removed/notes-md", "house/file-removed/scripts-run-py", "house/script-fails/scripts-run-py",
+        "hooks/pretooluse", "hooks/stop"]
+    assert found[3].what == 'house: section "History <script>alert(1)</script>" deleted' and found[3].line == 25
+    # The title above every section is not one; a heading in a code fence is no heading; a
+    # section runs to the next heading of its level.
+    assert [(h, a, b) for h, a, b in sections(SKILL)] == [("Rules", 13, 25), ("History <script>alert(1)</script>", 25, 28)]
+    copy = make(found[2], pkg, tmp_path / "copy")
+    text = (copy / "skills/house/SKILL.md").read_text()
+    assert "Rule one" not in text and "A sub-part" not in text and "Adopted in 2019" in text and "Intro." in text
+    assert (pkg / "skills/house/SKILL.md").read_text() == SKILL  # the package itself is never changed
+    assert blank_description(SKILL).splitlines()[1:4] == ['name: house', 'description: ""', "license: MIT"]
+    body = tmp_path / "body"
+    make(found[0], pkg, body)
+    assert (body / "skills/house/SKILL.md").read_text() == SKILL.split("\n# House style")[0]  # the frontmatter
+    failing = make(found[6], pkg, tmp_path / "failing")
+    assert (failing / "skills/house/scripts/run.py").read_text() == "import sys\nsys.exit(1)\n"
+    removed = make(found[5], pkg, tmp_path / "removed")
+    assert not (removed / "skills/house/scripts/run.py").exists()
+    apply(found[7], removed)
+    assert json.loads((removed / "hooks/hooks.json").read_text()) == {"hooks": {"Stop": []}}
+    assert [m.id for m in select(found, "section,hooks/stop")] == [
+        "house/section/rules", "house/section/history-script-alert-1-script", "hooks/stop"]
+    with pytest.raises(UsageError, match="'sections' selects no mutant; kinds are body, description, section"):
+        select(found, "sections")
+
+
+def test_sensitivity_lists_the_mutants_before_it_spends_anything() -> None:
+    listed = aam_eval("sensitivity", "--package", str(FIXTURE), "--list", "--mutants", "release-notes/*")
+    assert listed.code == 0, listed.err
+    assert listed.out.splitlines()[2] == ('release-notes/section/headline  release-notes: section "Headline" '
+                                          "deleted  (skills/release-notes/SKILL.md:10)")
+    assert "release-notes/script-fails/scripts-wrap-sh" in listed.out and "changelog-style" not in listed.out
+
+
+def _case(name: str, verdict: str, checks: dict[str, str], **more: object) -> CaseResult:
+    return CaseResult(name=name, verdict=verdict, deterministic_checks=checks,  # type: ignore[arg-type]
+                      judge_verdict=JudgeVerdict(result="SKIP"), file=f"evals/cases/{name}.yaml", line=1,
+                      **more)  # type: ignore[arg-type]
+
+
+def _report(*cases: CaseResult) -> Report:
+    return Report(version=1, id="r", timestamp="t", duration_seconds=0.0, config=RunConfig(engine="claude-code"),
+                  summary=Summary(total=len(cases), passed=0, failed=0, pass_rate=0.0), cases=list(cases))
+
+
+def test_the_matrix_says_what_killed_each_mutant_and_which_checks_are_weak() -> None:
+    from aam_eval_action.sensitivity.mutants import Mutant
+
+    with_arm = _report(
+        _case("strong", "PASS", {"contains": "PASS", "regex": "PASS"}, baseline_verdict="FAIL",
+              baseline_checks={"contains": "FAIL", "regex": "PASS"}),
+        _case("weak", "PASS", {"contains": "PASS"}, baseline_verdict="PASS", baseline_checks={"contains": "PASS"}),
+        _case("upside", "FAIL", {"not_contains": "FAIL"}, baseline_verdict="PASS",
+              baseline_checks={"not_contains": "PASS"}))
+    dates = Mutant("s/section/dates", "section", 's: section "Dates" deleted', "skills/s/SKILL.md", "s", "Dates", 9)
+    history = Mutant("s/section/history", "section", 's: section "History" deleted', "skills/s/SKILL.md", "s")
+    broken = Mutant("s/body", "body", "s: body emptied", "skills/s/SKILL.md", "s")
+    runs = [
+        (dates, _report(_case("strong", "FAIL", {"contains": "FAIL", "regex": "PASS"}),
+                        _case("weak", "PASS", {"contains": "PASS"}), _case("upside", "FAIL", {"not_contains": "FAIL"})),
+         None),
+        (history, _report(_case("strong", "PASS", {"contains": "PASS", "regex": "PASS"}),
+                          _case("weak", "PASS", {"contains": "PASS"})), None),
+        (broken, _report(_case("strong", "ERROR", {}, error="replay miss: no cassette"),
+                         _case("weak", "ERROR", {}, error="replay miss: no cassette")), None),
+    ]
+    rows, checks = matrix.build("pkg", "claude-code", with_arm, runs)
+    assert [(r.id, r.status, [(k.case, k.check) for k in r.killed_by], r.kill_rate) for r in rows] == [
+        ("s/section/dates", "killed", [("strong", "contains")], 0.5),
+        ("s/section/history", "survived", [], 0.0),
+        ("s/body", "not-measured", [], None)]
+    assert rows[2].note == "2 case(s) not measured: strong: replay miss: no cassette"
+    by = {(c.case, c.check): c for c in checks}
+    assert (by["strong", "contains"].discriminates, by["strong", "contains"].weak) == (True, False)
+    assert by["strong", "contains"].flipped_by == ["s/section/dates"]
+    assert (by["strong", "regex"].discriminates, by["strong", "regex"].weak) == (False, True)
+    assert (by["weak", "contains"].weak, by["upside", "not_contains"].backwards) == (True, True)
+    low, high = by["strong", "contains"].difference or (0, 0)
+    assert low < 0 < high  # one run per arm: its interval cannot exclude no difference
+    result = matrix.finish(matrix.Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks))
+    assert result.uncovered == ["claude-code: s/section/history"]
+    assert result.weak == ["claude-code: strong / regex", "claude-code: weak / contains"]
+
+
+def test_the_page_and_the_summary_keep_the_repository_text_inert(tmp_path: Path) -> None:
+    """A heading is the repository's text: on the page it is shown, never run; in the job
+    summary it is no markup."""
+    from aam_eval_action.sensitivity.mutants import Mutant
+
+    hostile = 's: section "<img src=x onerror=alert(1)>" deleted'
+    mutant = Mutant("s/section/img-src-x", "section", hostile, "skills/s/SKILL.md", "s")
+    with_arm = _report(_case("strong", "PASS", {"contains": "PASS"}, baseline_verdict="FAIL",
+                             baseline_checks={"contains": "FAIL"}, agent_output_snippet="<b>ok</b>"))
+    under = _report(_case("strong", "FAIL", {"contains": "FAIL"}, agent_output_snippet="<i>no</i>"))
+    rows, checks = matrix.build("pkg", "claude-code", with_arm, [(mutant, under, None)])
+    result = matrix.Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks,
+                                sessions=[*matrix.sessions_of("claude-code", "with", with_arm),
+                                          *matrix.sessions_of("claude-code", "without", with_arm, without=True),
+                                          *matrix.sessions_of("claude-code", mutant.id, under)])
+    page = tmp_path / "s.html"
+    page.write_text(render_html(matrix.finish(result)))
+    assert "<img src=x" not in page.read_text() and "&lt;img src=x" in page.read_text()
+    summary = markdown(result)
+    assert "<img" not in summary and "&lt;img" in summary
+    with report_page(page, ready=None) as shown:
+        shown.click("td.killed summary")
+        opened = texts(shown, "td.killed details div")[0]
+        assert "with the package: PASS\n<b>ok</b>" in opened and "s/section/img-src-x: FAIL\n<i>no</i>" in opened
+        assert shown.requests() == [page.as_uri()] and shown.problems() == []
+        assert shown.js("document.images.length") == 0

@@ -1,0 +1,166 @@
+"""`aam-eval sensitivity` through the real Claude Code and Codex CLIs against the scripted model
+server (tests/fixtures/sensitivity: a release-notes skill whose house rules sit one per section,
+with a weak suite and a strong one; the scripted agent answers with the rules it has read).
+
+The strong suite kills every rule section's mutant, the weak suite's check is weak and kills
+nothing, and the History section, which no case could notice, stays uncovered in both. A
+script the session never runs has its mutants graded by re-execution with no model call. A
+skill whose description never fires shows, in the forced arm, what its content is worth and
+what routing loses. A second run replays everything offline with the same matrix, byte for
+byte; a cap stops the run and says what did not fit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import ROOT, installed
+from support.browser import report_page, texts
+from support.gitrepo import init
+
+pytestmark = pytest.mark.cli
+FIXTURE = ROOT / "tests/fixtures/sensitivity/release-notes"
+SCENARIOS = yaml.safe_load((ROOT / "tests/fixtures/sensitivity/scenarios.yaml").read_text())["scenarios"]
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-sensitivity-7f31", "OPENAI_API_KEY": "sk-CANARY-sensitivity-2b9e"}
+RULES = ("headline", "dates", "tone")
+MUTANTS = "release-notes/section/*,release-notes/script-fails/*"
+ENGINES = ("--engine", "claude-code,codex")
+
+
+def _sensitivity(pkg: Path, *flags: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aam_eval_action", "sensitivity", "--package", str(pkg), *flags],
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def _env(url: str | None) -> dict[str, str]:
+    """The runner's environment: pointed at the scripted server with canary keys, or (None)
+    offline: no key, no base URL, no agent CLI on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    if url is None:
+        return env | {"PATH": "/usr/bin:/bin"}
+    return env | {"ANTHROPIC_BASE_URL": url, "OPENAI_BASE_URL": url + "/v1", **KEYS}
+
+
+def _matrix(out: str) -> str:
+    """The printed matrix: from the first `kill matrix` line to the count of kills."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("kill matrix"))
+    end = next(i for i, line in enumerate(lines) if re.match(r"\d+ of \d+ measured mutant", line))
+    return "\n".join(lines[start:end + 1])
+
+
+def _unpriced(value: Any) -> Any:
+    """The JSON without how each variant was graded and what it cost (a replay costs nothing)."""
+    if isinstance(value, dict):
+        return {k: _unpriced(v) for k, v in value.items() if k not in ("graded", "cost_usd")}
+    if isinstance(value, list):
+        return [_unpriced(v) for v in value]
+    return value
+
+
+def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path: Path) -> None:
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    installed("codex")
+    init(tmp_path / "repo")
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "repo/release-notes"))
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        live = _sensitivity(pkg, *ENGINES, "--mutants", MUTANTS, "-o", str(tmp_path / "live.json"),
+                            "--html", str(tmp_path / "matrix.html"), env=_env(server.url))
+        assert live.returncode == 0, live.stdout + live.stderr
+        asked = len(server.requests)
+        unread = _sensitivity(pkg, *ENGINES, "--mutants", "release-notes/file-removed/*",
+                              "-o", str(tmp_path / "unread.json"), env=_env(server.url))
+        assert unread.returncode == 0, unread.stdout + unread.stderr
+        # The arms replay; the script's removal is re-executed against the recording: no request.
+        assert len(server.requests) == asked, unread.stdout
+    result = json.loads((tmp_path / "live.json").read_text())
+    said = live.stdout
+    for engine, how in (("claude-code", "its slash command, /changelog-style"),
+                        ("codex", "a $ mention, $changelog-style")):
+        mutants = {m["id"]: m for m in result["mutants"] if m["engine"] == engine}
+        for rule in RULES:
+            killed = mutants[f"release-notes/section/{rule}"]
+            assert (killed["status"], killed["killed_by"]) == ("killed", [{"case": "strong-notes", "check": "contains"}])
+        assert mutants["release-notes/section/history"]["status"] == "survived"  # nothing could notice it
+        script = mutants["release-notes/script-fails/scripts-wrap-sh"]
+        assert script["status"] == "survived", said
+        assert (script["graded"]["re_executed"], script["graded"]["model_calls"]) == (2, False), script
+        checks = {(c["case"], c["check"]): c for c in result["checks"] if c["engine"] == engine}
+        weak, strong = checks["weak-notes", "contains"], checks["strong-notes", "contains"]
+        assert (weak["weak"], weak["discriminates"], weak["flipped_by"]) == (True, False, [])
+        assert (strong["weak"], strong["discriminates"]) == (False, True)
+        assert sorted(strong["flipped_by"]) == [f"release-notes/section/{r}" for r in sorted(RULES)]
+        assert (weak["file"], weak["line"]) == ("evals/cases/weak.yaml", 8)  # the check's own line
+        # The forced arm: the changelog skill never fires, yet helps once loaded.
+        changelog = next(c for c in result["cases"] if c["engine"] == engine and c["case"] == "changelog-entry")
+        assert (changelog["without_package"], changelog["with_package"], changelog["forced"]) == ("FAIL", "FAIL", "PASS")
+        assert (changelog["content"], changelog["routing"], changelog["forced_how"]) == ("helps", "loses", how)
+        assert f"changelog-entry  FAIL · FAIL · PASS  content helps; routing loses  ({how})" in said
+        unread_rows = [m for m in json.loads((tmp_path / "unread.json").read_text())["mutants"] if m["engine"] == engine]
+        assert [(m["id"], m["status"], m["graded"]["re_executed"], m["graded"]["model_calls"]) for m in unread_rows] == [
+            ("release-notes/file-removed/scripts-wrap-sh", "survived", 2, False)]
+    assert "WEAK: passes with and without the package, and under every mutant" in said
+    assert 'uncovered guidance: release-notes: section "History" deleted and no check noticed' in said
+    assert all(key not in said + (tmp_path / "live.json").read_text() for key in KEYS.values())
+
+    # Offline, the same matrix, byte for byte: no key, no network, no CLI.
+    replayed = _sensitivity(pkg, *ENGINES, "--mutants", MUTANTS, "--replay", "-o", str(tmp_path / "again.json"),
+                            env=_env(None))
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert _matrix(replayed.stdout) == _matrix(live.stdout)
+    assert _unpriced(json.loads((tmp_path / "again.json").read_text())) == _unpriced(result)
+    assert "re-executed" not in replayed.stdout and "model called" not in replayed.stdout
+
+    # Each suite alone, from the recordings: the weak one notices no rule, the strong one each.
+    weak_only = _sensitivity(pkg, "--engine", "codex", "--mutants", MUTANTS, "--replay", "--tags", "weak",
+                             "-o", str(tmp_path / "weak.json"), env=_env(None))
+    uncovered = json.loads((tmp_path / "weak.json").read_text())["uncovered"]
+    assert [f"codex: release-notes/section/{r}" for r in RULES] == [u for u in uncovered if "section/" in u][:3]
+    assert "codex: release-notes/section/history" in uncovered, weak_only.stdout
+
+    # The page: a cell opens the two sessions it compares.
+    with report_page(tmp_path / "matrix.html", ready=None) as page:
+        assert len(texts(page, "td.killed")) == 2 * len(RULES)
+        page.click("td.killed summary")
+        opened = texts(page, "td.killed details div")[0]
+        assert opened.startswith("with the package: PASS\nRelease notes for Acme 2.0 drafted.\nHOUSE RULE")
+        assert "release-notes/section/headline: FAIL (live)" in opened
+        assert page.requests() == [(tmp_path / "matrix.html").as_uri()] and page.problems() == []
+
+
+def test_the_cap_stops_the_run_and_says_what_did_not_fit(tmp_path: Path) -> None:
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    init(tmp_path / "repo")
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "repo/release-notes"))
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        too_little = _sensitivity(pkg, "--engine", "claude-code", "--max-usd", "0.2", env=_env(server.url))
+        asked = len(server.requests)
+        capped = _sensitivity(pkg, "--engine", "claude-code", "--mutants", "release-notes/section/*",
+                              "--max-usd", "0.45", "-o", str(tmp_path / "capped.json"), env=_env(server.url))
+    # A cap that cannot pay for the suite itself stops before anything is asked.
+    assert too_little.returncode == 2 and asked == 0, too_little.stdout + too_little.stderr
+    assert "--max-usd 0.2 does not cover the suite itself on claude-code" in too_little.stderr
+    assert capped.returncode == 0, capped.stdout + capped.stderr
+    assert "at most $" in capped.stdout.splitlines()[1]  # the estimate came before anything was spent
+    result = json.loads((tmp_path / "capped.json").read_text())
+    assert result["cost_usd"] <= 0.45, result["cost_usd"]
+    done = [m for m in result["mutants"] if m["status"] in ("killed", "survived")]
+    skipped = [m for m in result["mutants"] if m["status"] == "not-run"]
+    assert done and skipped and len(done) + len(skipped) == 4, capped.stdout
+    assert all(m["note"].startswith("did not fit") for m in skipped), skipped
+    assert f"not run · claude-code: {skipped[-1]['id']}: did not fit" in capped.stdout
+    assert "not run · claude-code: the forced arm: 3 case(s) did not fit: not graded (budget)" in capped.stdout
