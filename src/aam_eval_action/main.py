@@ -304,8 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("merge", help="join shard reports into one report")
     m.add_argument("reports", nargs="+", type=Path)
     m.add_argument("-o", "--output", type=Path, help="write the merged report here")
-    s = sub.add_parser("schema", help="print the JSON Schema of case files, eval-config or reports")
-    s.add_argument("kind", nargs="?", default="all", choices=("all", "case", "eval-config", "report"))
+    s = sub.add_parser("schema", help="print the JSON Schema of case files, eval-config, reports or a "
+                                      "sensitivity matrix")
+    s.add_argument("kind", nargs="?", default="all", choices=("all", "case", "eval-config", "report",
+                                                              "sensitivity"))
     s.add_argument("-o", "--output-dir", type=Path, help="write <kind>.schema.json files here")
     k = sub.add_parser("comment", help="render the PR comment for a report; print it or post it")
     k.add_argument("head", type=Path, help="the head report")

@@ -15,12 +15,14 @@ from pydantic import BaseModel
 
 from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.report import Report
+from aam_eval_action.sensitivity.matrix import Sensitivity
 from aam_eval_action.settings import runner_environment
 from aam_eval_action.spec import Case, EvalConfig
 
-KINDS: dict[str, type[BaseModel]] = {"case": Case, "eval-config": EvalConfig, "report": Report}
+KINDS: dict[str, type[BaseModel]] = {"case": Case, "eval-config": EvalConfig, "report": Report,
+                                     "sensitivity": Sensitivity}
 FILES = {"case": "case.schema.json", "eval-config": "eval-config.schema.json",
-         "report": "report.schema.json"}
+         "report": "report.schema.json", "sensitivity": "sensitivity.schema.json"}
 
 
 def schema_for(kind: str) -> dict[str, Any]:
