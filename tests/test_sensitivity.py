@@ -175,3 +175,27 @@ def test_the_page_and_the_summary_keep_the_repository_text_inert(tmp_path: Path)
         assert "with the package: PASS\n<b>ok</b>" in opened and "s/section/img-src-x: FAIL\n<i>no</i>" in opened
         assert shown.requests() == [page.as_uri()] and shown.problems() == []
         assert shown.js("document.images.length") == 0
+
+
+def test_the_public_suites_have_mutants_of_their_guidance_never_of_their_evals(tmp_path: Path) -> None:
+    """On the vendored public `claude plugin eval` repositories (tests/fixtures/cpe-corpus, as
+    they are): each skill's sections, files and hooks are mutants; a suite kept inside a skill's
+    folder is never one; a section mutant deletes exactly its lines."""
+    from aam_eval_action.loader import load_repo
+
+    corpus = ROOT / "tests/fixtures/cpe-corpus"
+    counts = {}
+    for repo in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        found = [m for package in load_repo(repo).packages for m in mutants_of(package.layout)]
+        counts[repo.name] = len(found)
+        assert not [m.file for m in found if "/evals/" in f"/{m.file}"], repo.name
+    assert counts["homeassistant-ai__skills"] > 0 and counts["jaylordibe__claude-engineering-framework"] > 100
+    assert sum(counts.values()) >= 350, counts
+    video = load_repo(corpus / "sonilo-ai__skills").packages[0]
+    errors = next(m for m in mutants_of(video.layout) if m.id == "video-to-sound/section/error-handling")
+    copy = make(errors, corpus / "sonilo-ai__skills", tmp_path / "copy")
+    before = (corpus / "sonilo-ai__skills" / errors.file).read_text().splitlines()
+    after = (copy / errors.file).read_text().splitlines()
+    start = next(i for i, line in enumerate(before) if line.startswith("## Error Handling"))
+    end = next((i for i in range(start + 1, len(before)) if before[i].startswith(("# ", "## "))), len(before))
+    assert after == before[:start] + before[end:]

@@ -329,13 +329,14 @@ def _kills(row: MutantRow, cases: dict[str, CaseResult], under: dict[str, CaseRe
         hit = [n for n in row.cases_failed if n in measured_cases]
         row.kill_rate = round(len(hit) / len(measured_cases), 4)
     skipped = [c for c in under.values() if c.verdict == "SKIP" and c.budget is not None]
+    unmeasured = [n for n in passed_with if n not in measured_cases]
     if row.killed_by:
         row.status = "killed"
-    elif measured_cases:
+    elif measured_cases and not unmeasured:  # every case that could tell was measured
         row.status = "survived"
-    elif skipped:  # the cap left no room for the cases that could tell
+    elif skipped:  # the cap left no room for (some of) the cases that could tell
         row.status = "not-run"
-        row.note = f"did not fit: {skipped[0].error}"
+        row.note = f"did not fit: {len(skipped)} case(s) not run: {skipped[0].error}"
         return
     else:
         row.status = "not-measured"

@@ -230,14 +230,21 @@ def is_script(path: Path) -> bool:
         return False
 
 
+NOT_GUIDANCE = frozenset({"evals", "cassettes", "reports", "node_modules", "__pycache__"})
+"""Folders of a skill's that hold its suite or its recordings (a `claude plugin eval` suite may
+sit in the skill's own `evals/`), not what the agent is given: never mutated."""
+
+
 def _beside(root: Path, folder: str) -> list[str]:
-    """The files in a skill's folder but its SKILL.md (hidden ones left out), sorted."""
+    """The files in a skill's folder but its SKILL.md (hidden ones, and its suite's, left out),
+    sorted."""
     base = root / folder
     out = []
     for path in sorted(base.rglob("*")):
         rel = path.relative_to(base)
         if path.is_file() and not path.is_symlink() and rel.as_posix() != "SKILL.md" \
-                and not any(part.startswith(".") for part in rel.parts):
+                and not any(part.startswith(".") or part in NOT_GUIDANCE for part in rel.parts[:-1]) \
+                and not rel.name.startswith("."):
             out.append(f"{folder}/{rel.as_posix()}")
     return out
 

@@ -9,7 +9,8 @@ repository with its one change, run against its own cassettes folder,
 first re-executed against the recording (its CLI runs again, its model calls answered from the
 recording), so a mutant whose change the session never reads is graded for $0 with no model
 call; only the turns after a divergence go live, and what they record stays the mutant's, so a
-second run replays offline.
+second run replays offline. The package's own recordings are checked against themselves as any
+run's are; the mutants' and the forced arm's, replayed as they were recorded, are not.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
     package = repo.packages[0]
     chosen = select(mutants_of(package.layout), args.mutants)
     if args.list_only:
+        if not chosen:
+            console.line(f"{args.package}: no mutants: the package has no skill with a SKILL.md and no hook")
         for m in chosen:
             console.line(f"{m.id}  {m.what}  ({m.file}{f':{m.line}' if m.line else ''})")
         return EXIT_OK
@@ -115,7 +118,8 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 result.not_run.append(f"{engine}: the forced arm: did not fit: --max-usd {args.max_usd:g} "
                                       f"was spent (${spent:.4f})")
             else:
-                forcing = _with(base, engine=engine, cassettes=folder, force_skill=True, max_usd=left())
+                forcing = _with(base, engine=engine, cassettes=folder, force_skill=True, max_usd=left(),
+                                self_check=False)
                 forced = _suite(args, args.package, forcing, quiet)
                 cost = matrix.cost_of(forced)
                 spent += cost.cost_usd
@@ -147,7 +151,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 if not args.replay:
                     seed(cassettes, folder)
                 copy = make(mutant, args.package, Path(tmp) / engine / mutant.id, skip=[cassettes])
-                mutated = _with(base, engine=engine, cassettes=folder, max_usd=left())
+                mutated = _with(base, engine=engine, cassettes=folder, max_usd=left(), self_check=False)
                 report = _suite(args, copy, mutated, quiet)
                 shutil.rmtree(copy, ignore_errors=True)
                 cost = matrix.cost_of(report)
