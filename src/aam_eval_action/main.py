@@ -261,6 +261,16 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("-o", "--output", type=Path, help="write the kill matrix as JSON here")
     se.add_argument("--html", type=Path, help="write the kill matrix as one self-contained HTML page here")
     se.add_argument("--plugin", type=_plugins, metavar="NAME", help="the plugin, in a repository of several")
+    se.add_argument("--model", help="the agent's model (default: eval-config's)")
+    se.add_argument("--judge", help="the judge model (default: the agent's model)")
+    se.add_argument("--repeat", type=_positive,
+                    help="attempts per case: with more than one, each check's difference with and without "
+                         "the package gets an interval")
+    se.add_argument("--timeout", type=float, help="seconds per case (overrides eval-config)")
+    se.add_argument("--scaffold", action="store_true", default=None,
+                    help="run claude plugin eval cases' scaffold scripts, as `run --scaffold`")
+    se.add_argument("--allow-tools", action="append", default=[], metavar="TOOL[,TOOL...]",
+                    help="grant claude plugin eval cases these tools, as `run --allow-tools`")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
@@ -460,6 +470,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             max_usd=args.max_usd, replay=args.replay, output=args.output, html=args.html,
             list_only=args.list_only,
             cassettes=args.cassettes, tags=args.tags, jobs=args.jobs, plugins=args.plugin,
+            model=args.model, judge=args.judge, repeat=args.repeat, timeout=args.timeout,
+            scaffold=args.scaffold,
+            allow_tools=tuple(t for given in args.allow_tools for t in given.split(",") if t.strip()),
         ))
     if args.command == "check":
         from aam_eval_action.commands.check import check

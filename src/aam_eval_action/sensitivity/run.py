@@ -55,6 +55,13 @@ class SensitivityArgs:
     tags: str | None = None
     jobs: int | None = None
     plugins: list[str] | None = None
+    model: str | None = None
+    judge: str | None = None
+    repeat: int | None = None
+    timeout: float | None = None
+    scaffold: bool | None = None
+    allow_tools: tuple[str, ...] = ()
+    """`--allow-tools`, as `run` takes it (the operator's grant, never the repository's)."""
 
 
 def sensitivity(args: SensitivityArgs, console: Console | None = None,
@@ -79,7 +86,9 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                          "no hook)")
     engines = args.engines or [s.engine for s in resolve_matrix(package, Overrides(), environ)]
     mode: Mode = "replay" if args.replay else "auto"
-    base = Overrides(mode=mode, cassettes=args.cassettes, jobs=args.jobs)
+    base = Overrides(mode=mode, cassettes=args.cassettes, jobs=args.jobs, model=args.model, judge=args.judge,
+                     repeat=args.repeat, timeout=args.timeout, scaffold=args.scaffold,
+                     allow_tools=args.allow_tools)
     settings = {e: resolve_matrix(package, _with(base, engine=e), environ)[0] for e in engines}
     cassettes = next(iter(settings.values())).cassettes
     selected = list(package.cases)
@@ -163,7 +172,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 if line not in result.not_run:
                     result.not_run.append(line)
             for row in checks:
-                row.line = check_line(package.layout.root, row.file, row.line, row.check)
+                row.file, row.line = check_line(package.layout.root, row.file, row.line, row.check)
             result.mutants += rows
             result.checks += checks
     matrix.finish(result)
@@ -223,18 +232,22 @@ def seed(cassettes: Path, folder: Path) -> None:
         merge_store(store, folder / STORE_DIR / store.name)
 
 
-def check_line(root: Path, file: str, start: int | None, check: str) -> int | None:
-    """Where a check is written in its case file: its key under the case (`contains:` for
-    `contains`, `judge:`), or a grader's `name:`; the case's line when it cannot be found."""
+def check_line(root: Path, file: str, start: int | None, check: str) -> tuple[str, int | None]:
+    """Where a check is written: its key under the case in its file (`contains:` for `contains`,
+    `judge:`), a grader's `name:`, or a `claude plugin eval` grader's own `graders/<name>.md`;
+    the case's file and line when it cannot be found."""
     import re
 
     path = (root / file).resolve()
     if start is None or not file or not path.is_relative_to(root.resolve()) or not path.is_file():
-        return start
+        return file, start
+    own = path.parent / "graders" / f"{check}.md"
+    if own.is_file() and own.resolve().is_relative_to(root.resolve()):
+        return own.resolve().relative_to(root.resolve()).as_posix(), 1
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return start
+        return file, start
     key = re.escape(check.replace("_", "-"))
     name = re.escape(check)
     wanted = re.compile(rf"^\s*(?:-\s*)?(?:{key}|{name})\s*:|^\s*(?:-\s*)?name:\s*['\"]?{name}['\"]?\s*$")
@@ -243,8 +256,8 @@ def check_line(root: Path, file: str, start: int | None, check: str) -> int | No
         if n > start and re.match(r"^(---|- name:|name:)", line):
             break
         if wanted.match(line):
-            return n
-    return start
+            return file, n
+    return file, start
 
 
 def estimate_line(settings: Mapping[str, object], cases: Sequence[object], mutants: int) -> str:
