@@ -199,3 +199,49 @@ def test_the_public_suites_have_mutants_of_their_guidance_never_of_their_evals(t
     start = next(i for i, line in enumerate(before) if line.startswith("## Error Handling"))
     end = next((i for i in range(start + 1, len(before)) if before[i].startswith(("# ", "## "))), len(before))
     assert after == before[:start] + before[end:]
+
+
+def test_a_package_adds_mutants_of_its_own_checked_against_its_files(tmp_path: Path) -> None:
+    import shutil
+
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    config = pkg / "evals/eval-config.json"
+    settings = json.loads(config.read_text())
+    own = [{"name": "no-acme", "file": "skills/release-notes/SKILL.md", "replace": '"Acme 2.0"', "with": '"it"'},
+           {"name": "no-wrap", "file": "skills/release-notes/scripts/wrap.sh", "remove": True}]
+    config.write_text(json.dumps({**settings, "mutants": own}, indent=2))
+    listed = aam_eval("sensitivity", "--package", str(pkg), "--list", "--mutants", "own")
+    assert listed.out.splitlines() == [
+        "own/no-acme  no-acme: a text of skills/release-notes/SKILL.md replaced  (skills/release-notes/SKILL.md:12)",
+        "own/no-wrap  no-wrap: skills/release-notes/scripts/wrap.sh removed  (skills/release-notes/scripts/wrap.sh)"]
+    from aam_eval_action.sensitivity.mutants import own_mutants
+
+    package = load_package(pkg)
+    [changed, _] = own_mutants(pkg, package.config.mutants, package.config_location)
+    copy = make(changed, pkg, tmp_path / "copy")
+    assert 'as "it".' in (copy / "skills/release-notes/SKILL.md").read_text()
+    # A text that is not in the file, and a file outside the package: refused with where.
+    config.write_text(json.dumps({**settings, "mutants": [{**own[0], "replace": "not there"}]}, indent=2))
+    refused = aam_eval("sensitivity", "--package", str(pkg), "--list")
+    assert refused.code == 2 and "evals/eval-config.json:" in refused.err
+    assert "mutants[0].replace: the text is not in skills/release-notes/SKILL.md" in refused.err, refused.err
+    config.write_text(json.dumps({**settings, "mutants": [{**own[1], "file": "../outside.sh"}]}, indent=2))
+    assert "escapes its root" in aam_eval("sensitivity", "--package", str(pkg), "--list").err
+    config.write_text(json.dumps({**settings, "mutants": [{"name": "both", "file": "x", "remove": True,
+                                                            "replace": "y"}]}, indent=2))
+    assert "give either `replace` (and `with`) or `remove: true`" in aam_eval(
+        "sensitivity", "--package", str(pkg), "--list").err
+
+
+def test_repeated_runs_give_each_check_an_interval() -> None:
+    from aam_eval_action.report_model import Attempt
+
+    def runs(verdict: str, n: int) -> list[Attempt]:
+        return [Attempt(verdict=verdict, checks={"contains": verdict}) for _ in range(n)]  # type: ignore[arg-type]
+
+    strong = _case("strong", "PASS", {"contains": "PASS"}, baseline_verdict="FAIL",
+                   baseline_checks={"contains": "FAIL"}, attempts=runs("PASS", 8), baseline_attempts=runs("FAIL", 8))
+    _, [row] = matrix.build("pkg", "claude-code", _report(strong), [])
+    assert (row.passes_with, row.passes_without) == ((8, 8), (0, 8))
+    low, high = row.difference or (0, 0)
+    assert 0 < low < high == 1.0  # eight runs an arm: the difference excludes none

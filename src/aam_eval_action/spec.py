@@ -205,6 +205,34 @@ def check_sweep(value: list[int]) -> list[int]:
     return sorted(value)
 
 
+def _mutant_name(value: str) -> str:
+    if not NAME_RE.match(value):
+        raise ValueError(f"{value!r} is not a valid mutant name: use 1-64 characters of a-z, 0-9 and '-'")
+    return value
+
+
+class OwnMutant(Strict):
+    """A mutant of the package's own for `aam-eval sensitivity`: one file changed one way, a text
+    in it replaced (`replace` and `with`) or the file removed (`remove: true`)."""
+
+    name: Annotated[str, AfterValidator(_mutant_name)]
+    """Its name: the mutant's id is `own/<name>`."""
+    file: RelPath
+    """The file it changes, relative to the package root."""
+    replace: str | None = Field(default=None, min_length=1)
+    """The text to replace (every occurrence); it must be in the file."""
+    with_: str = Field(default="", alias="with")
+    """What replaces it (nothing unless given)."""
+    remove: bool = False
+    """Remove the file instead."""
+
+    @model_validator(mode="after")
+    def _one_change(self) -> OwnMutant:
+        if (self.replace is None) == (not self.remove):
+            raise ValueError("give either `replace` (and `with`) or `remove: true`")
+        return self
+
+
 class EvalConfig(Strict):
     """`evals/eval-config.json`."""
 
@@ -283,6 +311,9 @@ class EvalConfig(Strict):
     sweep: list[int] = Field(default_factory=list)
     """A crowding sweep: the trigger cases also run with each of these numbers of neighbours
     installed, drawn from `neighbors` (or the marketplace) the same way every time (additive
+    field)."""
+    mutants: list[OwnMutant] = Field(default_factory=list)
+    """The package's own mutants for `aam-eval sensitivity`, beside the ones it makes (additive
     field)."""
 
     @field_validator("sweep")

@@ -2,8 +2,11 @@
 
 For each skill: its body emptied; its description blanked; each top-level section of its
 SKILL.md deleted (named by its heading); each file beside it removed, and each script beside it
-made to exit 1. For each hook event of the package: its hooks removed. A mutant's id is a path of
-slugs (`house-style/section/dates`): it names the mutant in the report and its cassettes' folder.
+made to exit 1. For each hook event of the package: its hooks removed. Then the package's own,
+from eval-config `mutants:` (`own/<name>`: a text of a file replaced, or a file removed).
+
+A mutant's id is a path of slugs (`house-style/section/dates`): it names the mutant in the
+report and its cassettes' folder.
 
 Headings and file names come from the repository under test: a slug keeps `[a-z0-9-]` only, so
 no id can name a path outside its folder.
@@ -16,14 +19,15 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aam_eval_action.errors import UsageError
+from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.spec import OwnMutant
 
-KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed")
+KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed", "own")
 """Every kind of mutant, in the order they are made."""
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".ps1"})
 FAILING = {".py": "import sys\nsys.exit(1)\n", ".js": "process.exit(1);\n", ".mjs": "process.exit(1);\n",
@@ -50,6 +54,31 @@ class Mutant:
     """A section mutant's heading."""
     line: int | None = None
     """Where the changed part starts in `file`."""
+    replace: str | None = None
+    """An own mutant's text to replace (None: the file is removed)."""
+    replacement: str = ""
+
+
+def own_mutants(root: Path, own: Sequence[OwnMutant], where: Callable[..., str]) -> list[Mutant]:
+    """The package's own mutants (eval-config `mutants:`), each checked against the files: a file
+    outside the package or not there, or a text not in it, is a ConfigError at `where(...)`."""
+    out = []
+    for i, m in enumerate(own):
+        path = (root / m.file).resolve()
+        if not path.is_relative_to(root.resolve()) or not path.is_file() or (root / m.file).is_symlink():
+            raise ConfigError(f"{where('mutants', i, 'file')}: {m.file} is not a file of the package; name a "
+                              "file under the package root")
+        if m.replace is None:
+            out.append(Mutant(f"own/{m.name}", "own", f"{m.name}: {m.file} removed", m.file))
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if m.replace not in text:
+            raise ConfigError(f"{where('mutants', i, 'replace')}: the text is not in {m.file}; copy it "
+                              "from the file as it is")
+        line = text[: text.index(m.replace)].count("\n") + 1
+        out.append(Mutant(f"own/{m.name}", "own", f"{m.name}: a text of {m.file} replaced", m.file,
+                          line=line, replace=m.replace, replacement=m.with_))
+    return out
 
 
 def slug(text: str) -> str:
@@ -128,8 +157,12 @@ def make(mutant: Mutant, source: Path, into: Path, skip: Iterable[Path] = ()) ->
 def apply(mutant: Mutant, root: Path) -> None:
     """Make the mutant's change in the copy at `root`."""
     path = root / mutant.file
-    if mutant.kind == "file-removed":
+    if mutant.kind == "file-removed" or (mutant.kind == "own" and mutant.replace is None):
         path.unlink()
+        return
+    if mutant.kind == "own" and mutant.replace is not None:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        path.write_text(text.replace(mutant.replace, mutant.replacement), encoding="utf-8")
         return
     if mutant.kind == "script-fails":
         mode = path.stat().st_mode

@@ -31,7 +31,7 @@ from aam_eval_action.render.console import Console
 from aam_eval_action.render.sensitivity import console_lines, markdown
 from aam_eval_action.report_model import Report
 from aam_eval_action.sensitivity import matrix
-from aam_eval_action.sensitivity.mutants import Mutant, make, mutants_of, select
+from aam_eval_action.sensitivity.mutants import Mutant, make, mutants_of, own_mutants, select
 from aam_eval_action.settings import Overrides, resolve_matrix, runner_environment
 
 FOLDER = "_sensitivity"
@@ -74,7 +74,9 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
         raise UsageError(f"sensitivity measures one package at a time, and {args.package} holds "
                          f"{len(repo.packages)} ({names}): pick one with --plugin NAME")
     package = repo.packages[0]
-    chosen = select(mutants_of(package.layout), args.mutants)
+    made = mutants_of(package.layout) + own_mutants(package.layout.root, package.config.mutants,
+                                                    package.config_location)
+    chosen = select(made, args.mutants)
     if args.list_only:
         if not chosen:
             console.line(f"{args.package}: no mutants: the package has no skill with a SKILL.md and no hook")
