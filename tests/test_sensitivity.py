@@ -245,3 +245,19 @@ def test_repeated_runs_give_each_check_an_interval() -> None:
     assert (row.passes_with, row.passes_without) == ((8, 8), (0, 8))
     low, high = row.difference or (0, 0)
     assert 0 < low < high == 1.0  # eight runs an arm: the difference excludes none
+
+
+def test_a_mock_stand_in_answers_an_error_as_its_mutant(tmp_path: Path) -> None:
+    """A `claude plugin eval` suite's mock of an MCP server tool (a fixed responder) is made to
+    answer with a tool error, its `expect:` guard kept; the model-played `_server.md` is not."""
+    from aam_eval_action.loader import load_repo
+    from aam_eval_action.mocks.reading import load
+
+    plugin = ROOT / "tests/fixtures/cpe-plugin"
+    found = [m for m in mutants_of(load_repo(plugin).packages[0].layout) if m.kind == "mock-error"]
+    assert [m.id for m in found] == ["mocks/tracker/create-issue", "mocks/calendar/book-room",
+                                     "mocks/tracker/create-issue-2"]
+    copy = make(found[0], plugin, tmp_path / "copy")
+    served = load(copy, ["evals/mocks", "evals/issues/file-a-bug/mocks"]).servers["tracker"].tools["create_issue"]
+    assert served.is_error and served.expect == {"title": "/crash/i", "labels": {"0": ["bug", "regression"]}}
+    assert not load(plugin, ["evals/issues/file-a-bug/mocks"]).servers["tracker"].tools["create_issue"].is_error

@@ -2,7 +2,8 @@
 
 For each skill: its body emptied; its description blanked; each top-level section of its
 SKILL.md deleted (named by its heading); each file beside it removed, and each script beside it
-made to exit 1. For each hook event of the package: its hooks removed. Then the package's own,
+made to exit 1. For each hook event of the package: its hooks removed. For each mock stand-in of
+an MCP server tool in a `claude plugin eval` suite: its answer made an error. Then the package's own,
 from eval-config `mutants:` (`own/<name>`: a text of a file replaced, or a file removed).
 
 A mutant's id is a path of slugs (`house-style/section/dates`): it names the mutant in the
@@ -27,7 +28,8 @@ from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.spec import OwnMutant
 
-KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed", "own")
+KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed", "mock-error",
+         "own")
 """Every kind of mutant, in the order they are made."""
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".ps1"})
 FAILING = {".py": "import sys\nsys.exit(1)\n", ".js": "process.exit(1);\n", ".mjs": "process.exit(1);\n",
@@ -88,7 +90,8 @@ def slug(text: str) -> str:
 
 
 def mutants_of(layout: PackageLayout) -> list[Mutant]:
-    """Every mutant of the package, in a fixed order: skills by name, then hook events."""
+    """Every mutant of the package, in a fixed order: skills by name, then hook events, then the
+    suite's mock stand-ins of MCP servers."""
     root = layout.root
     out: list[Mutant] = []
     for skill, folder in sorted(layout.skill_dirs.items()):
@@ -120,6 +123,31 @@ def mutants_of(layout: PackageLayout) -> list[Mutant]:
             name = _unique(slug(event), seen)
             out.append(Mutant(f"hooks/{name}", "hook-removed", f"hook {event} ({source.path}) removed",
                               source.path, section=event))
+    return out + mock_mutants(root)
+
+
+MOCK_ERROR = "Internal error: the server failed to answer this call."
+"""What a mock answers as a `mock-error` mutant (a tool error)."""
+
+
+def mock_mutants(root: Path) -> list[Mutant]:
+    """A `claude plugin eval` suite's mock stand-ins of MCP servers (`mocks/<server>/<tool>.md`,
+    fixed responders; the model-played `_server.md` cannot answer an error): each made to
+    answer its tool with an error, one at a time."""
+    out = []
+    seen: set[str] = set()
+    for path in sorted(root.rglob("mocks/*/*.md")):
+        rel = path.relative_to(root)
+        if path.name.startswith("_") or path.is_symlink() or any(
+                p.startswith(".") or p == "node_modules" for p in rel.parts):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if re.search(r"^type:\s*agent\s*$", text.split("\n---", 1)[0], re.M):
+            continue
+        server, tool = rel.parts[-2], path.stem
+        name = _unique(f"{slug(server)}/{slug(tool)}", seen)
+        what = f"mock {server}/{tool} ({rel.as_posix()}) answers an error"
+        out.append(Mutant(f"mocks/{name}", "mock-error", what, rel.as_posix(), section=f"{server}/{tool}"))
     return out
 
 
@@ -168,6 +196,16 @@ def apply(mutant: Mutant, root: Path) -> None:
         mode = path.stat().st_mode
         path.write_text(FAILING.get(path.suffix, "#!/bin/sh\nexit 1\n"), encoding="utf-8")
         os.chmod(path, mode)
+        return
+    if mutant.kind == "mock-error":
+        text = path.read_text(encoding="utf-8", errors="replace")
+        front = ""
+        if text.startswith("---"):
+            end = text.find("\n---", 3)
+            front = "\n".join(line for line in text[3:end].strip("\n").splitlines()
+                              if not line.startswith("error:")) if end > 0 else ""
+        lines = [line for line in (front, "error: true") if line]
+        path.write_text("---\n" + "\n".join(lines) + "\n---\n" + MOCK_ERROR + "\n", encoding="utf-8")
         return
     if mutant.kind == "hook-removed":
         data = json.loads(path.read_text(encoding="utf-8"))
