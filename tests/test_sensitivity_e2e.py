@@ -167,3 +167,41 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
     assert skipped and skipped[-1]["id"] == "release-notes/description", capped.stdout
     assert all(m["note"].startswith("did not fit") for m in skipped), capped.stdout
     assert f"not run · claude-code: {skipped[-1]['id']}: did not fit" in capped.stdout
+
+
+def test_an_interrupted_run_keeps_what_finished_and_says_the_rest(tmp_path: Path) -> None:
+    """Ctrl-C while a mutant's session runs: the arms that finished are in the matrix, the
+    mutant is said not run, the JSON is written, and the exit code is 130."""
+    import signal
+    import time
+
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    init(tmp_path / "repo")
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "repo/release-notes"))
+    hang = {"match": "release notes", "agent": [{"skill": "release-notes"}, {"text": "Drafted.", "sleep": 4}]}
+
+    def wait_for(requests: int) -> None:
+        deadline = time.monotonic() + 120
+        while len(server.requests) < requests:
+            assert time.monotonic() < deadline and running.poll() is None, running.stdout
+            time.sleep(0.1)
+
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        running = subprocess.Popen(
+            [sys.executable, "-m", "aam_eval_action", "sensitivity", "--package", str(pkg), "--engine", "claude-code",
+             "--tags", "weak", "--mutants", "release-notes/section/headline", "-o", str(tmp_path / "partial.json")],
+            env=_env(server.url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(5)  # with the package 2 requests, without it 1, forced 2: the arms are done
+        server.add(hang, first=True)  # the mutant's session, gone live at its second turn, waits 4 s
+        wait_for(6)
+        running.send_signal(signal.SIGINT)
+        out, err = running.communicate(timeout=60)
+    assert running.returncode == 130, out + err
+    result = json.loads((tmp_path / "partial.json").read_text())
+    assert result["not_run"] == ["claude-code: release-notes/section/headline: interrupted"], out
+    [weak] = result["checks"]
+    assert (weak["case"], weak["with_package"], weak["without_package"], weak["forced"]) == (
+        "weak-notes", "PASS", "PASS", "PASS")
+    assert "not run · claude-code: release-notes/section/headline: interrupted" in out

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aam_eval_action.errors import EXIT_OK, UsageError
+from aam_eval_action.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.loader import load_repo
 from aam_eval_action.modes import Mode
@@ -106,10 +106,15 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
         return None if args.max_usd is None else max(args.max_usd - spent, 0.0)
 
     quiet = Console(io.StringIO(), environ=environ)
+    stopped = False
+    """Interrupted (Ctrl-C, SIGTERM): what finished is kept, the rest said, the outputs written."""
     with tempfile.TemporaryDirectory(prefix="aam-sensitivity-") as tmp:
         for engine in engines:
             arms = _with(base, engine=engine, baseline=True, max_usd=left())
-            with_report = _suite(args, args.package, arms, quiet)
+            with_report, stopped = _suite(args, args.package, arms, quiet)
+            if stopped:
+                result.not_run.append(f"{engine}: interrupted while the suite ran with and without it")
+                break
             if with_report is None:
                 raise UsageError(f"{args.package}: no case ran on {engine}")
             if all(c.verdict == "SKIP" for c in with_report.cases):
@@ -131,7 +136,10 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
             else:
                 forcing = _with(base, engine=engine, cassettes=folder, force_skill=True, max_usd=left(),
                                 self_check=False)
-                forced = _suite(args, args.package, forcing, quiet)
+                forced, stopped = _suite(args, args.package, forcing, quiet)
+                if stopped:
+                    result.not_run.append(f"{engine}: the forced arm: interrupted")
+                    forced = None
                 cost = matrix.cost_of(forced)
                 spent += cost.cost_usd
                 how = next((c.forced for c in forced.cases if c.forced), None) if forced else None
@@ -139,7 +147,9 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 if over:
                     result.not_run.append(f"{engine}: the forced arm: {len(over)} case(s) did not fit: "
                                           f"{over[0].error}")
-                result.arms.append(matrix.Arm(name=f"{engine}: forced", how=how or "not forced", graded=cost))
+                if forced is not None:
+                    result.arms.append(matrix.Arm(name=f"{engine}: forced", how=how or "not forced",
+                                                  graded=cost))
             result.cases += matrix.case_rows(engine, with_report, forced)
             result.sessions += matrix.sessions_of(engine, "with", with_report)
             result.sessions += matrix.sessions_of(engine, "without", with_report, without=True)
@@ -148,6 +158,10 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
             runs: list[tuple[Mutant, Report | None, str | None]] = []
             for mutant in chosen:
                 folder = cassettes / FOLDER / mutant.id
+                if stopped:
+                    runs.append((mutant, None, "interrupted"))
+                    result.not_run.append(f"{engine}: {mutant.id}: interrupted")
+                    continue
                 if args.max_usd is not None and spent >= args.max_usd:
                     why = f"did not fit: --max-usd {args.max_usd:g} was spent (${spent:.4f})"
                     runs.append((mutant, None, why))
@@ -163,10 +177,14 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                     seed(cassettes, folder)
                 copy = make(mutant, args.package, Path(tmp) / engine / mutant.id, skip=[cassettes])
                 mutated = _with(base, engine=engine, cassettes=folder, max_usd=left(), self_check=False)
-                report = _suite(args, copy, mutated, quiet)
+                report, stopped = _suite(args, copy, mutated, quiet)
                 shutil.rmtree(copy, ignore_errors=True)
                 cost = matrix.cost_of(report)
                 spent += cost.cost_usd
+                if stopped:
+                    runs.append((mutant, None, "interrupted"))
+                    result.not_run.append(f"{engine}: {mutant.id}: interrupted")
+                    continue
                 runs.append((mutant, report, None if report is not None else "no case ran"))
                 result.sessions += matrix.sessions_of(engine, mutant.id, report)
             rows, checks = matrix.build(result.package, engine, with_report, runs, forced)
@@ -177,6 +195,8 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                 row.file, row.line = check_line(package.layout.root, row.file, row.line, row.check)
             result.mutants += rows
             result.checks += checks
+            if stopped:
+                break
     matrix.finish(result)
     for text, style in console_lines(result):
         console.line(text, style)
@@ -191,7 +211,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
         from aam_eval_action.render.sensitivity_html import render_html
 
         atomic_write(args.html, render_html(result), None)
-    return EXIT_OK
+    return EXIT_INTERRUPTED if stopped else EXIT_OK
 
 
 def _with(o: Overrides, **changes: object) -> Overrides:
@@ -200,10 +220,12 @@ def _with(o: Overrides, **changes: object) -> Overrides:
     return dataclasses.replace(o, **changes)  # type: ignore[arg-type]
 
 
-def _suite(args: SensitivityArgs, package: Path, overrides: Overrides, console: Console) -> Report | None:
-    report, _ = execute(RunArgs(package=package, cases=[], overrides=overrides, tags=args.tags,
-                                plugins=args.plugins, allow_empty=True), console)
-    return report if report is not None and report.cases else None
+def _suite(args: SensitivityArgs, package: Path, overrides: Overrides,
+           console: Console) -> tuple[Report | None, bool]:
+    """One run of the suite: its report (None when no case ran), and whether it was interrupted."""
+    report, code = execute(RunArgs(package=package, cases=[], overrides=overrides, tags=args.tags,
+                                   plugins=args.plugins, allow_empty=True), console)
+    return (report if report is not None and report.cases else None), code == EXIT_INTERRUPTED
 
 
 def _said_arms(console: Console, engine: str, report: Report, forced: Report | None) -> None:

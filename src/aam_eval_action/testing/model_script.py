@@ -54,9 +54,12 @@ class Script:
         """Sessions routed so far, per scenario and prompt (a route's `miss-every`)."""
         self._lock = threading.Lock()
 
-    def add(self, scenario: dict[str, Any]) -> None:
+    def add(self, scenario: dict[str, Any], first: bool = False) -> None:
         with self._lock:
-            self._scenarios.append(scenario)
+            if first:
+                self._scenarios.insert(0, scenario)
+            else:
+                self._scenarios.append(scenario)
 
     def find(self, text: str, judge: bool = False) -> tuple[int, dict[str, Any]] | None:
         """The first scenario whose `match` occurs in the text; else the first catch-all

@@ -594,9 +594,9 @@ class ModelServer:
         self._thread: threading.Thread | None = None
         self.url = ""
 
-    def add(self, scenario: dict[str, Any]) -> None:
-        """Add a scenario (matched after the earlier ones)."""
-        self.script.add(scenario)
+    def add(self, scenario: dict[str, Any], first: bool = False) -> None:
+        """Add a scenario: matched after the earlier ones, or (`first`) before them."""
+        self.script.add(scenario, first)
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
