@@ -32,7 +32,7 @@ pytestmark = pytest.mark.cli
 FIXTURE = ROOT / "tests/fixtures/sensitivity/release-notes"
 SCENARIOS = yaml.safe_load((ROOT / "tests/fixtures/sensitivity/scenarios.yaml").read_text())["scenarios"]
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-sensitivity-7f31", "OPENAI_API_KEY": "sk-CANARY-sensitivity-2b9e"}
-RULES = ("headline", "dates", "tone")
+RULES = ("headline", "dates")
 MUTANTS = "release-notes/section/*,release-notes/script-fails/*"
 ENGINES = ("--engine", "claude-code,codex")
 CAPPED = "release-notes/body,release-notes/description"
@@ -84,7 +84,7 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
                             "--html", str(tmp_path / "matrix.html"), env=_env(server.url))
         assert live.returncode == 0, live.stdout + live.stderr
         asked = len(server.requests)
-        unread = _sensitivity(pkg, *ENGINES, "--mutants", "release-notes/file-removed/*",
+        unread = _sensitivity(pkg, "--engine", "claude-code", "--mutants", "release-notes/file-removed/*",
                               "-o", str(tmp_path / "unread.json"), env=_env(server.url))
         assert unread.returncode == 0, unread.stdout + unread.stderr
         # The arms replay; the script's removal is re-executed against the recording: no request.
@@ -122,9 +122,9 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
         assert (changelog["without_package"], changelog["with_package"], changelog["forced"]) == ("FAIL", "FAIL", "PASS")
         assert (changelog["content"], changelog["routing"], changelog["forced_how"]) == ("helps", "loses", how)
         assert f"changelog-entry  FAIL · FAIL · PASS  content helps; routing loses  ({how})" in said
-        unread_rows = [m for m in json.loads((tmp_path / "unread.json").read_text())["mutants"] if m["engine"] == engine]
-        assert [(m["id"], m["status"], m["graded"]["re_executed"], m["graded"]["model_calls"]) for m in unread_rows] == [
-            ("release-notes/file-removed/scripts-wrap-sh", "survived", 2, False)]
+    unread_rows = json.loads((tmp_path / "unread.json").read_text())["mutants"]
+    assert [(m["id"], m["status"], m["graded"]["re_executed"], m["graded"]["model_calls"]) for m in unread_rows] == [
+        ("release-notes/file-removed/scripts-wrap-sh", "survived", 2, False)]
     assert "WEAK: passes with and without the package, and under every mutant" in said
     assert 'uncovered guidance: release-notes: section "History" deleted and no check noticed' in said
     assert all(key not in said + (tmp_path / "live.json").read_text() for key in KEYS.values())
@@ -135,7 +135,7 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
                             env=_env(None) | {"GITHUB_STEP_SUMMARY": str(summary)})
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     shown = summary.read_text()
-    assert "6 of 10 measured mutants killed; 4 uncovered; 2 weak checks." in shown, shown
+    assert "4 of 8 measured mutants killed; 4 uncovered; 2 weak checks." in shown, shown
     assert '| codex | release-notes: section "History" deleted | SURVIVED | — |' in shown
     assert _matrix(replayed.stdout) == _matrix(live.stdout)
     assert _unpriced(json.loads((tmp_path / "again.json").read_text())) == _unpriced(result)
@@ -145,7 +145,7 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
     weak_only = _sensitivity(pkg, "--engine", "codex", "--mutants", MUTANTS, "--replay", "--tags", "weak",
                              "-o", str(tmp_path / "weak.json"), env=_env(None))
     uncovered = json.loads((tmp_path / "weak.json").read_text())["uncovered"]
-    assert [f"codex: release-notes/section/{r}" for r in RULES] == [u for u in uncovered if "section/" in u][:3]
+    assert [f"codex: release-notes/section/{r}" for r in RULES] == [u for u in uncovered if "section/" in u][:len(RULES)]
     assert "codex: release-notes/section/history" in uncovered, weak_only.stdout
 
     # The page: a cell opens the two sessions it compares.
