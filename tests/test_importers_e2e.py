@@ -3,7 +3,8 @@
 The skill-creator suite of tests/fixtures/imported-evals (with an input file beside it), its
 trigger set, its evolve suite (with an assertion that cannot be honoured) and a waza task (run
 twice, as its suite's trials_per_task says) are recorded on
-Claude Code and on Gemini CLI, then snapshot-replayed and re-executed with the same verdicts;
+Claude Code (and on Gemini CLI in bench/bench_repeats.py: importing does not depend on the
+engine), then snapshot-replayed and re-executed with the same verdicts;
 the trigger set gives precision and recall; editing an imported check re-grades from the
 cassette with no model call.
 """
@@ -23,6 +24,7 @@ from aam_eval_action.engines.base import get_engine
 from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
 from conftest import ROOT, aam_eval
+from support.repeats import repeated
 
 pytestmark = pytest.mark.cli
 REPO = ROOT / "tests/fixtures/imported-evals"
@@ -35,7 +37,7 @@ CASES = ("csv-report-1", "csv-report-fires-f12f4ddc", "csv-report-quiet-0e0d46bc
 Recorded = tuple[Path, dict[str, Any], str]
 
 
-@pytest.fixture(scope="module", params=list(ENGINES))
+@pytest.fixture(scope="module", params=repeated(["claude-code"], ["gemini-cli"]))  # bench/bench_repeats.py
 def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     engine = request.param
     reason = get_engine(engine).available()
