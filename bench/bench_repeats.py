@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ("tests/test_importers_e2e.py",)
+FILES = ("tests/test_importers_e2e.py", "tests/test_init_e2e.py", "tests/test_engine_modes_e2e.py")
 """The test files with repeats."""
 
 

@@ -19,6 +19,7 @@ from aam_eval_action.replay import agent_cassette
 from aam_eval_action.testing.model_server import ModelServer, is_judge, load_scenarios
 
 from conftest import ROOT, aam_eval, example_copy, installed, scripted_model
+from support.repeats import repeated
 
 pytestmark = pytest.mark.cli
 SCENARIOS = load_scenarios(ROOT / "examples/scripted-model/csv-tools.yaml")
@@ -44,7 +45,14 @@ def _run(pkg: Path, engine: str, *args: str) -> tuple[dict[str, Any], str]:
     return json.loads(out.read_text())["cases"][0], result.out + result.err
 
 
-def test_repeated_attempts_are_recorded_and_replayed_one_by_one(engine: str, tmp_path: Path) -> None:
+@pytest.fixture(params=repeated(["copilot"], ["gemini-cli"]))  # bench/bench_repeats.py
+def attempts_engine(request: pytest.FixtureRequest) -> str:
+    """Attempts are kept one by one whatever the engine: shown on Copilot CLI, repeated on Gemini CLI."""
+    return installed(request.param).name
+
+
+def test_repeated_attempts_are_recorded_and_replayed_one_by_one(attempts_engine: str, tmp_path: Path) -> None:
+    engine = attempts_engine
     pkg = example_copy(tmp_path / "pkg")
     with serving():
         recorded, _ = _run(pkg, engine, "--record", "--no-self-check", "--repeat", "3")

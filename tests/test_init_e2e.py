@@ -1,7 +1,8 @@
 """From zero to a gate, with the real CLIs: a repository of three sibling skills and no evals is
-drafted by `aam-eval init`, its trigger prompts recorded through Claude Code and Codex (every
-skill installed; the scripted model routes each prompt by the skills the CLI lists to it, as a
-model reads their names and descriptions), and the report's confusion matrix says where each
+drafted by `aam-eval init`, its trigger prompts recorded through Claude Code (Codex in
+bench/bench_repeats.py: its routing is tested by tune's end-to-end test), every skill installed
+(the scripted model routes each prompt by the skills the CLI lists to it, as a model reads
+their names and descriptions), and the report's confusion matrix says where each
 prompt went. Editing one description so that it steals a sibling's prompts moves them, and the
 diff and the comment say which. A harness whose every session errors says so.
 """
@@ -21,6 +22,7 @@ from aam_eval_action.layouts.common import frontmatter
 from aam_eval_action.testing.model_server import ModelServer, route_skill
 
 from conftest import ROOT, aam_eval
+from support.repeats import repeated
 
 pytestmark = pytest.mark.cli
 FIXTURES = ROOT / "tests/fixtures"
@@ -85,7 +87,7 @@ def _record(repo: Path, out: Path, *args: str, scenarios: list[dict[str, Any]] |
     return report
 
 
-@pytest.fixture(scope="module", params=["claude-code", "codex"])
+@pytest.fixture(scope="module", params=repeated(["claude-code"], ["codex"]))  # bench/bench_repeats.py
 def recorded(request: pytest.FixtureRequest, drafted: Path) -> tuple[Path, str, dict[str, Any]]:
     engine = request.param
     _need(engine)
