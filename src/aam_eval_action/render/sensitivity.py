@@ -8,7 +8,7 @@ what it cost follow it. Every name and heading is the repository's text: escaped
 from __future__ import annotations
 
 from aam_eval_action.render.comment import md
-from aam_eval_action.sensitivity.matrix import CheckRow, MutantRow, Sensitivity
+from aam_eval_action.sensitivity.matrix import CheckRow, Cost, MutantRow, Sensitivity
 
 STATUS = {"killed": "killed", "survived": "SURVIVED", "not-measured": "not measured", "not-run": "not run"}
 STYLE = {"killed": "green", "survived": "red", "not-measured": "yellow", "not-run": "yellow"}
@@ -83,10 +83,7 @@ def console_lines(result: Sensitivity) -> list[tuple[str, str | None]]:
     return out
 
 
-def _graded(cost: object) -> str:
-    from aam_eval_action.sensitivity.matrix import Cost
-
-    assert isinstance(cost, Cost)
+def _graded(cost: Cost) -> str:
     parts = [f"{n} {what}" for n, what in ((cost.replayed, "replayed"), (cost.re_executed, "re-executed"),
                                             (cost.live, "live")) if n]
     calls = "model called" if cost.model_calls else "no model call"

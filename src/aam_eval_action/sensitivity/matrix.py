@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from aam_eval_action.report_model import CaseResult, CheckResult, Report
+from aam_eval_action.report_model import Attempt, CaseResult, CheckResult, Report
 from aam_eval_action.sensitivity.mutants import Mutant
 from aam_eval_action.stats import newcombe
 
@@ -233,7 +233,7 @@ def cost_of(report: Report | None) -> Cost:
     return out
 
 
-def _runs(attempts: list | None, check: str, shown: CheckResult | None) -> tuple[int, int] | None:  # type: ignore[type-arg]
+def _runs(attempts: list[Attempt] | None, check: str, shown: CheckResult | None) -> tuple[int, int] | None:
     if attempts:
         seen = [a.checks.get(check) for a in attempts if a.checks and a.checks.get(check) in ("PASS", "FAIL")]
         return (sum(v == "PASS" for v in seen), len(seen)) if seen else None

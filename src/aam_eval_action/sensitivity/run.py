@@ -24,7 +24,7 @@ from pathlib import Path
 
 from aam_eval_action.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from aam_eval_action.fsutil import atomic_write
-from aam_eval_action.loader import load_repo
+from aam_eval_action.loader import LoadedCase, load_repo
 from aam_eval_action.modes import Mode
 from aam_eval_action.pipeline.suite import RunArgs, execute
 from aam_eval_action.render.console import Console
@@ -32,7 +32,7 @@ from aam_eval_action.render.sensitivity import console_lines, markdown
 from aam_eval_action.report_model import Report
 from aam_eval_action.sensitivity import matrix
 from aam_eval_action.sensitivity.mutants import Mutant, make, mutants_of, own_mutants, select
-from aam_eval_action.settings import Overrides, resolve_matrix, runner_environment
+from aam_eval_action.settings import Overrides, RunSettings, resolve_matrix, runner_environment
 
 FOLDER = "_sensitivity"
 """The mutants' cassettes, under the package's cassettes folder (`_` starts no case name)."""
@@ -284,17 +284,15 @@ def check_line(root: Path, file: str, start: int | None, check: str) -> tuple[st
     return file, start
 
 
-def estimate_line(settings: Mapping[str, object], cases: Sequence[object], mutants: int) -> str:
+def estimate_line(settings: Mapping[str, RunSettings], cases: Sequence[LoadedCase], mutants: int) -> str:
     """What the run could spend at most: every session of every arm and mutant live."""
     from aam_eval_action.pipeline.spend_cap import Estimator
-    from aam_eval_action.settings import RunSettings
 
     total, unknown = 0.0, 0
     for s in settings.values():
-        assert isinstance(s, RunSettings)
         estimator = Estimator(s)
         for loaded in cases:
-            found = estimator.case(loaded, s.repeat)  # type: ignore[arg-type]
+            found = estimator.case(loaded, s.repeat)
             if found.usd is None:
                 unknown += 1
             else:
