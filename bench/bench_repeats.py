@@ -4,7 +4,9 @@
 
 The README's test command shows each behaviour once; where a behaviour does not depend on the
 engine, its test runs on one engine there, and here on the others too (`AAM_EVAL_REPEATS=1`,
-see tests/support/repeats.py). Prints each test file's outcome and wall time.
+see tests/support/repeats.py); a behaviour shown with one release of a CLI, here with another
+that behaves alike; a check of re-execution shown twice, here five times. Prints each test
+file's outcome and wall time.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ("tests/test_importers_e2e.py", "tests/test_init_e2e.py", "tests/test_engine_modes_e2e.py")
+FILES = ("tests/test_importers_e2e.py", "tests/test_init_e2e.py", "tests/test_engine_modes_e2e.py",
+         "tests/test_self_check_e2e.py", "tests/test_subagents_e2e.py")
 """The test files with repeats."""
 
 

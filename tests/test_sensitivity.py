@@ -5,6 +5,7 @@ page and the summary, with the repository's text kept inert."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,57 @@ def test_a_mock_stand_in_answers_an_error_as_its_mutant(tmp_path: Path) -> None:
     served = load(copy, ["evals/mocks", "evals/issues/file-a-bug/mocks"]).servers["tracker"].tools["create_issue"]
     assert served.is_error and served.expect == {"title": "/crash/i", "labels": {"0": ["bug", "regression"]}}
     assert not load(plugin, ["evals/issues/file-a-bug/mocks"]).servers["tracker"].tools["create_issue"].is_error
+
+
+def test_an_mcp_server_answers_every_tool_call_with_an_error_as_its_mutant(tmp_path: Path) -> None:
+    """A server the package starts by a command (`mcp/servers.json`, a manifest's own entry) is
+    relayed: it starts and lists its tools as it is, and every tool call is answered with a tool
+    error. A server at a URL cannot be relayed and has no mutant."""
+    import subprocess
+
+    from aam_eval_action.layouts.detect import read_package
+
+    pkg = Path(shutil.copytree(ROOT / "tests/fixtures/engine-mcp-pkg", tmp_path / "pkg"))
+    servers = json.loads((pkg / "mcp/servers.json").read_text())
+    servers["mcpServers"]["docs"] = {"url": "https://example.invalid/mcp"}
+    (pkg / "mcp/servers.json").write_text(json.dumps(servers))
+    [echo] = [m for m in mutants_of(read_package(pkg)) if m.kind == "mcp-error"]
+    assert (echo.id, echo.what) == ("mcp/echo", "MCP server echo (mcp/servers.json) answers every tool call with an "
+                                                "error")
+    copy = make(echo, pkg, tmp_path / "copy")
+    config = json.loads((copy / "mcp/servers.json").read_text())["mcpServers"]
+    assert config["docs"] == {"url": "https://example.invalid/mcp"}
+    relayed = config["echo"]
+    assert relayed["command"] == "python3" and relayed["args"][2:] == ["python3", "${CLAUDE_PLUGIN_ROOT}/scripts/echo_mcp.py"]
+    argv = [relayed["command"], *(a.replace("${CLAUDE_PLUGIN_ROOT}", str(copy)) for a in relayed["args"])]
+    asked = [{"id": 1, "method": "initialize", "params": {}}, {"method": "notifications/initialized"},
+             {"id": 2, "method": "tools/list"},
+             {"id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}]
+    done = subprocess.run(argv, input="".join(json.dumps({"jsonrpc": "2.0", **m}) + "\n" for m in asked),
+                          capture_output=True, text=True, timeout=30, check=True)
+    answers = {m["id"]: m["result"] for m in map(json.loads, done.stdout.splitlines())}
+    assert answers[1]["serverInfo"]["name"] == "echo" and answers[2]["tools"][0]["name"] == "echo"
+    assert answers[3] == {"isError": True, "content": [
+        {"type": "text", "text": "Internal error: the server failed to answer this call."}]}
+    # In a manifest: the server's own entry, wherever the manifest keeps it.
+    extension = ROOT / "tests/fixtures/layouts/gemini-extension"
+    [deployer] = [m for m in mutants_of(read_package(extension)) if m.kind == "mcp-error"]
+    copy = make(deployer, extension, tmp_path / "extension")
+    assert json.loads((copy / deployer.file).read_text())["mcpServers"]["deployer"]["command"] == "python3"
+
+
+def test_the_forced_arm_invokes_the_skill_in_each_engines_way_or_says_why_not() -> None:
+    from aam_eval_action.errors import AamEvalError
+    from aam_eval_action.pipeline.forced import forced
+
+    package = load_package(FIXTURE)
+    [case] = [c for c in package.cases if c.case.name == "changelog-entry"]
+    prompts = {engine: forced(case, package.layout, engine) for engine in ("claude-code", "codex", "gemini-cli")}
+    assert {e: (p[0].case.input.prompt.split(" Add")[0], p[1]) for e, p in prompts.items()} == {
+        "claude-code": ("/changelog-style", "its slash command, /changelog-style"),
+        "codex": ("$changelog-style", "a $ mention, $changelog-style"),
+        "gemini-cli": ("@.agents/skills/changelog-style/SKILL.md",
+                       "its file reference, @.agents/skills/changelog-style/SKILL.md")}
+    with pytest.raises(AamEvalError, match="not forced: under -p, Copilot CLI expands neither a skill's /name nor an "
+                                           "@file reference on copilot"):
+        forced(case, package.layout, "copilot")

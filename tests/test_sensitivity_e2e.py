@@ -205,3 +205,78 @@ def test_an_interrupted_run_keeps_what_finished_and_says_the_rest(tmp_path: Path
     assert (weak["case"], weak["with_package"], weak["without_package"], weak["forced"]) == (
         "weak-notes", "PASS", "PASS", "PASS")
     assert "not run · claude-code: release-notes/section/headline: interrupted" in out
+
+
+KIT = ROOT / "tests/fixtures/sensitivity/release-kit"
+KIT_SCENARIOS = yaml.safe_load((ROOT / "tests/fixtures/sensitivity/scenarios.yaml").read_text())["plugin-scenarios"]
+REAL_SERVERS = ("--allow-real-servers", "--allow-tools", "mcp__*")
+"""The plugin's own server starts (the case mocks nothing), and its tool is granted."""
+
+
+def test_a_claude_plugin_eval_suite_recorded_by_run_is_measured_and_its_server_made_to_fail(tmp_path: Path) -> None:
+    """A Claude plugin (tests/fixtures/sensitivity/release-kit: the release-notes skill, a real MCP
+    server answering the version rule, a `claude plugin eval` case graded by two regexes) recorded
+    by `aam-eval run`: `sensitivity` replays that recording for its arms with and without the
+    plugin, forces the plugin's skill by its plugin name, and the server made to answer every
+    tool call with an error is killed by the version grader, named at its line. A replay after
+    it gives the same matrix offline."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("claude-code")
+    init(tmp_path / "repo")
+    kit = Path(shutil.copytree(KIT, tmp_path / "repo/release-kit"))
+    shutil.copytree(FIXTURE / "skills/release-notes", kit / "skills/release-notes")
+    mutants = ("--mutants", "mcp/releases,release-notes/section/headline")
+    listed = _sensitivity(kit, "--list", env=_env(None))
+    assert "mcp/releases  MCP server releases (.mcp.json) answers every tool call with an error" in listed.stdout
+    with ModelServer(KIT_SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        recorded = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(kit), "--engine",
+                                   "claude-code", "--record", "--no-self-check", *REAL_SERVERS], env=_env(server.url),
+                                  capture_output=True, text=True, timeout=600, check=False)
+        assert "notes │ PASS 1.00 Δ+1.00" in recorded.stdout, recorded.stdout + recorded.stderr
+        live = _sensitivity(kit, "--engine", "claude-code", *REAL_SERVERS, *mutants, "-o",
+                            str(tmp_path / "live.json"), env=_env(server.url))
+    assert live.returncode == 0, live.stdout + live.stderr
+    result = json.loads((tmp_path / "live.json").read_text())
+    arms = {a["name"]: a for a in result["arms"]}
+    # The arms with and without the plugin are run's recording, replayed: no model call.
+    assert arms["claude-code: with and without"]["graded"] | {"cost_usd": 0} == {
+        "replayed": 1, "re_executed": 0, "live": 0, "cost_usd": 0, "model_calls": False}
+    assert arms["claude-code: forced"]["how"] == "its slash command, /release-kit:release-notes"
+    assert [(m["id"], m["status"], m["killed_by"]) for m in result["mutants"]] == [
+        ("release-notes/section/headline", "killed", [{"case": "notes", "check": "headline"}]),
+        ("mcp/releases", "killed", [{"case": "notes", "check": "version"}])]
+    checks = {c["check"]: c for c in result["checks"]}
+    assert [(checks[n]["file"], checks[n]["line"], checks[n]["discriminates"]) for n in ("headline", "version")] == [
+        ("evals/notes/case.yaml", 9, True), ("evals/notes/case.yaml", 12, True)]
+    assert "notes  FAIL · PASS · PASS  content helps; routing no difference" in live.stdout
+    # The real server answered the arm with the plugin; under the mutant, its relay the error.
+    cassettes = kit / "evals/cassettes"
+    assert "HOUSE RULE version" in (cassettes / "notes/claude-code.session.yaml").read_text()
+    failed = (cassettes / "_sensitivity/mcp/releases/notes/claude-code.session.yaml").read_text()
+    assert "Internal error: the server failed to answer this call." in failed and "HOUSE RULE version" not in failed
+
+    replayed = _sensitivity(kit, "--engine", "claude-code", *REAL_SERVERS, *mutants, "--replay", env=_env(None))
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert _matrix(replayed.stdout) == _matrix(live.stdout)
+
+
+def test_gemini_cli_forces_a_skill_by_its_file_reference(tmp_path: Path) -> None:
+    """Gemini CLI lists its skills' slash commands only when interactive; under `-p` the forced
+    arm puts the installed SKILL.md into the prompt with an `@` reference, and the changelog
+    skill, which never fires, shows what its content is worth there too."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("gemini-cli")
+    init(tmp_path / "repo")
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "repo/release-notes"))
+    with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+        env = _env(server.url) | {"GEMINI_API_KEY": KEYS["ANTHROPIC_API_KEY"], "GOOGLE_GEMINI_BASE_URL": server.url}
+        done = _sensitivity(pkg, "--engine", "gemini-cli", "--judge", "claude-sonnet-4-6", "--tags", "changelog",
+                            "--mutants", "changelog-style/body", "-o", str(tmp_path / "gemini.json"), env=env)
+        forced = next(r for r in server.requests if "Add the changelog entry" in json.dumps(r.body)
+                      and "@.agents/skills" in json.dumps(r.body))
+    assert done.returncode == 0, done.stdout + done.stderr
+    how = "its file reference, @.agents/skills/changelog-style/SKILL.md"
+    assert f"changelog-entry  FAIL · FAIL · PASS  content helps; routing loses  ({how})" in done.stdout
+    assert "HOUSE RULE changelog" in json.dumps(forced.body)  # the SKILL.md, in the first request

@@ -249,7 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--engine", metavar="ENGINE[,ENGINE...]", help="the engine(s) (default: eval-config's)")
     se.add_argument("--mutants", metavar="KIND|ID[,...]",
                     help="only these mutants: kinds (body, description, section, file-removed, script-fails, "
-                         "hook-removed, mock-error, own) or id patterns such as 'my-skill/section/*' "
+                         "hook-removed, mcp-error, mock-error, own) or id patterns such as "
+                         "'my-skill/section/*' "
                          "(default: all)")
     se.add_argument("--list", dest="list_only", action="store_true", help="list the mutants and stop")
     se.add_argument("--max-usd", type=_usd, metavar="USD",
@@ -272,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run claude plugin eval cases' scaffold scripts, as `run --scaffold`")
     se.add_argument("--allow-tools", action="append", default=[], metavar="TOOL[,TOOL...]",
                     help="grant claude plugin eval cases these tools, as `run --allow-tools`")
+    se.add_argument("--mocks", choices=("record", "off"),
+                    help="claude plugin eval cases' mocks, as `run --mocks` (off: the real servers start)")
+    se.add_argument("--allow-real-servers", action="store_true", default=None,
+                    help="start the plugin's MCP servers a claude plugin eval case does not mock, as `run "
+                         "--allow-real-servers` (an mcp-error mutant of such a server is measured only then)")
     c = sub.add_parser("check", help="validate the package statically: no agent, no model")
     c.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     _add_package_flags(c)
@@ -472,7 +478,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             list_only=args.list_only,
             cassettes=args.cassettes, tags=args.tags, jobs=args.jobs, plugins=args.plugin,
             model=args.model, judge=args.judge, repeat=args.repeat, timeout=args.timeout,
-            scaffold=args.scaffold,
+            scaffold=args.scaffold, mocks=args.mocks, allow_real_servers=args.allow_real_servers,
             allow_tools=tuple(t for given in args.allow_tools for t in given.split(",") if t.strip()),
         ))
     if args.command == "check":

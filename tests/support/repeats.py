@@ -15,4 +15,9 @@ REPEATS_ENV = "AAM_EVAL_REPEATS"
 
 def repeated(shown: Sequence[str], repeats: Sequence[str]) -> list[str]:
     """`shown`, and with `AAM_EVAL_REPEATS=1` the `repeats` too."""
-    return [*shown, *repeats] if os.environ.get(REPEATS_ENV, "") not in ("", "0") else list(shown)
+    return [*shown, *repeats] if repeating() else list(shown)
+
+
+def repeating() -> bool:
+    """Whether the repeats run too (`AAM_EVAL_REPEATS=1`, as bench/bench_repeats.py sets it)."""
+    return os.environ.get(REPEATS_ENV, "") not in ("", "0")

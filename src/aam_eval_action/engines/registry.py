@@ -56,10 +56,11 @@ class EngineInfo:
     """Whether `check` warns of a description it cuts, and when the package alone takes half of
     its listing budget."""
     invoke_skill: str = ""
-    """How a prompt invokes a skill by name whatever routing decides (`{skill}` in it, the prompt
-    after it), as the CLI does natively: the skill's content reaches the model with the prompt.
-    Empty: no such way was verified on it."""
+    """How a prompt invokes a skill by name whatever routing decides (`{skill}` and `{skills_dir}`
+    in it, the prompt after it), as the CLI does natively: the skill's content reaches the model
+    with the prompt. Empty: no such way was verified on it."""
     invoke_skill_how: str = ""
+    """How the report says the skill was invoked; without `invoke_skill`, why it cannot be."""
     listing: str = ""
     """The module of its skill-listing rule (`listing(skills, model, window, env)` and
     `description_cut(skill)`), imported on first use by `catalog.predict`."""
@@ -104,7 +105,11 @@ ENGINES: dict[str, EngineInfo] = {
                           execution_fields=("execution.allowed_tools", "execution.disallowed_tools"),
                           listing_unit="characters (UTF-16 units, as Copilot CLI counts; no maintained "
                                        "tokenizer runs offline for its models, so tokens are not counted)",
-                          lists_in_check=True),
+                          lists_in_check=True,
+                          # checked: under `-p` neither the skill's `/name` nor an `@file` reference
+                          # reaches the first request
+                          invoke_skill_how="under -p, Copilot CLI expands neither a skill's /name nor an "
+                                           "@file reference"),
     # Gemini CLI: `network: false` removes its web tools; its shell keeps the network.
     "gemini-cli": EngineInfo("gemini-cli", "gemini", "gemini-2.5-pro",
                              "aam_eval_action.engines.gemini_cli:GeminiCli", cli="gemini",
@@ -116,7 +121,11 @@ ENGINES: dict[str, EngineInfo] = {
                                                "execution.disallowed_tools"),
                              listing_unit="characters (Gemini CLI puts no budget on its listing; no "
                                           "maintained tokenizer for Gemini models runs offline, so tokens "
-                                          "are not counted)"),
+                                          "are not counted)",
+                             # verified: under `-p` its `@file` reference puts the SKILL.md into the
+                             # first request (its skills' slash commands exist only interactively)
+                             invoke_skill="@{skills_dir}/{skill}/SKILL.md ",
+                             invoke_skill_how="its file reference, @{skills_dir}/{skill}/SKILL.md"),
 }
 
 

@@ -36,6 +36,7 @@ def read(root: Path) -> PackageLayout | None:
         if commands.is_dir() else (),
         hooks=(hooks,) if hooks else (),
         mcp=_servers(root),
+        mcp_files=("mcp/servers.json",) if (root / "mcp/servers.json").is_file() else (),
         context=tuple(context),
         hosts=("claude",),
     )

@@ -1,6 +1,7 @@
 """The forced arm: a case's skill invoked by name in its first prompt, whatever routing decides,
 in the engine's own way (`EngineInfo.invoke_skill`: on Claude Code its slash command, on Codex a
-`$` mention; each verified to put the skill's SKILL.md body into the first request). The case
+`$` mention, on Gemini CLI an `@file` reference to the installed SKILL.md; each verified to put
+the skill's SKILL.md body into the first request). Copilot CLI has no such way under `-p`. The case
 changes as its prompt does, so its fingerprint and cassettes are its own.
 """
 
@@ -32,8 +33,13 @@ def forced(loaded: LoadedCase, layout: PackageLayout, engine: str) -> tuple[Load
         raise AamEvalError("not forced: the case names no skill (give it `target: skill:NAME`) and the "
                            f"package has {len(layout.skill_dirs)} skills")
     if not info.invoke_skill:
-        raise AamEvalError(f"not forced: no way for a prompt to invoke a skill by name on {engine} was "
-                           "verified")
-    prompt = info.invoke_skill.format(skill=skill) + loaded.case.input.prompt
+        why = info.invoke_skill_how or "no way for a prompt to invoke a skill by name was verified"
+        raise AamEvalError(f"not forced: {why} on {engine}")
+    from aam_eval_action.pipeline.live import loads_as_plugin
+
+    if loads_as_plugin(layout, loaded, engine) and layout.name:
+        skill = f"{layout.name}:{skill}"  # as the plugin's skills are listed (`/plugin:skill`)
+    fields = {"skill": skill, "skills_dir": info.skills_dir}
+    prompt = info.invoke_skill.format(**fields) + loaded.case.input.prompt
     case = loaded.case.model_copy(update={"input": loaded.case.input.model_copy(update={"prompt": prompt})})
-    return dataclasses.replace(loaded, case=case), info.invoke_skill_how.format(skill=skill)
+    return dataclasses.replace(loaded, case=case), info.invoke_skill_how.format(**fields)

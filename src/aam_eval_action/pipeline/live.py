@@ -252,19 +252,25 @@ def mock_agents(ctx: CaseContext, loaded: LoadedCase,
     return agents, Relay(served.relay, agents)
 
 
+def loads_as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str) -> bool:
+    """Whether the case's engine loads the package as a plugin (a `claude plugin eval` case of a
+    Claude Code plugin, on Claude Code): it then lists the plugin's skills as `plugin:skill`."""
+    from aam_eval_action.engines.registry import ENGINES
+
+    return (loaded.case.execution is not None and ENGINES[engine].claude_native
+            and layout.kind == "claude-plugin" and layout.installs_anything(loaded.case.installs))
+
+
 def as_plugin(layout: PackageLayout, loaded: LoadedCase, engine: str, base: Path) -> tuple[Path, ...]:
     """A `claude plugin eval` case of a Claude Code plugin, run on Claude Code: the plugin is
     copied beside the workspace (read-only there) and loaded with `--plugin-dir`, as that runner
     loads it, so the CLI names its skills `plugin:skill` and its MCP tools
     `mcp__plugin_<plugin>_<server>__<tool>`. Nothing for any other case, engine or layout, or for
     the arm without the plugin."""
-    target = loaded.case.installs
-    from aam_eval_action.engines.registry import ENGINES
-
-    if (loaded.case.execution is None or not ENGINES[engine].claude_native or layout.kind != "claude-plugin"
-            or not layout.installs_anything(target)):
+    target, execution = loaded.case.installs, loaded.case.execution
+    if execution is None or not loads_as_plugin(layout, loaded, engine):
         return ()
-    listed = loaded.case.execution.plugins
+    listed = execution.plugins
     folder = base / "plugin" / (layout.name or "plugin")
     loads: list[Path] = []
     if not listed or layout.base in listed:

@@ -59,7 +59,8 @@ class MutantRow(BaseModel):
     id: str
     """`<skill>/<kind>[/<slug>]` or `hooks/<event>`; its cassettes sit in `_sensitivity/<id>/`."""
     kind: str
-    """body, description, section, file-removed, script-fails or hook-removed."""
+    """body, description, section, file-removed, script-fails, hook-removed, mcp-error,
+    mock-error or own."""
     what: str
     """What it changed."""
     file: str

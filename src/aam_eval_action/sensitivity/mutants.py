@@ -2,9 +2,11 @@
 
 For each skill: its body emptied; its description blanked; each top-level section of its
 SKILL.md deleted (named by its heading); each file beside it removed, and each script beside it
-made to exit 1. For each hook event of the package: its hooks removed. For each mock stand-in of
-an MCP server tool in a `claude plugin eval` suite: its answer made an error. Then the package's own,
-from eval-config `mutants:` (`own/<name>`: a text of a file replaced, or a file removed).
+made to exit 1. For each hook event of the package: its hooks removed. For each of the package's
+own MCP servers started by a command: every tool call it is sent answered with an error (the
+server still starts and lists its tools). For each mock stand-in of an MCP server tool in a
+`claude plugin eval` suite: its answer made an error. Then the package's own, from eval-config
+`mutants:` (`own/<name>`: a text of a file replaced, or a file removed).
 
 A mutant's id is a path of slugs (`house-style/section/dates`): it names the mutant in the
 report and its cassettes' folder.
@@ -23,13 +25,14 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.spec import OwnMutant
 
-KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed", "mock-error",
-         "own")
+KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed", "mcp-error",
+         "mock-error", "own")
 """Every kind of mutant, in the order they are made."""
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".ps1"})
 FAILING = {".py": "import sys\nsys.exit(1)\n", ".js": "process.exit(1);\n", ".mjs": "process.exit(1);\n",
@@ -45,7 +48,8 @@ class Mutant:
     """One change to the package."""
 
     id: str
-    """`<skill>/<kind>[/<slug>]`, or `hooks/<event>`: unique in the package."""
+    """`<skill>/<kind>[/<slug>]`, `hooks/<event>`, `mcp/<server>`, `mocks/<server>/<tool>` or
+    `own/<name>`: unique in the package."""
     kind: str
     what: str
     """What it changed, in words: `house-style: section "Dates" deleted`."""
@@ -53,7 +57,7 @@ class Mutant:
     """The file it changes, relative to the package root."""
     skill: str | None = None
     section: str | None = None
-    """A section mutant's heading."""
+    """A section mutant's heading; the hook event, MCP server or mocked tool it changes."""
     line: int | None = None
     """Where the changed part starts in `file`."""
     replace: str | None = None
@@ -90,8 +94,8 @@ def slug(text: str) -> str:
 
 
 def mutants_of(layout: PackageLayout) -> list[Mutant]:
-    """Every mutant of the package, in a fixed order: skills by name, then hook events, then the
-    suite's mock stand-ins of MCP servers."""
+    """Every mutant of the package, in a fixed order: skills by name, then hook events, then its
+    MCP servers, then the suite's mock stand-ins of MCP servers."""
     root = layout.root
     out: list[Mutant] = []
     for skill, folder in sorted(layout.skill_dirs.items()):
@@ -123,11 +127,83 @@ def mutants_of(layout: PackageLayout) -> list[Mutant]:
             name = _unique(slug(event), seen)
             out.append(Mutant(f"hooks/{name}", "hook-removed", f"hook {event} ({source.path}) removed",
                               source.path, section=event))
-    return out + mock_mutants(root)
+    return out + mcp_mutants(layout) + mock_mutants(root)
 
 
 MOCK_ERROR = "Internal error: the server failed to answer this call."
-"""What a mock answers as a `mock-error` mutant (a tool error)."""
+"""What a mock (`mock-error`) or an MCP server (`mcp-error`) answers a mutant's tool call with."""
+
+
+MCP_RELAY = """\
+import json, subprocess, sys, threading
+ERROR = "@ERROR@"
+server = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+lock = threading.Lock()
+def send(line):
+    with lock:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+def relay():
+    for line in server.stdout:
+        send(line)
+threading.Thread(target=relay, daemon=True).start()
+for line in sys.stdin.buffer:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        message = None
+    if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message:
+        failed = {"content": [{"type": "text", "text": ERROR}], "isError": True}
+        send((json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": failed}) + "\\n").encode())
+        continue
+    server.stdin.write(line)
+    server.stdin.flush()
+server.stdin.close()
+server.wait()
+""".replace('"@ERROR@"', json.dumps(MOCK_ERROR))
+"""What an `mcp-error` mutant's server runs (`python3 -c`, the server's own command after it): a
+relay that passes every message to the server and back, but answers each tool call itself with a
+tool error (`isError`). Inline, so the mutant adds no file and its fingerprint is its config."""
+
+
+def mcp_mutants(layout: PackageLayout) -> list[Mutant]:
+    """The package's MCP servers started by a command (a server at a URL cannot be relayed), each
+    made to answer every tool call with an error, one at a time."""
+    out = []
+    seen: set[str] = set()
+    for server, config in sorted(layout.mcp.items()):
+        if not isinstance(config, dict) or not isinstance(config.get("command"), str):
+            continue
+        file = next((f for f in layout.mcp_files if _holder(_json(layout.root / f), server, config)), None)
+        if file is None:
+            continue
+        name = _unique(slug(server), seen)
+        what = f"MCP server {server} ({file}) answers every tool call with an error"
+        out.append(Mutant(f"mcp/{name}", "mcp-error", what, file, section=server))
+    return out
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _holder(data: Any, server: str, config: Any = None) -> dict[str, Any] | None:
+    """The mapping in `data` that holds the MCP server `server` started by a command (and
+    written as `config`, when given): where the manifest or `.mcp.json` writes it."""
+    todo: list[Any] = [data]
+    while todo:
+        value = todo.pop(0)
+        if isinstance(value, dict):
+            entry = value.get(server)
+            if isinstance(entry, dict) and isinstance(entry.get("command"), str) and config in (None, entry):
+                return value
+            todo += list(value.values())
+        elif isinstance(value, list):
+            todo += value
+    return None
 
 
 def mock_mutants(root: Path) -> list[Mutant]:
@@ -206,6 +282,17 @@ def apply(mutant: Mutant, root: Path) -> None:
                               if not line.startswith("error:")) if end > 0 else ""
         lines = [line for line in (front, "error: true") if line]
         path.write_text("---\n" + "\n".join(lines) + "\n---\n" + MOCK_ERROR + "\n", encoding="utf-8")
+        return
+    if mutant.kind == "mcp-error":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        holder = _holder(data, str(mutant.section))
+        if holder is None:
+            raise ConfigError(f"{mutant.file}: the MCP server {mutant.section} is no longer in it")
+        config = dict(holder[str(mutant.section)])
+        config["args"] = ["-c", MCP_RELAY, config["command"], *(config.get("args") or [])]
+        config["command"] = "python3"
+        holder[str(mutant.section)] = config
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         return
     if mutant.kind == "hook-removed":
         data = json.loads(path.read_text(encoding="utf-8"))

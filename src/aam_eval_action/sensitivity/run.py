@@ -62,6 +62,9 @@ class SensitivityArgs:
     scaffold: bool | None = None
     allow_tools: tuple[str, ...] = ()
     """`--allow-tools`, as `run` takes it (the operator's grant, never the repository's)."""
+    mocks: str | None = None
+    allow_real_servers: bool | None = None
+    """`--mocks` and `--allow-real-servers`, as `run` takes them."""
 
 
 def sensitivity(args: SensitivityArgs, console: Console | None = None,
@@ -90,7 +93,8 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
     mode: Mode = "replay" if args.replay else "auto"
     base = Overrides(mode=mode, cassettes=args.cassettes, jobs=args.jobs, model=args.model, judge=args.judge,
                      repeat=args.repeat, timeout=args.timeout, scaffold=args.scaffold,
-                     allow_tools=args.allow_tools)
+                     allow_tools=args.allow_tools, mocks=args.mocks,
+                     allow_real_servers=args.allow_real_servers)
     settings = {e: resolve_matrix(package, _with(base, engine=e), environ)[0] for e in engines}
     cassettes = next(iter(settings.values())).cassettes
     selected = list(package.cases)
