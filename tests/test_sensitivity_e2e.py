@@ -25,8 +25,9 @@ import pytest
 import yaml
 
 from conftest import ROOT, installed
+from support.action_env import OWNER, REPO, pull_request_env
 from support.browser import report_page, texts
-from support.gitrepo import init
+from support.gitrepo import commit_all, init
 
 pytestmark = pytest.mark.cli
 FIXTURE = ROOT / "tests/fixtures/sensitivity/release-notes"
@@ -259,6 +260,26 @@ def test_a_claude_plugin_eval_suite_recorded_by_run_is_measured_and_its_server_m
     replayed = _sensitivity(kit, "--engine", "claude-code", *REAL_SERVERS, *mutants, "--replay", env=_env(None))
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert _matrix(replayed.stdout) == _matrix(live.stdout)
+
+    # The action on a pull request, `sensitivity: on`: the last nightly's matrix, replayed, in the
+    # job summary, its JSON and page beside the report.
+    from aam_eval_action.commands.action import action as action_main
+    from aam_eval_action.testing.github_server import GitHubServer
+
+    base = commit_all(tmp_path / "repo", "the nightly's recordings")
+    with GitHubServer(tokens={"rw-token": "write"}) as gh:
+        gh.add_pr(OWNER, REPO, 9)
+        env = pull_request_env(tmp_path / "repo", tmp_path, gh.url, "rw-token", base, 9, package_path="release-kit",
+                               engine="claude-code", allow_real_servers="true", allow_tools="mcp__*",
+                               sensitivity="on", sensitivity_mutants="mcp/*,release-notes/section/headline")
+        assert action_main(env) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "2 of 2 measured mutants killed; 0 uncovered; 0 weak checks." in summary, summary
+    said = dict(line.split("=", 1) for line in (tmp_path / "output.txt").read_text().splitlines() if "=" in line)
+    assert said["sensitivity-path"] == "head-report.sensitivity.json"
+    shown = json.loads((tmp_path / "repo/head-report.sensitivity.json").read_text())
+    assert _unpriced(shown["mutants"]) == _unpriced(result["mutants"])
+    assert (tmp_path / "repo/head-report.sensitivity.html").is_file()
 
 
 def test_gemini_cli_forces_a_skill_by_its_file_reference(tmp_path: Path) -> None:

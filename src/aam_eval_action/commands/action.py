@@ -87,7 +87,8 @@ def run_action(inputs: ActionInputs, gh: GitHubContext, environ: Mapping[str, st
     _annotate_empty(inputs, diff)
     comment_url = _comment(inputs, gh, body)
     _tune(inputs, gh, package)
-    workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url, html_path))
+    matrix = _sensitivity(inputs, gh, package, report_path, environ)
+    workflow.set_outputs(gh.output_file, outputs(gh, head, diff, report_path, comment_url, html_path, matrix))
     return exit_code(inputs, diff, bool(head.interrupted))
 
 
@@ -420,6 +421,43 @@ def _tune(inputs: ActionInputs, gh: GitHubContext, package: Path) -> None:
             workflow.warning(f"tune {skill}: {exc}", gh.summary_file)
 
 
+def _sensitivity(inputs: ActionInputs, gh: GitHubContext, package: Path, report_path: Path,
+                 environ: Mapping[str, str]) -> Path | None:
+    """`sensitivity: on`: the kill matrix of the package's suite (in replay mode, from the
+    recordings a nightly `aam-eval sensitivity` made) into the job summary, its JSON and page
+    beside the report; the JSON's path, or None. A failure is a warning, never the check's
+    verdict."""
+    if inputs.sensitivity != "on":
+        return None
+    from aam_eval_action.sensitivity.run import SensitivityArgs, sensitivity
+
+    output = report_path.with_name(report_path.stem + ".sensitivity.json")
+    args = SensitivityArgs(package=package, engines=_names(inputs.engine) or None,
+                           mutants=inputs.sensitivity_mutants, max_usd=inputs.max_usd,
+                           replay=inputs.mode == "replay", output=output,
+                           html=output.with_suffix(".html"), tags=inputs.tags, plugins=inputs.plugin or None,
+                           model=inputs.model, judge=inputs.judge, scaffold=inputs.scaffold or None,
+                           allow_tools=tuple(inputs.allow_tools), mocks=inputs.mocks,
+                           allow_real_servers=inputs.allow_real_servers or None, rerun=inputs.rerun)
+    try:
+        with workflow.commands_stopped():
+            sensitivity(args, environ=environ)
+    except AamEvalError as exc:
+        workflow.warning(f"sensitivity: {exc}", gh.summary_file)
+        return None
+    return output if output.is_file() else None
+
+
+def _shown(gh: GitHubContext, path: Path | None) -> str:
+    """A path as the workflow sees it: relative to the workspace when inside it ("" for None)."""
+    if path is None:
+        return ""
+    try:
+        return path.relative_to(gh.workspace.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def _names(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
@@ -451,17 +489,14 @@ def _annotate_empty(inputs: ActionInputs, diff: ReportDiff) -> None:
 
 def outputs(
     gh: GitHubContext, head: Report, diff: ReportDiff, report_path: Path, comment_url: str | None,
-    html_path: Path | None = None,
+    html_path: Path | None = None, sensitivity_path: Path | None = None,
 ) -> dict[str, str]:
     """The action's outputs, as action.yml declares them."""
     s = diff.head
     delta = diff.pass_rate_delta_pp
 
-    def shown(path: Path) -> str:
-        try:
-            return path.relative_to(gh.workspace.resolve()).as_posix()
-        except ValueError:
-            return path.as_posix()
+    def shown(path: Path | None) -> str:
+        return _shown(gh, path)
 
     return {
         "pass-rate": f"{s.pass_rate * 100:.1f}",
@@ -469,6 +504,6 @@ def outputs(
         "passed": str(s.passed), "failed": str(s.failed), "errored": str(s.errored),
         "total": str(s.total), "graded": str(s.graded), "not-graded": str(s.total - s.graded),
         "regressions": str(diff.regressions),
-        "report-path": shown(report_path), "html-path": shown(html_path) if html_path else "",
-        "comment-url": comment_url or "",
+        "report-path": shown(report_path), "html-path": shown(html_path),
+        "comment-url": comment_url or "", "sensitivity-path": shown(sensitivity_path),
     }

@@ -23,7 +23,8 @@ INPUTS = (
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
     "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
     "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
-    "scaffold", "allow-tools", "mocks", "allow-real-servers", "tune", "tune-skill",
+    "scaffold", "allow-tools", "mocks", "allow-real-servers", "tune", "tune-skill", "sensitivity",
+    "sensitivity-mutants",
 )
 
 
@@ -70,6 +71,12 @@ class ActionInputs(BaseModel):
     post a winning description as a suggested change on the pull request."""
     tune_skill: list[str] = Field(default_factory=list, alias="tune-skill")
     """The skill(s) `tune: suggest` tunes (space- or comma-separated)."""
+    sensitivity: Literal["off", "on"] = "off"
+    """`on`: run `aam-eval sensitivity` after the suite (in replay mode from the recordings a nightly
+    run made; in a live mode recording them): its kill matrix in the job summary, its JSON and HTML
+    page beside the report."""
+    sensitivity_mutants: str | None = Field(None, alias="sensitivity-mutants")
+    """The mutants `sensitivity: on` runs (kinds or id patterns, as `--mutants`); all when empty."""
     runs: int | None = Field(None, ge=1, le=100)
     """Runs per case, as `claude plugin eval --runs` (the same as a repeat); default: each case's."""
     cases: list[str] = Field(default_factory=list)

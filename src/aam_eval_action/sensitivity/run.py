@@ -25,7 +25,7 @@ from pathlib import Path
 from aam_eval_action.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.loader import LoadedCase, load_repo
-from aam_eval_action.modes import Mode
+from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.pipeline.suite import RunArgs, execute
 from aam_eval_action.render.console import Console
 from aam_eval_action.render.sensitivity import console_lines, markdown
@@ -65,6 +65,9 @@ class SensitivityArgs:
     mocks: str | None = None
     allow_real_servers: bool | None = None
     """`--mocks` and `--allow-real-servers`, as `run` takes them."""
+    rerun: Rerun | None = None
+    """Re-execution, as `run --rerun`/`--no-rerun` (the action's `rerun`; never on
+    `pull_request_target`): without it, a mutant is graded from its snapshot or live."""
 
 
 def sensitivity(args: SensitivityArgs, console: Console | None = None,
@@ -94,7 +97,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
     base = Overrides(mode=mode, cassettes=args.cassettes, jobs=args.jobs, model=args.model, judge=args.judge,
                      repeat=args.repeat, timeout=args.timeout, scaffold=args.scaffold,
                      allow_tools=args.allow_tools, mocks=args.mocks,
-                     allow_real_servers=args.allow_real_servers)
+                     allow_real_servers=args.allow_real_servers, rerun=args.rerun)
     settings = {e: resolve_matrix(package, _with(base, engine=e), environ)[0] for e in engines}
     cassettes = next(iter(settings.values())).cassettes
     selected = list(package.cases)
