@@ -301,3 +301,22 @@ def test_gemini_cli_forces_a_skill_by_its_file_reference(tmp_path: Path) -> None
     how = "its file reference, @.agents/skills/changelog-style/SKILL.md"
     assert f"changelog-entry  FAIL · FAIL · PASS  content helps; routing loses  ({how})" in done.stdout
     assert "HOUSE RULE changelog" in json.dumps(forced.body)  # the SKILL.md, in the first request
+
+
+def test_copilot_cli_expands_neither_a_skills_name_nor_a_file_reference_under_p(tmp_path: Path) -> None:
+    """Why the forced arm says "not forced" on Copilot CLI: a prompt that starts with the skill's
+    `/name`, or with an `@` reference to its SKILL.md, reaches the model as it was written,
+    without the skill's content."""
+    from aam_eval_action.testing.model_server import ModelServer
+
+    installed("copilot")
+    for n, invoked in enumerate(("/changelog-style ", "@.agents/skills/changelog-style/SKILL.md ")):
+        pkg = Path(shutil.copytree(FIXTURE, tmp_path / f"pkg-{n}"))
+        case = pkg / "evals/cases/changelog.yaml"
+        case.write_text(case.read_text().replace('prompt: "Add', f'prompt: "{invoked}Add'))
+        with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
+            subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "changelog-entry", "--package", str(pkg),
+                            "--engine", "copilot", "--record", "--no-self-check"], env=_env(server.url),
+                           capture_output=True, text=True, timeout=300, check=False)
+            first = json.dumps(server.requests[0].body)
+        assert invoked + "Add the changelog entry" in first and "HOUSE RULE changelog" not in first, invoked
