@@ -108,6 +108,8 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
         for rule in RULES:
             killed = mutants[f"release-notes/section/{rule}"]
             assert (killed["status"], killed["killed_by"]) == ("killed", [{"case": "strong-notes", "check": "contains"}])
+            # What it cost: as the CLI reported it, or (Codex reports none) its live turns' tokens priced.
+            assert killed["graded"]["model_calls"] and killed["graded"]["cost_usd"] > 0, killed
         assert mutants["release-notes/section/history"]["status"] == "survived"  # nothing could notice it
         script = mutants["release-notes/script-fails/scripts-wrap-sh"]
         assert script["status"] == "survived", said

@@ -260,8 +260,9 @@ class Summary(Part):
     max_usd: float | None = None
     """The run's spending cap (`max-usd`), when one was set (additive)."""
     spent_usd: float | None = None
-    """Under `max-usd`: what the run's model calls cost, agents' and judge's, as charged against
-    the cap (additive)."""
+    """What the run's model calls cost, agents' and judge's, as charged (a CLI that reports no
+    cost priced from its live turns' tokens): set under `max-usd`, and by any run that spent
+    (additive)."""
     empty: EmptyRun | None = None
     """The run selected no case: why, and what to do; absent when cases ran. An empty run
     fails unless `--allow-empty` (an idle shard does not) (additive)."""

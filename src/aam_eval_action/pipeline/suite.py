@@ -157,7 +157,7 @@ def execute(
         swept_contexts = list({id(t[0]): t[0] for t in sweep}.values())
         points = [(ctx.settings, [o.result for o in by_ctx.get(id(ctx), [])]) for ctx in swept_contexts]
         report.sweep = build_sweep(points)
-    if budget.cap is not None:
+    if budget.cap is not None or budget.spent:
         report.summary.spent_usd = budget.spent
     report.labels = labels
     if repo.kind != "aam":

@@ -229,7 +229,7 @@ def cost_of(report: Report | None) -> Cost:
             out.replayed += 1
         out.model_calls |= case.replay_kind == "live" or case.live_from_turn is not None or judge_live
         out.cost_usd = round(out.cost_usd + (case.run_cost_usd or 0.0), 6)
-    if report is not None and report.summary.spent_usd is not None:  # under a cap: all it charged
+    if report is not None and report.summary.spent_usd is not None:  # all it charged, priced per CLI
         out.cost_usd = round(report.summary.spent_usd, 6)
     return out
 
