@@ -250,8 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--mutants", metavar="KIND|ID[,...]",
                     help="only these mutants: kinds (body, description, section, file-removed, script-fails, "
                          "hook-removed, mcp-error, mock-error, own) or id patterns such as "
-                         "'my-skill/section/*' "
-                         "(default: all)")
+                         "'my-skill/section/*' (default: all)")
     se.add_argument("--list", dest="list_only", action="store_true", help="list the mutants and stop")
     se.add_argument("--max-usd", type=_usd, metavar="USD",
                     help="spend at most this much; what does not fit is said")

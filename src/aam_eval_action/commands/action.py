@@ -495,15 +495,12 @@ def outputs(
     s = diff.head
     delta = diff.pass_rate_delta_pp
 
-    def shown(path: Path | None) -> str:
-        return _shown(gh, path)
-
     return {
         "pass-rate": f"{s.pass_rate * 100:.1f}",
         "pass-rate-delta": "" if delta is None else f"{delta:+.1f}",
         "passed": str(s.passed), "failed": str(s.failed), "errored": str(s.errored),
         "total": str(s.total), "graded": str(s.graded), "not-graded": str(s.total - s.graded),
         "regressions": str(diff.regressions),
-        "report-path": shown(report_path), "html-path": shown(html_path),
-        "comment-url": comment_url or "", "sensitivity-path": shown(sensitivity_path),
+        "report-path": _shown(gh, report_path), "html-path": _shown(gh, html_path),
+        "comment-url": comment_url or "", "sensitivity-path": _shown(gh, sensitivity_path),
     }

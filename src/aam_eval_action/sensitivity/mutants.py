@@ -134,9 +134,8 @@ MOCK_ERROR = "Internal error: the server failed to answer this call."
 """What a mock (`mock-error`) or an MCP server (`mcp-error`) answers a mutant's tool call with."""
 
 
-MCP_RELAY = """\
+MCP_RELAY = f"ERROR = {json.dumps(MOCK_ERROR)}\n" + """\
 import json, subprocess, sys, threading
-ERROR = "@ERROR@"
 server = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 lock = threading.Lock()
 def send(line):
@@ -160,7 +159,7 @@ for line in sys.stdin.buffer:
     server.stdin.flush()
 server.stdin.close()
 server.wait()
-""".replace('"@ERROR@"', json.dumps(MOCK_ERROR))
+"""
 """What an `mcp-error` mutant's server runs (`python3 -c`, the server's own command after it): a
 relay that passes every message to the server and back, but answers each tool call itself with a
 tool error (`isError`). Inline, so the mutant adds no file and its fingerprint is its config."""
@@ -285,13 +284,13 @@ def apply(mutant: Mutant, root: Path) -> None:
         return
     if mutant.kind == "mcp-error":
         data = json.loads(path.read_text(encoding="utf-8"))
-        holder = _holder(data, str(mutant.section))
+        server = str(mutant.section)
+        holder = _holder(data, server)
         if holder is None:
-            raise ConfigError(f"{mutant.file}: the MCP server {mutant.section} is no longer in it")
-        config = dict(holder[str(mutant.section)])
-        config["args"] = ["-c", MCP_RELAY, config["command"], *(config.get("args") or [])]
-        config["command"] = "python3"
-        holder[str(mutant.section)] = config
+            raise ConfigError(f"{mutant.file}: the MCP server {server} is no longer in it")
+        config = holder[server]
+        holder[server] = {**config, "command": "python3",
+                          "args": ["-c", MCP_RELAY, config["command"], *(config.get("args") or [])]}
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         return
     if mutant.kind == "hook-removed":
