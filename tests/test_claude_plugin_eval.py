@@ -471,22 +471,35 @@ def test_the_same_scores_as_claude_plugin_eval(plugin: Path, tmp_path: Path) -> 
 
 @pytest.mark.cli
 def test_one_run_each_with_no_baseline_arm_gives_the_same_scores(plugin: Path, tmp_path: Path) -> None:
-    """The suite as a maintainer runs it by hand (one arm, `--ablation none` in both tools): the
-    same cases loaded, the same refused, every case's score and every grader's verdict equal,
-    every grader scored (with-only indicators too)."""
+    """The suite as a maintainer runs it by hand (one arm, `--ablation none` and `--runs 1` in
+    both tools): the same cases loaded, the same refused, every case's score and every grader's
+    verdict equal, every grader scored (with-only indicators too). `--runs 1` wins over a case's
+    own `runs: 3` in both: the same number of agent sessions."""
+    from aam_eval_action.testing.model_requests import is_agent_turn, prompt_text, turn_index
     from aam_eval_action.testing.model_server import ModelServer
 
     installed("claude-code")
     key = "sk-ant-test-plugin-eval-one-arm"
+    case = plugin / "evals/routing/no-fire-on-weather/case.yaml"
+    case.write_text(case.read_text().replace("runs: 1", "runs: 3"))
     with ModelServer(SCENARIOS, api_key=key) as server:
         theirs_dir = Path(shutil.copytree(plugin, tmp_path / "theirs"))
         done = claude_plugin_eval(theirs_dir, tmp_path, server.url, key, tmp_path / "theirs.json",
-                                  "--allow-tools", "Write", "--scaffold", "--ablation", "none")
+                                  "--allow-tools", "Write", "--scaffold", "--ablation", "none", "--runs", "1")
+        theirs_asked = len(server.requests)
         env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
         env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": key}
         ran = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--allow-tools", "Write", "--record",
-                              "--ablation", "none", "--scaffold", "--no-self-check", "-o", str(tmp_path / "ours.json")],
+                              "--ablation", "none", "--runs", "1", "--scaffold", "--no-self-check",
+                              "-o", str(tmp_path / "ours.json")],
                              env=env, capture_output=True, text=True, timeout=600, check=False)
+
+        def sessions(asked: list[Any]) -> list[str]:
+            return sorted(prompt_text(r.body).strip() for r in asked if is_agent_turn(r.body) and turn_index(r.body) == 0)
+
+        ours_sessions = sessions(server.requests[theirs_asked:])
+        assert ours_sessions == sessions(server.requests[:theirs_asked])
+        assert sum("drizzle" in p for p in ours_sessions) == 1  # not the case's runs: 3
     theirs = {c["name"]: c for c in json.loads((tmp_path / "theirs.json").read_text())["cases"]}
     assert "✗ evals/refused-llm-target/case.yaml" in (done.stdout + done.stderr).replace(str(theirs_dir) + "/", "")
     ours = {c["name"]: c for c in json.loads((tmp_path / "ours.json").read_text())["cases"] if "score" in c}

@@ -77,7 +77,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="replay snapshots only (the recorded outcome read back)")
     p.add_argument("--dry-run", action="store_true", help="list what would run; no model call")
     p.add_argument("--jobs", "-j", type=_positive, help="cases run concurrently")
-    p.add_argument("--repeat", type=_positive, help="attempts per case")
+    p.add_argument("--repeat", type=_positive, help="attempts of every case, over its own repeat or runs")
     p.add_argument("--timeout", type=float, help="seconds per case (overrides eval-config)")
     p.add_argument("--cassettes", type=Path, help="cassette directory (default: evals/cassettes)")
     p.add_argument("--report", action="store_true", help="write evals/reports/<timestamp>.json")
@@ -113,7 +113,8 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="start the plugin's MCP servers a claude plugin eval case does not mock (inside the "
                         "sandbox); without it they are not started, as that runner's --allow-real-servers")
     p.add_argument("--runs", type=int, dest="runs", metavar="N",
-                   help="runs per case, as claude plugin eval's --runs (the same as --repeat)")
+                   help="runs of every case, over its own runs:, as claude plugin eval's --runs "
+                        "(the same as --repeat)")
     p.add_argument("--judge-gate", choices=("always", "calibrated", "never"),
                    help="whether a judge FAIL fails its case: always, calibrated (only when the judge "
                         "agrees with human labels: eval-config judge-calibration) or never (advisory)")

@@ -78,7 +78,7 @@ class ActionInputs(BaseModel):
     sensitivity_mutants: str | None = Field(None, alias="sensitivity-mutants")
     """The mutants `sensitivity: on` runs (kinds or id patterns, as `--mutants`); all when empty."""
     runs: int | None = Field(None, ge=1, le=100)
-    """Runs per case, as `claude plugin eval --runs` (the same as a repeat); default: each case's."""
+    """Runs of every case, over each case's own, as `claude plugin eval --runs`; default: each case's."""
     cases: list[str] = Field(default_factory=list)
     """Case names to run (space- or comma-separated); all when empty."""
     target: str | None = None

@@ -41,13 +41,15 @@ class CaseContext:
 
     def for_case(self, case: Case) -> CaseContext:
         """This context, with the run's attempts and timeout replaced by the case's own when its
-        file sets them (an imported suite's `trials_per_task`, `timeout_seconds`); a trigger case
-        runs `triggers.runs` times unless its own `repeat` says otherwise."""
+        file sets them (an imported suite's `trials_per_task`, a `claude plugin eval` case's
+        `runs:`, `timeout_seconds`); a trigger case runs `triggers.runs` times unless its own
+        `repeat` says otherwise. `--repeat`/`--runs` (the action's `runs`) win over every case's
+        own count, as `claude plugin eval --runs` wins over its case files."""
         trigger = case.is_trigger
         if case.repeat is None and case.timeout is None and not trigger:
             return self
         s = self.settings
-        repeat = case.repeat or (s.trigger_runs if trigger else s.repeat)
+        repeat = s.repeat if s.repeat_given else case.repeat or (s.trigger_runs if trigger else s.repeat)
         settings = dataclasses.replace(
             s, repeat=repeat, timeout=case.timeout or s.timeout,
             min_pass=min(s.config.min_pass or repeat, repeat),
