@@ -88,12 +88,17 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def test_the_arrows_point_down() -> None:
-    """No command imports another command; no lower layer imports render/, commands/ or
-    pipeline/; nothing outside testing/ imports testing/ (the scripted servers are the tests',
-    the benches' and the example's)."""
+UPPER = ("sensitivity", "tuning")
+"""The flows above the pipeline and render (`aam-eval sensitivity`'s, `tune`'s): only a command
+imports them."""
+MODELS = ("report_model", "diff_model", "sensitivity_model")
+"""What a run found, as models: what render/ draws, and below every flow that builds them."""
+
+
+def wrong_arrows(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that points up, or across where the layers keep apart."""
     wrong = []
-    for module, imported in sorted(import_graph().items()):
+    for module, imported in sorted(graph.items()):
         for other in sorted(imported):
             mine, theirs = _room(module), _room(other)
             if mine == theirs == "commands" and "aam_eval_action.commands" not in (module, other):
@@ -102,7 +107,35 @@ def test_the_arrows_point_down() -> None:
                 wrong.append(f"{module} → {other} (a lower layer imports an upper one)")
             elif theirs == "testing" and mine != "testing":
                 wrong.append(f"{module} → {other} (testing/ is for tests, benches and the example)")
-    assert wrong == []
+            elif theirs in UPPER and mine not in (theirs, "commands"):
+                wrong.append(f"{module} → {other} (only a command imports a flow above pipeline/ and render/)")
+            elif {mine, theirs} == {"render", "sensitivity"}:
+                wrong.append(f"{module} → {other} (render/ draws the kill matrix from sensitivity_model, and "
+                             "sensitivity/ draws nothing)")
+            elif mine in MODELS and theirs in ("render", "pipeline", "commands", "github", *UPPER):
+                wrong.append(f"{module} → {other} (a model imports a layer above it)")
+    return wrong
+
+
+def test_the_arrows_point_down() -> None:
+    """No command imports another command; no lower layer imports render/, commands/ or
+    pipeline/; nothing outside testing/ imports testing/ (the scripted servers are the tests',
+    the benches' and the example's); only a command imports sensitivity/ or tuning/; render/ and
+    sensitivity/ never import each other (the kill matrix's models are sensitivity_model.py's);
+    the models import nothing above them."""
+    assert wrong_arrows(import_graph()) == []
+
+
+def test_each_arrow_rule_finds_its_wrong_import() -> None:
+    p = "aam_eval_action."
+    graph = {f"{p}render.sensitivity": {f"{p}sensitivity.matrix"},
+             f"{p}sensitivity.run": {f"{p}render.console", f"{p}pipeline.suite"},
+             f"{p}sensitivity_model": {f"{p}pipeline.suite", f"{p}report_model"},
+             f"{p}pipeline.suite": {f"{p}tuning.run"},
+             f"{p}commands.sensitivity": {f"{p}sensitivity.run", f"{p}render.sensitivity"}}
+    assert [w.split(" (")[0] for w in wrong_arrows(graph)] == [
+        f"{p}pipeline.suite → {p}tuning.run", f"{p}render.sensitivity → {p}sensitivity.matrix",
+        f"{p}sensitivity.run → {p}render.console", f"{p}sensitivity_model → {p}pipeline.suite"]
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:

@@ -17,6 +17,7 @@ from aam_eval_action.render.sensitivity_html import render_html
 from aam_eval_action.report_model import CaseResult, JudgeVerdict, Report, RunConfig, Summary
 from aam_eval_action.sensitivity import matrix
 from aam_eval_action.sensitivity.mutants import apply, blank_description, make, mutants_of, sections, select
+from aam_eval_action.sensitivity_model import Sensitivity
 
 from conftest import ROOT, aam_eval
 from support.browser import report_page, texts
@@ -145,7 +146,7 @@ def test_the_matrix_says_what_killed_each_mutant_and_which_checks_are_weak() -> 
     assert (by["weak", "contains"].weak, by["upside", "not_contains"].backwards) == (True, True)
     low, high = by["strong", "contains"].difference or (0, 0)
     assert low < 0 < high  # one run per arm: its interval cannot exclude no difference
-    result = matrix.finish(matrix.Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks))
+    result = matrix.finish(Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks))
     assert result.uncovered == ["claude-code: s/section/history"]
     assert result.weak == ["claude-code: strong / regex", "claude-code: weak / contains"]
 
@@ -161,7 +162,7 @@ def test_the_page_and_the_summary_keep_the_repository_text_inert(tmp_path: Path)
                              baseline_checks={"contains": "FAIL"}, agent_output_snippet="<b>ok</b>"))
     under = _report(_case("strong", "FAIL", {"contains": "FAIL"}, agent_output_snippet="<i>no</i>"))
     rows, checks = matrix.build("pkg", "claude-code", with_arm, [(mutant, under, None)])
-    result = matrix.Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks,
+    result = Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks,
                                 sessions=[*matrix.sessions_of("claude-code", "with", with_arm),
                                           *matrix.sessions_of("claude-code", "without", with_arm, without=True),
                                           *matrix.sessions_of("claude-code", mutant.id, under)])

@@ -429,22 +429,32 @@ def _sensitivity(inputs: ActionInputs, gh: GitHubContext, package: Path, report_
     verdict."""
     if inputs.sensitivity != "on":
         return None
-    from aam_eval_action.sensitivity.run import SensitivityArgs, sensitivity
+    from aam_eval_action.fsutil import atomic_write
+    from aam_eval_action.render.sensitivity import console_lines, markdown
+    from aam_eval_action.render.sensitivity_html import render_html
+    from aam_eval_action.sensitivity.run import SensitivityArgs, measure
 
     output = report_path.with_name(report_path.stem + ".sensitivity.json")
     args = SensitivityArgs(package=package, engines=_names(inputs.engine) or None,
                            mutants=inputs.sensitivity_mutants, max_usd=inputs.max_usd,
-                           replay=inputs.mode == "replay", output=output,
-                           html=output.with_suffix(".html"), tags=inputs.tags, plugins=inputs.plugin or None,
+                           replay=inputs.mode == "replay", output=output, tags=inputs.tags,
+                           plugins=inputs.plugin or None,
                            model=inputs.model, judge=inputs.judge, scaffold=inputs.scaffold or None,
                            allow_tools=tuple(inputs.allow_tools), mocks=inputs.mocks,
                            allow_real_servers=inputs.allow_real_servers or None, rerun=inputs.rerun)
+    console = Console(environ=environ)
     try:
         with workflow.commands_stopped():
-            sensitivity(args, environ=environ)
+            measured = measure(args, console, environ)
+            if measured is None:  # only with --list
+                return None
+            for text, style in console_lines(measured[0]):
+                console.line(text, style)
     except AamEvalError as exc:
         workflow.warning(f"sensitivity: {exc}", gh.summary_file)
         return None
+    workflow.append(gh.summary_file, markdown(measured[0]))
+    atomic_write(output.with_suffix(".html"), render_html(measured[0]), None)
     return output if output.is_file() else None
 
 

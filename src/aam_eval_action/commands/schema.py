@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.report import Report
-from aam_eval_action.sensitivity.matrix import Sensitivity
+from aam_eval_action.sensitivity_model import Sensitivity
 from aam_eval_action.settings import runner_environment
 from aam_eval_action.spec import Case, EvalConfig
 

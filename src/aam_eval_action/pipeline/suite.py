@@ -4,6 +4,7 @@ and model of the run, and write the report. `aam-eval run`, the action, `check`,
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -47,6 +48,9 @@ class RunArgs:
     """`--strict`: the package's lint warnings are errors."""
     allow_empty: bool = False
     """`--allow-empty`: a run that selects no case passes (it still says so)."""
+    quiet: bool = False
+    """Print nothing, with no console given (a run inside another command's: sensitivity's arms
+    and mutants)."""
 
 
 def execute(
@@ -55,7 +59,7 @@ def execute(
     """Run the selected cases on each engine + model of the run; the report (None for a dry
     run) and the exit code."""
     environ = runner_environment() if environ is None else environ
-    console = console or Console(environ=environ)
+    console = console or Console(io.StringIO() if args.quiet else None, environ=environ)
     repo = load_repo(args.package, args.plugins)
     check_strict(repo, args.strict)
     matrices = [(package, resolve_matrix(package, args.overrides, environ)) for package in repo.packages]

@@ -8,7 +8,7 @@ what it cost follow it. Every name and heading is the repository's text: escaped
 from __future__ import annotations
 
 from aam_eval_action.render.comment import md
-from aam_eval_action.sensitivity.matrix import CheckRow, Cost, MutantRow, Sensitivity
+from aam_eval_action.sensitivity_model import CheckRow, Cost, MutantRow, Sensitivity, measured_mutants
 
 STATUS = {"killed": "killed", "survived": "SURVIVED", "not-measured": "not measured", "not-run": "not run"}
 STYLE = {"killed": "green", "survived": "red", "not-measured": "yellow", "not-run": "yellow"}
@@ -68,7 +68,7 @@ def matrix_lines(result: Sensitivity) -> list[tuple[str, str | None]]:
 def console_lines(result: Sensitivity) -> list[tuple[str, str | None]]:
     out = matrix_lines(result)
     uncovered, weak = len(result.uncovered), len(result.weak)
-    measured = [m for m in result.mutants if m.status in ("killed", "survived")]
+    measured = measured_mutants(result)
     killed = sum(m.status == "killed" for m in measured)
     out.append((f"{killed} of {len(measured)} measured mutant(s) killed; {uncovered} uncovered; "
                 f"{weak} weak check(s)", "bold"))
@@ -93,7 +93,7 @@ def _graded(cost: Cost) -> str:
 def markdown(result: Sensitivity) -> str:
     """The job summary: what was not noticed first, then the whole matrix."""
     lines = [f"## Would the suite notice? · {md(result.package)}", ""]
-    measured = [m for m in result.mutants if m.status in ("killed", "survived")]
+    measured = measured_mutants(result)
     killed = sum(m.status == "killed" for m in measured)
     lines.append(f"{killed} of {len(measured)} measured mutants killed; {len(result.uncovered)} uncovered; "
                  f"{len(result.weak)} weak checks.")

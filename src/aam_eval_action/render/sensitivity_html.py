@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aam_eval_action.sensitivity.matrix import Sensitivity, SessionRef
+from aam_eval_action.sensitivity_model import Sensitivity, SessionRef, measured_mutants
 
 TEMPLATE = "sensitivity.html.j2"
 
@@ -17,7 +17,7 @@ def render_html(result: Sensitivity) -> str:
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("aam_eval_action.render", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
-    measured = [m for m in result.mutants if m.status in ("killed", "survived")]
+    measured = measured_mutants(result)
     engines = [_engine(result, name) for name in result.engines]
     return env.get_template(TEMPLATE).render(r=result, engines=engines, measured=len(measured),
                                         killed=sum(m.status == "killed" for m in measured))

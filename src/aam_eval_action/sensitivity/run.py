@@ -11,33 +11,41 @@ recording), so a mutant whose change the session never reads is graded for $0 wi
 call; only the turns after a divergence go live, and what they record stays the mutant's, so a
 second run replays offline. The package's own recordings are checked against themselves as any
 run's are; the mutants' and the forced arm's, replayed as they were recorded, are not.
+
+It says what it does through the lines it is given, and returns the matrix: the command prints
+it and writes its page and summary (`render/sensitivity*.py`), so nothing here draws.
 """
 
 from __future__ import annotations
 
-import io
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from aam_eval_action.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from aam_eval_action.errors import EXIT_INTERRUPTED, UsageError
 from aam_eval_action.fsutil import atomic_write
 from aam_eval_action.loader import LoadedCase, load_repo
 from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.pipeline.suite import RunArgs, execute
-from aam_eval_action.render.console import Console
-from aam_eval_action.render.sensitivity import console_lines, markdown
 from aam_eval_action.report_model import Report
 from aam_eval_action.sensitivity import matrix
 from aam_eval_action.sensitivity.mutants import Mutant, make, mutants_of, own_mutants, select
-from aam_eval_action.settings import Overrides, RunSettings, resolve_matrix, runner_environment
+from aam_eval_action.sensitivity_model import Arm, Sensitivity
+from aam_eval_action.settings import Overrides, RunSettings, resolve_matrix
 
 FOLDER = "_sensitivity"
 """The mutants' cassettes, under the package's cassettes folder (`_` starts no case name)."""
 FORCED = "_forced"
 """The forced arm's cassettes, beside the mutants' (`_` starts no mutant id)."""
+
+
+class Lines(Protocol):
+    """Where the run says what it does (the command's console)."""
+
+    def line(self, text: str, style: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,9 @@ class SensitivityArgs:
     max_usd: float | None = None
     replay: bool = False
     output: Path | None = None
+    """`-o`: the matrix's JSON, written by the run."""
     html: Path | None = None
+    """`--html`: the matrix's page, written by the command from the matrix the run returns."""
     list_only: bool = False
     cassettes: Path | None = None
     tags: str | None = None
@@ -70,10 +80,10 @@ class SensitivityArgs:
     `pull_request_target`): without it, a mutant is graded from its snapshot or live."""
 
 
-def sensitivity(args: SensitivityArgs, console: Console | None = None,
-                environ: Mapping[str, str] | None = None) -> int:
-    environ = runner_environment() if environ is None else environ
-    console = console or Console(environ=environ)
+def measure(args: SensitivityArgs, console: Lines,
+            environ: Mapping[str, str]) -> tuple[Sensitivity, bool] | None:
+    """The kill matrix of the package's suite (its JSON written to `args.output`), and whether
+    the run was interrupted; None for `--list` (the mutants said, nothing run)."""
     repo = load_repo(args.package, args.plugins)
     if len(repo.packages) != 1:
         names = ", ".join(p.layout.plugin or p.layout.name or "?" for p in repo.packages)
@@ -88,7 +98,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
             console.line(f"{args.package}: no mutants: the package has no skill with a SKILL.md and no hook")
         for m in chosen:
             console.line(f"{m.id}  {m.what}  ({m.file}{f':{m.line}' if m.line else ''})")
-        return EXIT_OK
+        return None
     if not chosen:
         raise UsageError(f"{args.package}: the package has nothing to mutate (no skill with a SKILL.md, "
                          "no hook)")
@@ -106,19 +116,18 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                  f"engine(s), without and with the package, and forced: at most {sessions} sessions", "bold")
     if not args.replay:
         console.line(estimate_line(settings, selected, len(chosen)), "dim")
-    result = matrix.Sensitivity(package=package.layout.name or package.layout.root.name, engines=engines)
+    result = Sensitivity(package=package.layout.name or package.layout.root.name, engines=engines)
     spent = 0.0
 
     def left() -> float | None:
         return None if args.max_usd is None else max(args.max_usd - spent, 0.0)
 
-    quiet = Console(io.StringIO(), environ=environ)
     stopped = False
     """Interrupted (Ctrl-C, SIGTERM): what finished is kept, the rest said, the outputs written."""
     with tempfile.TemporaryDirectory(prefix="aam-sensitivity-") as tmp:
         for engine in engines:
             arms = _with(base, engine=engine, baseline=True, max_usd=left())
-            with_report, stopped = _suite(args, args.package, arms, quiet)
+            with_report, stopped = _suite(args, args.package, arms)
             if stopped:
                 result.not_run.append(f"{engine}: interrupted while the suite ran with and without it")
                 break
@@ -130,7 +139,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                                  f"({first.error}): nothing can be measured; raise the cap")
             arm = matrix.cost_of(with_report)
             spent += arm.cost_usd
-            result.arms.append(matrix.Arm(name=f"{engine}: with and without", how="the suite as it is, then "
+            result.arms.append(Arm(name=f"{engine}: with and without", how="the suite as it is, then "
                                           "each case again without the package (--baseline)", graded=arm))
             forced = None
             folder = cassettes / FOLDER / FORCED
@@ -143,7 +152,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
             else:
                 forcing = _with(base, engine=engine, cassettes=folder, force_skill=True, max_usd=left(),
                                 self_check=False)
-                forced, stopped = _suite(args, args.package, forcing, quiet)
+                forced, stopped = _suite(args, args.package, forcing)
                 if stopped:
                     result.not_run.append(f"{engine}: the forced arm: interrupted")
                     forced = None
@@ -155,7 +164,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                     result.not_run.append(f"{engine}: the forced arm: {len(over)} case(s) did not fit: "
                                           f"{over[0].error}")
                 if forced is not None:
-                    result.arms.append(matrix.Arm(name=f"{engine}: forced", how=how or "not forced",
+                    result.arms.append(Arm(name=f"{engine}: forced", how=how or "not forced",
                                                   graded=cost))
             result.cases += matrix.case_rows(engine, with_report, forced)
             result.sessions += matrix.sessions_of(engine, "with", with_report)
@@ -184,7 +193,7 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
                     seed(cassettes, folder)
                 copy = make(mutant, args.package, Path(tmp) / engine / mutant.id, skip=[cassettes])
                 mutated = _with(base, engine=engine, cassettes=folder, max_usd=left(), self_check=False)
-                report, stopped = _suite(args, copy, mutated, quiet)
+                report, stopped = _suite(args, copy, mutated)
                 shutil.rmtree(copy, ignore_errors=True)
                 cost = matrix.cost_of(report)
                 spent += cost.cost_usd
@@ -205,20 +214,9 @@ def sensitivity(args: SensitivityArgs, console: Console | None = None,
             if stopped:
                 break
     matrix.finish(result)
-    for text, style in console_lines(result):
-        console.line(text, style)
     if args.output is not None:
         atomic_write(args.output, result.model_dump_json(indent=2) + "\n", None)
-    summary = environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        from aam_eval_action.github.workflow import append
-
-        append(Path(summary), markdown(result))
-    if args.html is not None:
-        from aam_eval_action.render.sensitivity_html import render_html
-
-        atomic_write(args.html, render_html(result), None)
-    return EXIT_INTERRUPTED if stopped else EXIT_OK
+    return result, stopped
 
 
 def _with(o: Overrides, **changes: object) -> Overrides:
@@ -227,15 +225,15 @@ def _with(o: Overrides, **changes: object) -> Overrides:
     return dataclasses.replace(o, **changes)  # type: ignore[arg-type]
 
 
-def _suite(args: SensitivityArgs, package: Path, overrides: Overrides,
-           console: Console) -> tuple[Report | None, bool]:
-    """One run of the suite: its report (None when no case ran), and whether it was interrupted."""
+def _suite(args: SensitivityArgs, package: Path, overrides: Overrides) -> tuple[Report | None, bool]:
+    """One run of the suite, printing nothing: its report (None when no case ran), and whether
+    it was interrupted."""
     report, code = execute(RunArgs(package=package, cases=[], overrides=overrides, tags=args.tags,
-                                   plugins=args.plugins, allow_empty=True), console)
+                                   plugins=args.plugins, allow_empty=True, quiet=True))
     return (report if report is not None and report.cases else None), code == EXIT_INTERRUPTED
 
 
-def _said_arms(console: Console, engine: str, report: Report, forced: Report | None) -> None:
+def _said_arms(console: Lines, engine: str, report: Report, forced: Report | None) -> None:
     n = len(report.cases)
     with_passed = sum(c.verdict == "PASS" for c in report.cases)
     without = sum(c.baseline_verdict == "PASS" for c in report.cases)
