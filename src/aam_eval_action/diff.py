@@ -393,6 +393,9 @@ def categorize(base: CaseResult | None, head: CaseResult | None) -> Category:
         # Not evaluated at all: the PR changed an input without re-recording. That is its own
         # finding (re-record), not a regression of the agent.
         return "stale"
+    if head.api_down:
+        # The model API kept answering errors: nothing was measured, so nothing regressed.
+        return "not-run"
     if head.replay_miss == "diverged":
         # Re-executed against the recording, the agent met a different tool result or request:
         # a finding about the change, reported apart, neither a pass nor a regression.
@@ -457,6 +460,7 @@ def _totals(report: Report) -> RunTotals:
         pass_rate=_rate(graded) or 0.0,
         graded=len(graded),
         not_replayable=sum(c.replay_miss is not None for c in report.cases),
+        api_down=sum(bool(c.api_down) for c in report.cases),
         cost_usd=s.cost_usd,
         run_cost_usd=s.run_cost_usd,
         duration_seconds=report.duration_seconds,

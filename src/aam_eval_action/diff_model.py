@@ -15,12 +15,14 @@ from aam_eval_action.report import (
 )
 
 Category = Literal[
-    "regressed", "stale", "diverged", "fixed", "new", "removed", "no-baseline", "still-failing", "unchanged"
+    "regressed", "stale", "diverged", "not-run", "fixed", "new", "removed", "no-baseline", "still-failing",
+    "unchanged",
 ]
 CATEGORIES: tuple[Category, ...] = (
     "regressed",
     "stale",
     "diverged",
+    "not-run",
     "fixed",
     "new",
     "removed",
@@ -138,6 +140,8 @@ class RunTotals(BaseModel):
     """Cases actually graded: not skipped, and not short of a recording."""
     not_replayable: int = 0
     """Cases replay could not serve (stale, missing or damaged cassette)."""
+    api_down: int = 0
+    """Cases not run because the model API was down: errors, never failures or regressions."""
     cost_usd: float | None = None
     """What the run's sessions cost when they were recorded, when known."""
     run_cost_usd: float | None = None

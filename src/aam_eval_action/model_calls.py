@@ -8,9 +8,15 @@ call recorded in (and played from) a cassette of `replay/judge_cassette.py` by i
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from aam_eval_action.replay.outage import ApiDown, api_error, describe
+from aam_eval_action.replay.traffic_model import RecordedResponse
 
 MAX_TOKENS = 1024
 REQUEST_TIMEOUT = 120.0
@@ -54,7 +60,8 @@ class Structured:
             http_client: Any = None, max_retries: int = 4) -> Any:
         """Ask the model once (the SDK retries transient errors with backoff): the response body."""
         params = self.params(provider, model, text)
-        with client(provider, base_url, api_key, http_client, max_retries) as sdk:
+        with (client(provider, base_url, api_key, http_client, max_retries) as sdk,
+              api_down(provider, max_retries)):
             if provider == "anthropic":
                 response = sdk.messages.create(**params)
             else:
@@ -97,7 +104,8 @@ def ask_plain(provider: str, model: str, system: str, text: str | list[dict[str,
               api_key: str | None, http_client: Any = None, max_retries: int = 4) -> dict[str, Any]:
     """Ask for a plain text answer once: the response body."""
     params = plain_params(provider, model, system, text)
-    with client(provider, base_url, api_key, http_client, max_retries) as sdk:
+    with client(provider, base_url, api_key, http_client, max_retries) as sdk, \
+            api_down(provider, max_retries):
         create = sdk.messages.create if provider == "anthropic" else sdk.responses.create
         response = create(**params)
     body: dict[str, Any] = response.model_dump(mode="json")
@@ -130,6 +138,37 @@ def client(
 
 
 
+
+
+@contextlib.contextmanager
+def api_down(provider: str, max_retries: int) -> Iterator[None]:
+    """The SDK's error after its retries, when the API kept answering 429, 5xx or 529 or kept
+    cutting its answer (or could not be reached), as `ApiDown`: `the model API answered 529
+    overloaded_error 5 times`. Its answers were never recorded (see `replay/judge_cassette.py`),
+    so the next run asks again. Any other error goes through as it is."""
+    try:
+        yield
+    except Exception as exc:
+        sdk = _sdk(provider)
+        attempts = max_retries + 1
+        if isinstance(exc, sdk.APIStatusError) and (exc.status_code == 429 or exc.status_code >= 500):
+            body = exc.body if isinstance(exc.body, dict) and "error" in exc.body else {"error": exc.body}
+            said = api_error(RecordedResponse(status=exc.status_code, body=body))
+            raise ApiDown(describe(Counter({said or str(exc.status_code): attempts}))) from None
+        if isinstance(exc, sdk.APIConnectionError):  # refused, reset, cut mid-answer, or timed out
+            raise ApiDown(f"the model API could not be reached or cut its answer {attempts} times "
+                          f"({type(exc).__name__})") from None
+        raise
+
+
+def _sdk(provider: str) -> Any:
+    if provider == "anthropic":
+        import anthropic
+
+        return anthropic
+    import openai
+
+    return openai
 
 
 def tool_input(body: dict[str, Any], tool: str) -> Any:

@@ -110,9 +110,10 @@ __all__ = [
 def was_graded(case: CaseResult) -> bool:
     """Whether the case was actually graded: not skipped, and replay did not miss its recording.
 
-    A case that could not be replayed says nothing about the agent: it must not count as failed.
+    A case that could not be replayed, or that the model API kept from running, says nothing
+    about the agent: it must not count as failed.
     """
-    return case.verdict != "SKIP" and case.replay_miss is None
+    return case.verdict != "SKIP" and case.replay_miss is None and not case.api_down
 
 
 def summarize(cases: list[CaseResult]) -> Summary:
@@ -134,6 +135,7 @@ def summarize(cases: list[CaseResult]) -> Summary:
         cost_usd=round(sum(costs), 6) if costs else None,
         replayed=sum(bool(c.replayed) for c in cases),
         not_replayable=sum(c.replay_miss is not None for c in cases),
+        api_down=sum(bool(c.api_down) for c in cases) or None,
         graded=graded,
         graded_pass_rate=round(passed / graded, 4) if graded else 0.0,
         run_cost_usd=round(sum(run_costs), 6) if run_costs else None,

@@ -212,6 +212,9 @@ class Summary(Part):
     """Cases whose agent session came from a cassette (additive)."""
     not_replayable: int = 0
     """Cases replay could not serve (stale, missing or damaged cassette): not graded (additive)."""
+    api_down: int | None = None
+    """Cases not run because the model API was down (ERROR, counted in `errored`, never a
+    failure or a regression); None when there were none (additive)."""
     graded: int | None = None
     """Cases actually graded: not skipped and not short of a recording (additive)."""
     graded_pass_rate: float | None = None
@@ -512,6 +515,10 @@ class CaseResult(Part):
     """Whether repeated attempts disagreed (additive)."""
     replay_miss: Literal["no-cassette", "stale", "damaged", "diverged"] | None = None
     """Why replay could not serve this case, when it could not (additive)."""
+    api_down: bool | None = None
+    """True when the model API kept answering errors (429, 5xx, 529, a cut stream) until the
+    CLI or SDK gave up: an ERROR, never graded, never recorded; `error` says what the API said
+    (additive)."""
     replay_kind: Literal["snapshot", "rerun", "live"] | None = None
     """How the agent session was had: `snapshot` (the recorded outcome read back), `rerun` (the
     real CLI re-executed against the recorded model traffic) or `live` (additive)."""

@@ -21,6 +21,7 @@ from aam_eval_action.pipeline.select import parse_shard
 from aam_eval_action.pipeline.suite import RunArgs, execute
 from aam_eval_action.providers import PROVIDERS
 from aam_eval_action.render.console import Console
+from aam_eval_action.replay.outage import NOT_RUN
 from aam_eval_action.report import Report, default_report_path, load_report
 from aam_eval_action.settings import Overrides, runner_environment
 
@@ -125,15 +126,19 @@ def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
     """fail-on and min-pass-rate decide the step's status; a run that selected no case fails it
     too, unless allow-empty.
 
-    Rates count only the cases that were graded. A case that could not be replayed fails
-    `regression` and `failure` all the same: it was not evaluated at all, so it cannot pass.
+    Rates count only the cases that were graded. A case that could not be replayed, or that
+    the model API kept from running, fails `regression` and `failure` all the same, as an
+    error and never a regression: it was not evaluated at all, so it cannot pass.
     """
     if interrupted:
         return EXIT_INTERRUPTED
     head = diff.head
     failed = False
+    if head.api_down:
+        workflow.error(f"{head.api_down} not run: {NOT_RUN} (not a regression; the next run records "
+                       "them again)")
     if inputs.fail_on == "regression":
-        failed = diff.regressions > 0 or head.not_replayable > 0
+        failed = diff.regressions > 0 or head.not_replayable > 0 or head.api_down > 0
     elif inputs.fail_on == "failure":
         failed = head.passed + head.skipped < head.total
     if diff.empty is not None and diff.empty.fails and not inputs.allow_empty:

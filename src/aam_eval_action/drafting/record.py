@@ -13,6 +13,7 @@ from typing import Any
 from aam_eval_action.drafting.request import DraftRefused, answer_from_body, request_params
 from aam_eval_action.fsutil import runner_checkout
 from aam_eval_action.providers import PROVIDERS
+from aam_eval_action.replay.outage import ApiDown
 from aam_eval_action.settings import RunSettings
 
 
@@ -46,7 +47,7 @@ def recorded_draft(s: RunSettings, path: Path, provider: str, model: str, text: 
 
 def call_model(s: RunSettings, provider: str, params: dict[str, Any], jc: Any) -> Any:
     """One structured request through the provider's SDK, its exchange recorded by `jc`."""
-    from aam_eval_action.model_calls import client
+    from aam_eval_action.model_calls import api_down, client
 
     if not s.api_key(provider):
         raise DraftRefused(
@@ -54,9 +55,12 @@ def call_model(s: RunSettings, provider: str, params: dict[str, Any], jc: Any) -
             "--replay to redraft from the recordings)"
         )
     try:
-        with client(provider, s.base_url(provider), s.api_key(provider), jc.http_client(), 4) as sdk:
+        with client(provider, s.base_url(provider), s.api_key(provider), jc.http_client(), 4) as sdk, \
+                api_down(provider, 4):
             create = sdk.messages.create if provider == "anthropic" else sdk.responses.create
             return create(**params).model_dump(mode="json")
+    except ApiDown as down:  # not recorded: the next run asks again
+        raise DraftRefused(str(down)) from None
     except Exception as exc:  # any SDK error after its retries: this skill is refused, the others go on
         raise DraftRefused(
             f"the drafting call failed: {type(exc).__name__}: {s.redactor().text(str(exc))[:300]}"

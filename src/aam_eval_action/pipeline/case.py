@@ -21,6 +21,7 @@ from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
+from aam_eval_action.replay.outage import NOT_RUN, ApiDown
 from aam_eval_action.report import BudgetSkip, CaseResult, ReplayDivergence, not_asked
 from aam_eval_action.session import SelfCheck, Session
 
@@ -46,6 +47,10 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         result = error_result(loaded, miss.message, miss)
     except OverBudget as over:
         result = budget_result(loaded, over)
+    except ApiDown as down:  # not run: never graded, never recorded, counted apart from failures
+        result = error_result(loaded, str(down))
+        result.api_down = True
+        result.judge_verdict = not_asked(NOT_RUN)
     except (AamEvalError, CassetteError, JudgeError, OSError) as exc:
         result = error_result(loaded, str(exc))
         if scoring_of(loaded).by_score:  # a run that could not run (its scaffold failed) scores 0, as there
@@ -143,7 +148,7 @@ def _rerun_case(
     ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision
 ) -> tuple[CaseResult, Session]:
     """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto."""
-    from aam_eval_action.pipeline.live import save_sessions
+    from aam_eval_action.pipeline.live import api_down, save_sessions
     from aam_eval_action.pipeline.rerun import continue_upstream, live_cost, rerun_session
 
     s = ctx.settings
@@ -159,6 +164,9 @@ def _rerun_case(
     except OverBudget as exc:  # then it may not go on live, and is graded only if it need not
         over = exc
         runs = [rerun_session(ctx, loaded, traffic, live=False) for traffic in decision.traffic[: s.repeat]]
+    for run in runs:
+        if run.live_requests:  # went on live: the API may have been down from there
+            api_down(run.session, run.traffic)
     stopped = next((r for r in runs if r.divergence and not r.live_requests), None)
     if stopped is not None and stopped.divergence is not None:
         if over is not None:

@@ -32,6 +32,7 @@ from aam_eval_action.pipeline.simulated_user import (
 )
 from aam_eval_action.pipeline.spend_cap import OverBudget, answered_cost
 from aam_eval_action.providers import JUDGE_PROVIDERS, PROVIDERS, provider_for_model
+from aam_eval_action.replay.outage import ApiDown
 from aam_eval_action.session import STDERR_CAP, ConversationTurn, Session, Usage, cap
 
 if TYPE_CHECKING:
@@ -199,6 +200,8 @@ class UserCalls:
             raise user_miss(s, self.loaded.case.name, replay, len(turns)) from None
         except (Miss, OverBudget):
             raise
+        except ApiDown as down:  # not run, and not recorded: neither is the agent's side of it
+            raise ApiDown(f"the simulated user, after turn {len(turns)}: {down}") from None
         except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
             reason = f"the simulated user failed after turn {len(turns)}: {type(exc).__name__}: {exc}"
             if not s.api_key(self.provider):

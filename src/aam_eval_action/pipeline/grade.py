@@ -43,6 +43,7 @@ from aam_eval_action.pipeline.spend_cap import OverBudget, answered_cost
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
 from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
+from aam_eval_action.replay.outage import ApiDown
 from aam_eval_action.report import (
     NO_SKILL,
     Attempt,
@@ -132,6 +133,8 @@ def grade_by_checks(ctx: CaseContext, loaded: LoadedCase, session: Session, judg
         return Graded("ERROR", checks, not_asked("no recorded judge answer"), miss.message, miss=miss)
     except OverBudget:
         raise  # not graded (budget), never an error
+    except ApiDown as down:  # not run: never a verdict
+        raise ApiDown(f"the judge: {down}") from None
     except Exception as exc:  # any SDK error after its retries: this case errors, the run goes on
         reason = f"judge failed: {type(exc).__name__}: {exc}"
         s = ctx.settings
@@ -169,9 +172,11 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
                                 calls_with_only=mocks.with_only_calls(servers), blobs=finished.blobs)
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
-        results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget))
+        results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget, ApiDown))
     except Miss as miss:
         return Graded("ERROR", [], not_asked("no recorded judge answer"), miss.message, miss=miss)
+    except ApiDown as down:  # not run: never a verdict
+        raise ApiDown(f"the judge: {down}") from None
     score = plugin_eval.run_score(results)
     failed = [r for r in results if r.scored and not r.passed]
     error = None if score >= 1 else "; ".join(f"{r.name}: {r.detail}" for r in failed) or "score 0"

@@ -35,6 +35,7 @@ from aam_eval_action.providers import KEY_VARS, PROVIDERS
 from aam_eval_action.replay import agent_cassette, traffic_store
 from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintRecord
 from aam_eval_action.replay.fingerprint import Fingerprint, installs_for
+from aam_eval_action.replay.outage import ApiDown, outage
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
 from aam_eval_action.sandbox.plan import (
@@ -95,7 +96,18 @@ def live_session(
     upstream = upstream_for(s.engine, s.agent_env, key=s.agent_env[key], network=s.network_env, model=s.model)
     route = ModelRoute(lambda n: RecordingProxy(upstream, n), key=SESSION_KEY)
     session, proxy = run_session(ctx, loaded, route, layout)
-    return session, proxy.traffic()
+    traffic = proxy.traffic()
+    api_down(session, traffic)
+    return session, traffic
+
+
+def api_down(session: Session, traffic: ModelTraffic) -> None:
+    """ApiDown when the model API, not the agent, ended the session (see `replay.outage`): the
+    caller neither grades nor records it."""
+    why = outage(traffic)
+    if why is not None:
+        gave_up = "the case timed out while the CLI retried" if session.timed_out else "the CLI gave up"
+        raise ApiDown(f"{why}; {gave_up}")
 
 
 def run_session(

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
+from aam_eval_action.replay.outage import NOT_RUN
+
 if TYPE_CHECKING:
     from aam_eval_action.report import CaseResult, Report, Summary
 
@@ -85,7 +87,8 @@ class Console:
             self.line(plugin_eval_line(s))
         graded = s.graded if s.graded is not None else s.total - s.skipped
         rate = f"{s.passed / graded * 100:.1f}% of {graded} graded" if graded else "none graded"
-        missed = f", {s.not_replayable} not replayable" if s.not_replayable else ""
+        missed = f" ({s.api_down} not run: {NOT_RUN})" if s.api_down else ""
+        missed += f", {s.not_replayable} not replayable" if s.not_replayable else ""
         missed += f" ({s.diverged} diverged)" if s.diverged else ""
         missed += f", {s.rerun} re-executed" if s.rerun else ""
         self.line(
@@ -119,7 +122,8 @@ class Console:
             graded = p.graded if p.graded is not None else p.total - p.skipped
             rate = f"{p.passed / graded * 100:.1f}% of {graded} graded" if graded else "none graded"
             self.line(f"  {pair.engine} · {pair.model}: {p.passed}/{p.total} passed ({rate}), "
-                      f"{p.failed} failed, {p.errored} errored")
+                      f"{p.failed} failed, {p.errored} errored"
+                      + (f" ({p.api_down} not run: {NOT_RUN})" if p.api_down else ""))
 
     def _table(self, cases: list[CaseResult]) -> None:
         from rich.console import Console as RichConsole

@@ -19,6 +19,7 @@ from aam_eval_action.diff import (
     StaleCase,
     round_value,
 )
+from aam_eval_action.replay.outage import NOT_RUN
 
 
 def fmt_pct(rate: float | None) -> str:
@@ -76,6 +77,8 @@ def not_graded_note(d: ReportDiff) -> str:
         parts.append(f"over {d.compared} case{'s' if d.compared != 1 else ''} graded on both sides")
     if d.head.not_replayable:
         parts.append(f"{d.head.not_replayable} not replayable")
+    if d.head.api_down:
+        parts.append(f"{d.head.api_down} not run: {NOT_RUN}")
     return " · ".join(parts)
 
 

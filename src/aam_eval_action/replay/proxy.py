@@ -405,7 +405,9 @@ def _relay(resp: http.client.HTTPResponse, reply: _Reply) -> RecordedResponse:
         else:
             reply.chunk(chunk)
     reply.close_stream(bytes(held))
-    return RecordedResponse(status=resp.status, events=parse_sse(bytes(received)))
+    # A stream that ended before its answer's last event was cut by the API (or on the way).
+    cut = True if resp.status == 200 and not held else None
+    return RecordedResponse(status=resp.status, events=parse_sse(bytes(received)), cut=cut)
 
 
 class RecordingProxy(_Proxy):

@@ -366,7 +366,8 @@ class Normaliser:
         if events is not None:  # an event name that only repeats `data.type` is left out
             events = [SseEvent(event=None if e.event == _type(e.data) else e.event, data=self._answer(e.data))
                       for e in events]
-        return RecordedResponse(status=response.status, events=events, body=self._answer(response.body))
+        return RecordedResponse(status=response.status, events=events, body=self._answer(response.body),
+                                cut=response.cut)
 
     def _answer(self, data: Any) -> Any:
         return _rename_ids(self._deep(data), self.ids.issue)

@@ -110,6 +110,8 @@ class RecordedResponse(_Model):
     """The SSE events of a streamed answer, deltas merged; None for a plain JSON answer."""
     body: Any = None
     """The JSON body of a non-streamed answer (or an error)."""
+    cut: bool | None = None
+    """True when the stream ended before the answer did (the API cut it mid-answer); None else."""
 
 
 class Exchange(_Model):

@@ -73,6 +73,24 @@ class Script:
                 return i, s
         return next(((i, s) for i, s in scenarios if is_catch_all(s) and (not judge or "judge" in s)), None)
 
+    def remove(self, scenario: dict[str, Any]) -> None:
+        """Take a scenario out (an outage that ends)."""
+        with self._lock:
+            self._scenarios.remove(scenario)
+
+    def down_for(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The `down` of the first scenario whose `match`, `draft-for`, `propose-for` or
+        `mock-server` text occurs in the request (an agent's prompt, a judge's or a simulated
+        user's evidence, a draft's or proposal's skill): its case's API stays down."""
+        text = all_text(body)
+        with self._lock:
+            scenarios = [s for s in self._scenarios if isinstance(s.get("down"), dict)]
+        for s in scenarios:
+            keys = [s.get(k) for k in ("match", "draft-for", "propose-for", "mock-server")]
+            if any(isinstance(k, str) and k and k != "*" and k in text for k in keys):
+                return dict(s["down"])
+        return None
+
     def agent_reply(self, body: dict[str, Any]) -> Reply:
         follow = self.find_follow_up(body)
         found, since = follow if follow is not None else (self.find(prompt_text(body)), body)

@@ -34,6 +34,12 @@ each chosen by a substring of the request:
       - text: "Final answer"    # ends the session
       - sleep: 30               # wait before answering (combines with another key)
       - error: {status: 500, message: "overloaded"}
+    down: {status: 529}         # optional: every request of this case (its agent, judge,
+                                # simulated user, drafts, proposals: any request holding its
+                                # `match`, `draft-for`, `propose-for` or `mock-server` text) is
+                                # answered with this error, retries too; `{cut: true}`: its
+                                # answers are cut half-way. `ModelServer(flaky=N)`: every Nth
+                                # request fails once (529, 429, 500, a cut, by turns).
     judge: {result: "PASS", reason: "why"}     # or {status: 529, times: 2, then: {...}}
                                                # or a list: successive calls, cycling
                                                # (a `claude plugin eval` judge, whose prompt
@@ -499,6 +505,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if refused is not None:
             self._answer(route, {}, refused)
             return
+        fault = owner.script.down_for(body) or owner.flaky_fault()
+        if fault is not None:
+            self._fail(route, body, fault)
+            return
         if GEMINI_ROUTE.match(route):
             reply = owner.script.judge_reply(body) if is_gemini_judge(body) else owner.gemini_reply(body)
         else:
@@ -552,6 +562,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._send(200, "application/json", json.dumps([obj]).encode())
 
+    def _fail(self, route: str, body: dict[str, Any], fault: dict[str, Any]) -> None:
+        """A scripted outage: an error status (`{status: 529}`; its type as the API names it),
+        or (`{cut: true}`) an answer whose stream ends half-way, as an API or a proxy cuts it.
+        Either says to retry at once, so a client's retries take no time."""
+        self._quick_retry = True
+        if fault.get("cut"):
+            self._cut = True
+            self._answer(route, body, Reply(text="An answer that the API cuts before its end, mid-sentence."))
+            return
+        message = str(fault.get("message", "scripted outage"))
+        self._answer(route, body, Reply(text=message, status=int(fault.get("status", 529))))
+
     def _send(self, status: int, content_type: str, data: bytes) -> None:
         try:
             self.send_response(status)
@@ -559,10 +581,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("content-length", str(len(data)))
             if status == 529 or status >= 500:
                 self.send_header("retry-after", "0")
+            if getattr(self, "_quick_retry", False):
+                self.send_header("retry-after-ms", "10")
             self.end_headers()
+            if getattr(self, "_cut", False):  # half the answer, then the connection goes
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client was killed while waiting (a timeout test); nothing to tell it
+        finally:
+            self._quick_retry = self._cut = False
 
 
 class ModelServer:
@@ -574,9 +606,13 @@ class ModelServer:
         latency: float = 0.0,
         port: int = 0,
         api_key: str | tuple[str, ...] = DEFAULT_API_KEY,
+        flaky: int = 0,
     ) -> None:
         self.script = Script(scenarios or [])
         self.latency = latency
+        self.flaky = flaky
+        """Every `flaky`th request fails its first attempt (see `flaky_fault`); 0: none does."""
+        self._flaky_count = 0
         keys = (api_key,) if isinstance(api_key, str) else api_key
         self.api_key = keys[0]
         """The key clients should send; any key not in `api_keys` gets a 401, as from the real APIs."""
@@ -601,6 +637,19 @@ class ModelServer:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+
+    def flaky_fault(self) -> dict[str, Any] | None:
+        """With `flaky=N`, every Nth request fails (its retry, the next request, does not), by
+        turns a 529, a 429, a 500 and a stream cut mid-answer: the API's weather."""
+        if not self.flaky:
+            return None
+        with self._lock:
+            self._flaky_count += 1
+            n = self._flaky_count
+        if n % self.flaky:
+            return None
+        faults: list[dict[str, Any]] = [{"status": 529}, {"status": 429}, {"status": 500}, {"cut": True}]
+        return faults[(n // self.flaky - 1) % len(faults)]
 
     def agent_reply(self, body: dict[str, Any]) -> Reply:
         return self.script.agent_reply(body) if is_agent_turn(body) else Reply(text="OK.")
