@@ -82,12 +82,13 @@ class Script:
         """The `down` of the first scenario whose `match`, `draft-for`, `propose-for` or
         `mock-server` text occurs in the request (an agent's prompt, a judge's or a simulated
         user's evidence, a draft's or proposal's skill): its case's API stays down."""
-        text = all_text(body)
+        text, skill = all_text(body), drafted_skill(body)  # a draft's siblings are in its text too
         with self._lock:
             scenarios = [s for s in self._scenarios if isinstance(s.get("down"), dict)]
         for s in scenarios:
-            keys = [s.get(k) for k in ("match", "draft-for", "propose-for", "mock-server")]
-            if any(isinstance(k, str) and k and k != "*" and k in text for k in keys):
+            keys = [(s.get(k), text) for k in ("match", "propose-for", "mock-server")]
+            keys.append((s.get("draft-for"), skill))
+            if any(isinstance(k, str) and k and k != "*" and k in where for k, where in keys):
                 return dict(s["down"])
         return None
 
