@@ -71,7 +71,9 @@ def test_judge_server_errors_are_retried_then_the_case_errors(tmp_path: Path, mo
     assert cases["flaky-judge"]["verdict"] == "PASS"
     assert cases["flaky-judge"]["judge_verdict"]["reason"] == "ok after retries"
     assert cases["dead-judge"]["verdict"] == "ERROR"
-    assert "judge failed: InternalServerError" in cases["dead-judge"]["error"]
+    # Down for every retry: not a verdict but an outage, named as the API answered it.
+    assert cases["dead-judge"]["error"] == "the judge: the model API answered 500 api_error 5 times"
+    assert cases["dead-judge"]["api_down"] is True
     assert cases["fine"]["verdict"] == "PASS"
     assert result.code == 1 and elapsed < 60
 
@@ -106,7 +108,8 @@ def test_model_server_dying_half_way_errors_only_the_affected_cases(
     assert len(cases) == 4 and result.code == 1
     assert verdicts[:2] == ["PASS", "PASS"]
     assert verdicts[2:] == ["ERROR"] * 2
-    assert all("judge failed: APIConnectionError" in c["error"] for c in cases[2:])
+    assert all(c["error"] == "the judge: the model API could not be reached or cut its answer 5 times "
+               "(APIConnectionError)" and c["api_down"] for c in cases[2:])
 
 
 @pytest.mark.cli
