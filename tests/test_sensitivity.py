@@ -66,9 +66,11 @@ def test_a_skill_has_its_mutants_each_named_by_what_it_changed(tmp_path: Path) -
     (pkg / "evals/eval-config.json").write_text('{"version": 1, "engine": "claude-code"}')
     found = mutants_of(load_package(pkg).layout)
     assert [m.id for m in found] == [
-        "house/body", "house/description", "house/section/rules", "house/section/history-script-alert-1-script",
-        "house/file-removed/notes-md", "house/file-removed/scripts-run-py", "house/script-fails/scripts-run-py",
-        "hooks/pretooluse", "hooks/stop"]
+        "house/body", "house/description", "house/broadened", "house/section/rules",
+        "house/section/history-script-alert-1-script", "house/file-removed/notes-md",
+        "house/file-removed/scripts-run-py", "house/script-fails/scripts-run-py", "hooks/pretooluse", "hooks/stop"]
+    assert [m.direction for m in found].count("over-claims") == 1  # one skill: no sibling to borrow from
+    found.pop(2)
     assert found[3].what == 'house: section "History <script>alert(1)</script>" deleted' and found[3].line == 25
     # The title above every section is not one; a heading in a code fence is no heading; a
     # section runs to the next heading of its level.
@@ -89,16 +91,64 @@ def test_a_skill_has_its_mutants_each_named_by_what_it_changed(tmp_path: Path) -
     assert json.loads((removed / "hooks/hooks.json").read_text()) == {"hooks": {"Stop": []}}
     assert [m.id for m in select(found, "section,hooks/stop")] == [
         "house/section/rules", "house/section/history-script-alert-1-script", "hooks/stop"]
-    with pytest.raises(UsageError, match="'sections' selects no mutant; kinds are body, description, section"):
+    with pytest.raises(UsageError, match="'sections' selects no mutant; kinds are body, description, broadened"):
         select(found, "sections")
+
+
+THREE_SKILLS = {
+    "release-notes": "description: >\n  Writes the release notes\n  of a version.\n",
+    "changelog": "description: Adds an entry to the changelog of a version.\n",
+    "commit-message": 'description: "Writes: a commit message."\n',
+}
+
+
+def test_a_skill_is_made_to_over_claim_broadened_or_given_its_nearest_siblings_wording(tmp_path: Path) -> None:
+    """The mutants of the other direction: a skill's description broadened to every request,
+    and given the wording of the sibling whose description shares the most words with its own
+    (appended: it keeps its own claim). Each copy's frontmatter still reads, as its CLI reads it."""
+    from aam_eval_action.layouts.common import frontmatter
+    from aam_eval_action.sensitivity.mutants import BROADENED
+
+    pkg = tmp_path / "pkg"
+    for name, description in THREE_SKILLS.items():
+        (pkg / "skills" / name).mkdir(parents=True)
+        (pkg / "skills" / name / "SKILL.md").write_text(f"---\nname: {name}\n{description}---\n\n# {name}\n\nDo it.\n")
+    (pkg / "package.agent.json").write_text('{"name": "writers", "version": "1.0.0"}')
+    (pkg / "evals").mkdir()
+    (pkg / "evals/eval-config.json").write_text('{"version": 1, "engine": "claude-code"}')
+    found = select(mutants_of(load_package(pkg).layout), "over-claims")
+    assert [(m.id, m.kind, m.direction, m.line) for m in found] == [
+        ("changelog/broadened", "broadened", "over-claims", 3),
+        ("changelog/sibling/release-notes", "sibling", "over-claims", 3),  # "version" is shared; ties go by name
+        ("commit-message/broadened", "broadened", "over-claims", 3),
+        ("commit-message/sibling/release-notes", "sibling", "over-claims", 3),  # "writes"
+        ("release-notes/broadened", "broadened", "over-claims", 3),
+        ("release-notes/sibling/changelog", "sibling", "over-claims", 3)]
+    assert found[5].what == "release-notes: description given changelog's wording"
+    described = {}
+    for m in found:
+        copy = make(m, pkg, tmp_path / m.id)
+        front, body = frontmatter(copy, m.file)
+        described[m.id] = front["description"]
+        assert (copy / m.file).read_text().splitlines()[body - 1:] == ["", f"# {m.skill}", "", "Do it."]
+    assert described["release-notes/broadened"] == f"Writes the release notes of a version. {BROADENED}"
+    assert described["release-notes/sibling/changelog"] == (
+        "Writes the release notes of a version. Adds an entry to the changelog of a version.")
+    assert described["commit-message/broadened"] == f"Writes: a commit message. {BROADENED}"
+    assert [m.direction for m in select(mutants_of(load_package(pkg).layout), "removes")] == ["removes"] * 6
 
 
 def test_sensitivity_lists_the_mutants_before_it_spends_anything() -> None:
     listed = aam_eval("sensitivity", "--package", str(FIXTURE), "--list", "--mutants", "release-notes/*")
     assert listed.code == 0, listed.err
-    assert listed.out.splitlines()[2] == ('release-notes/section/headline  release-notes: section "Headline" '
-                                          "deleted  (skills/release-notes/SKILL.md:10)")
-    assert "release-notes/script-fails/scripts-wrap-sh" in listed.out and "changelog-style" not in listed.out
+    assert listed.out.splitlines()[2:5] == [
+        "release-notes/broadened  release-notes: description broadened to every request  "
+        "(skills/release-notes/SKILL.md:3)",
+        "release-notes/sibling/changelog-style  release-notes: description given changelog-style's wording  "
+        "(skills/release-notes/SKILL.md:3)",
+        'release-notes/section/headline  release-notes: section "Headline" deleted  (skills/release-notes/SKILL.md:10)']
+    assert "release-notes/script-fails/scripts-wrap-sh" in listed.out
+    assert not [line for line in listed.out.splitlines() if line.startswith("changelog-style")]
 
 
 def _case(name: str, verdict: str, checks: dict[str, str], **more: object) -> CaseResult:
@@ -124,6 +174,8 @@ def test_the_matrix_says_what_killed_each_mutant_and_which_checks_are_weak() -> 
     dates = Mutant("s/section/dates", "section", 's: section "Dates" deleted', "skills/s/SKILL.md", "s", "Dates", 9)
     history = Mutant("s/section/history", "section", 's: section "History" deleted', "skills/s/SKILL.md", "s")
     broken = Mutant("s/body", "body", "s: body emptied", "skills/s/SKILL.md", "s")
+    broad = Mutant("s/broadened", "broadened", "s: description broadened to every request", "skills/s/SKILL.md",
+                   "s", direction="over-claims")
     runs = [
         (dates, _report(_case("strong", "FAIL", {"contains": "FAIL", "regex": "PASS"}),
                         _case("weak", "PASS", {"contains": "PASS"}), _case("upside", "FAIL", {"not_contains": "FAIL"})),
@@ -132,12 +184,15 @@ def test_the_matrix_says_what_killed_each_mutant_and_which_checks_are_weak() -> 
                           _case("weak", "PASS", {"contains": "PASS"})), None),
         (broken, _report(_case("strong", "ERROR", {}, error="replay miss: no cassette"),
                          _case("weak", "ERROR", {}, error="replay miss: no cassette")), None),
+        (broad, _report(_case("strong", "PASS", {"contains": "PASS", "regex": "PASS"}),
+                        _case("weak", "PASS", {"contains": "PASS"})), None),
     ]
     rows, checks = matrix.build("pkg", "claude-code", with_arm, runs)
     assert [(r.id, r.status, [(k.case, k.check) for k in r.killed_by], r.kill_rate) for r in rows] == [
         ("s/section/dates", "killed", [("strong", "contains")], 0.5),
         ("s/section/history", "survived", [], 0.0),
-        ("s/body", "not-measured", [], None)]
+        ("s/body", "not-measured", [], None),
+        ("s/broadened", "survived", [], 0.0)]
     assert rows[2].note == "2 case(s) not measured: strong: replay miss: no cassette"
     by = {(c.case, c.check): c for c in checks}
     assert (by["strong", "contains"].discriminates, by["strong", "contains"].weak) == (True, False)
@@ -147,8 +202,71 @@ def test_the_matrix_says_what_killed_each_mutant_and_which_checks_are_weak() -> 
     low, high = by["strong", "contains"].difference or (0, 0)
     assert low < 0 < high  # one run per arm: its interval cannot exclude no difference
     result = matrix.finish(Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks))
-    assert result.uncovered == ["claude-code: s/section/history"]
+    assert result.uncovered == ["claude-code: s/section/history", "claude-code: s/broadened"]
     assert result.weak == ["claude-code: strong / regex", "claude-code: weak / contains"]
+
+
+def test_a_guard_against_a_false_trigger_is_moved_by_an_over_claiming_mutant_never_called_weak() -> None:
+    """The field note: a case that checks the skill does not fire on an unrelated request passes
+    with and without the package and under every mutant that removes something, none of which
+    could ever fail it. Measured by those alone it is "not weak yet", never weak; the skill's
+    description broadened to every request kills it. The matrix says each mutant's direction."""
+    from aam_eval_action.render.sensitivity import console_lines
+    from aam_eval_action.sensitivity.mutants import Mutant
+
+    def guard(fired: bool) -> CaseResult:
+        return _case("unrelated-request", "FAIL" if fired else "PASS",
+                     {"skill_triggered": "FAIL" if fired else "PASS", "not_contains": "PASS"},
+                     baseline_verdict="PASS", baseline_checks={"skill_triggered": "PASS", "not_contains": "PASS"})
+
+    notes = _case("notes", "PASS", {"contains": "PASS"}, baseline_verdict="FAIL", baseline_checks={"contains": "FAIL"})
+    with_arm = _report(guard(False), notes)
+    body = Mutant("s/body", "body", "s: body emptied", "skills/s/SKILL.md", "s")
+    broad = Mutant("s/broadened", "broadened", "s: description broadened to every request", "skills/s/SKILL.md",
+                   "s", line=3, direction="over-claims")
+    removing = [(body, _report(guard(False), _case("notes", "FAIL", {"contains": "FAIL"})), None)]
+
+    rows, checks = matrix.build("pkg", "claude-code", with_arm, removing)
+    by = {(c.case, c.check): c for c in checks}
+    assert [(c.weak, c.untried) for c in (by["unrelated-request", "skill_triggered"],
+                                          by["unrelated-request", "not_contains"])] == [(False, ["over-claims"])] * 2
+    result = matrix.finish(Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks))
+    said = [text for text, _ in console_lines(result)]
+    assert result.weak == [] and "1 of 1 measured mutant(s) killed; 0 uncovered; 0 weak check(s)" in said
+    assert ("  unrelated-request / skill_triggered  with PASS  without PASS  (evals/cases/unrelated-request.yaml:1)  "
+            "not weak yet: unmoved, but no over-claiming mutant was measured on its case (--mutants over-claims)") in said
+    assert "| claude-code | unrelated-request / skill&#95;triggered (evals/cases/unrelated-request.yaml:1) | PASS " \
+           "| PASS | 0 | not weak yet: no over-claiming mutant |" in markdown(result)
+    assert "not weak yet: no over-claiming mutant measured" in render_html(result)
+
+    both = [*removing, (broad, _report(guard(True), notes), None)]
+    rows, checks = matrix.build("pkg", "claude-code", with_arm, both)
+    assert [(r.id, r.direction, r.status, [(k.case, k.check) for k in r.killed_by]) for r in rows] == [
+        ("s/body", "removes", "killed", [("notes", "contains")]),
+        ("s/broadened", "over-claims", "killed", [("unrelated-request", "skill_triggered")])]
+    by = {(c.case, c.check): c for c in checks}
+    fired = by["unrelated-request", "skill_triggered"]
+    assert (fired.discriminates, fired.flipped_by, fired.untried, fired.weak) == (False, ["s/broadened"], [], False)
+    assert by["unrelated-request", "not_contains"].weak  # unmoved by a mutant of either direction: weak
+    result = matrix.finish(Sensitivity(package="pkg", engines=["claude-code"], mutants=rows, checks=checks))
+    said = [text for text, _ in console_lines(result)]
+    assert "  killed       over-claims  s/broadened  kill rate 50%  by unrelated-request/skill_triggered" in said
+    assert "  killed       removes      s/body  kill rate 50%  by notes/contains" in said
+    assert ("  unrelated-request / skill_triggered  with PASS  without PASS  flipped by 1 (over-claims)  "
+            "(evals/cases/unrelated-request.yaml:1)") in said
+    assert ("  unrelated-request / not_contains  with PASS  without PASS  (evals/cases/unrelated-request.yaml:1)  "
+            "WEAK: passes with and without the package, and under every mutant of both directions") in said
+    shown = markdown(result)
+    assert "| claude-code | s: description broadened to every request | over-claims | killed " \
+           "| unrelated-request/skill&#95;triggered |" in shown
+    assert "| 1 (over-claims) |  |" in shown and "| 0 | weak |" in shown
+    assert "s/broadened (over-claims, killed)" in render_html(result)
+    assert json.loads(result.model_dump_json())["mutants"][1]["direction"] == "over-claims"
+
+    # A package with nothing to over-claim (no skill with a description) has mutants of one
+    # direction: that one is all a check can be measured by.
+    _, checks = matrix.build("pkg", "claude-code", with_arm, removing, directions={"removes"})
+    assert all(c.weak for c in checks if c.case == "unrelated-request")
 
 
 def test_the_page_and_the_summary_keep_the_repository_text_inert(tmp_path: Path) -> None:
@@ -222,6 +340,13 @@ def test_a_package_adds_mutants_of_its_own_checked_against_its_files(tmp_path: P
     [changed, _] = own_mutants(pkg, package.config.mutants, package.config_location)
     copy = make(changed, pkg, tmp_path / "copy")
     assert 'as "it".' in (copy / "skills/release-notes/SKILL.md").read_text()
+    assert changed.direction == "removes"
+    claims = {"name": "claims-changelogs", "file": "skills/release-notes/SKILL.md", "replace": "draft release notes.",
+              "with": "draft release notes or changelog entries.", "direction": "over-claims"}
+    config.write_text(json.dumps({**settings, "mutants": [claims]}, indent=2))
+    package = load_package(pkg)
+    assert [(m.id, m.direction) for m in own_mutants(pkg, package.config.mutants, package.config_location)] == [
+        ("own/claims-changelogs", "over-claims")]
     # A text that is not in the file, and a file outside the package: refused with where.
     config.write_text(json.dumps({**settings, "mutants": [{**own[0], "replace": "not there"}]}, indent=2))
     refused = aam_eval("sensitivity", "--package", str(pkg), "--list")
@@ -317,3 +442,7 @@ def test_the_forced_arm_invokes_the_skill_in_each_engines_way_or_says_why_not() 
     with pytest.raises(AamEvalError, match="not forced: under -p, Copilot CLI expands neither a skill's /name nor an "
                                            "@file reference on copilot"):
         forced(case, package.layout, "copilot")
+    # A guard against a false trigger: invoking its skill by name would only fail it.
+    [guard] = [c for c in package.cases if c.case.name == "unrelated-request"]
+    with pytest.raises(AamEvalError, match="not forced: the case checks that its skill does not fire"):
+        forced(guard, package.layout, "claude-code")

@@ -3,7 +3,9 @@ server (tests/fixtures/sensitivity: a release-notes skill whose house rules sit 
 with a weak suite and a strong one; the scripted agent answers with the rules it has read).
 
 The strong suite kills every rule section's mutant, the weak suite's check is weak and kills
-nothing, and the History section, which no case could notice, stays uncovered in both. A
+nothing, and the History section, which no case could notice, stays uncovered in both. Neither
+notices the mutant of the other direction, the description broadened to every request; the guard
+against a false trigger (a request for no skill must not load release-notes) does. A
 script the session never runs has its mutants graded by re-execution with no model call. A
 skill whose description never fires shows, in the forced arm, what its content is worth and
 what routing loses. A second run replays everything offline with the same matrix, byte for
@@ -34,7 +36,12 @@ FIXTURE = ROOT / "tests/fixtures/sensitivity/release-notes"
 SCENARIOS = yaml.safe_load((ROOT / "tests/fixtures/sensitivity/scenarios.yaml").read_text())["scenarios"]
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-sensitivity-7f31", "OPENAI_API_KEY": "sk-CANARY-sensitivity-2b9e"}
 RULES = ("headline", "dates")
-MUTANTS = "release-notes/section/*,release-notes/script-fails/*"
+MUTANTS = "release-notes/section/*,release-notes/script-fails/*,release-notes/broadened"
+"""Each rule's section deleted and the script made to fail (they remove), and the description
+broadened to every request (it over-claims)."""
+SUITE = ("--tags", "!guard")
+"""The suite but its guard against a false trigger, which has a run of its own (one engine, one
+mutant: a few seconds)."""
 ENGINES = ("--engine", "claude-code,codex")
 CAPPED = "release-notes/body,release-notes/description"
 """Two mutants not recorded yet: under a cap of $0.10, the first goes live and fits (each case
@@ -81,17 +88,21 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
     init(tmp_path / "repo")
     pkg = Path(shutil.copytree(FIXTURE, tmp_path / "repo/release-notes"))
     with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
-        live = _sensitivity(pkg, *ENGINES, "--mutants", MUTANTS, "-o", str(tmp_path / "live.json"),
+        live = _sensitivity(pkg, *ENGINES, *SUITE, "--mutants", MUTANTS, "-o", str(tmp_path / "live.json"),
                             "--html", str(tmp_path / "matrix.html"), env=_env(server.url))
         assert live.returncode == 0, live.stdout + live.stderr
         asked = len(server.requests)
-        unread = _sensitivity(pkg, "--engine", "claude-code", "--mutants", "release-notes/file-removed/*",
+        unread = _sensitivity(pkg, "--engine", "claude-code", *SUITE, "--mutants", "release-notes/file-removed/*",
                               "-o", str(tmp_path / "unread.json"), env=_env(server.url))
         assert unread.returncode == 0, unread.stdout + unread.stderr
         # The arms replay; the script's removal is re-executed against the recording: no request.
         assert len(server.requests) == asked, unread.stdout
+        # The guard: no mutant that removes something could fail it; broadened, the skill fires.
+        guarded = _sensitivity(pkg, "--engine", "claude-code", "--tags", "guard", "--mutants", "release-notes/broadened",
+                               "-o", str(tmp_path / "guard.json"), env=_env(server.url))
+        assert guarded.returncode == 0, guarded.stdout + guarded.stderr
         # A cap: the arms replay for $0, a mutant goes live, and what no longer fits is said.
-        capped = _sensitivity(pkg, "--engine", "claude-code", "--mutants", CAPPED, "--max-usd", "0.1",
+        capped = _sensitivity(pkg, "--engine", "claude-code", *SUITE, "--mutants", CAPPED, "--max-usd", "0.1",
                               "-o", str(tmp_path / "capped.json"), env=_env(server.url))
         assert capped.returncode == 0, capped.stdout + capped.stderr
         # A cap that cannot pay for the suite itself (nothing recorded yet) stops before any session.
@@ -111,6 +122,8 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
             # What it cost: as the CLI reported it, or (Codex reports none) its live turns' tokens priced.
             assert killed["graded"]["model_calls"] and killed["graded"]["cost_usd"] > 0, killed
         assert mutants["release-notes/section/history"]["status"] == "survived"  # nothing could notice it
+        assert mutants["release-notes/broadened"]["status"] == "survived"  # no case it must not fire on
+        assert [i for i, m in mutants.items() if m["direction"] == "over-claims"] == ["release-notes/broadened"]
         script = mutants["release-notes/script-fails/scripts-wrap-sh"]
         assert script["status"] == "survived", said
         assert (script["graded"]["re_executed"], script["graded"]["model_calls"]) == (2, False), script
@@ -128,18 +141,32 @@ def test_the_strong_suite_kills_every_rule_and_the_weak_one_is_flagged(tmp_path:
     unread_rows = json.loads((tmp_path / "unread.json").read_text())["mutants"]
     assert [(m["id"], m["status"], m["graded"]["re_executed"], m["graded"]["model_calls"]) for m in unread_rows] == [
         ("release-notes/file-removed/scripts-wrap-sh", "survived", 2, False)]
-    assert "WEAK: passes with and without the package, and under every mutant" in said
+    assert "WEAK: passes with and without the package, and under every mutant of both directions" in said
     assert 'uncovered guidance: release-notes: section "History" deleted and no check noticed' in said
+    assert "no guard: release-notes: description broadened to every request and no check noticed a false trigger" in said
+
+    # The guard: it passes with and without the package, as under every mutant that removes
+    # something; the description broadened to every request makes the skill fire, and kills it.
+    guard = json.loads((tmp_path / "guard.json").read_text())
+    assert [(m["id"], m["direction"], m["status"], m["killed_by"]) for m in guard["mutants"]] == [
+        ("release-notes/broadened", "over-claims", "killed", [{"case": "unrelated-request", "check": "skill_triggered"}])]
+    assert [(c["check"], c["with_package"], c["without_package"], c["flipped_by"], c["weak"]) for c in guard["checks"]] == [
+        ("skill_triggered", "PASS", "PASS", ["release-notes/broadened"], False)]
+    assert "killed       over-claims  release-notes/broadened  kill rate 100%  by unrelated-request/skill_triggered" \
+        in guarded.stdout
+    assert "unrelated-request  PASS · PASS · ERROR  (not forced: the case checks that its skill does not fire" \
+        in guarded.stdout  # invoking it by name would only fail the guard
     assert all(key not in said + (tmp_path / "live.json").read_text() for key in KEYS.values())
 
     # Offline, the same matrix, byte for byte: no key, no network, no CLI.
     summary = tmp_path / "summary.md"
-    replayed = _sensitivity(pkg, *ENGINES, "--mutants", MUTANTS, "--replay", "-o", str(tmp_path / "again.json"),
+    replayed = _sensitivity(pkg, *ENGINES, *SUITE, "--mutants", MUTANTS, "--replay", "-o", str(tmp_path / "again.json"),
                             env=_env(None) | {"GITHUB_STEP_SUMMARY": str(summary)})
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     shown = summary.read_text()
-    assert "4 of 8 measured mutants killed; 4 uncovered; 2 weak checks." in shown, shown
-    assert '| codex | release-notes: section "History" deleted | SURVIVED | — |' in shown
+    assert "4 of 10 measured mutants killed; 6 uncovered; 2 weak checks." in shown, shown
+    assert "| codex | release-notes: description broadened to every request | over-claims | SURVIVED | — |" in shown
+    assert '| codex | release-notes: section "History" deleted | removes | SURVIVED | — |' in shown
     assert _matrix(replayed.stdout) == _matrix(live.stdout)
     assert _unpriced(json.loads((tmp_path / "again.json").read_text())) == _unpriced(result)
     assert "re-executed" not in replayed.stdout and "model called" not in replayed.stdout

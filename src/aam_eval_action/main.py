@@ -248,10 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
                                             "the suite; which checks tell it apart, what nothing covers")
     se.add_argument("--package", type=Path, default=Path("."), help="package or repository root (default: .)")
     se.add_argument("--engine", metavar="ENGINE[,ENGINE...]", help="the engine(s) (default: eval-config's)")
-    se.add_argument("--mutants", metavar="KIND|ID[,...]",
-                    help="only these mutants: kinds (body, description, section, file-removed, script-fails, "
-                         "hook-removed, mcp-error, mock-error, own) or id patterns such as "
-                         "'my-skill/section/*' (default: all)")
+    se.add_argument("--mutants", metavar="KIND|DIRECTION|ID[,...]",
+                    help="only these mutants: kinds (body, description, broadened, sibling, section, "
+                         "file-removed, script-fails, hook-removed, mcp-error, mock-error, own), directions "
+                         "(removes, over-claims) or id patterns such as 'my-skill/section/*' (default: all)")
     se.add_argument("--list", dest="list_only", action="store_true", help="list the mutants and stop")
     se.add_argument("--max-usd", type=_usd, metavar="USD",
                     help="spend at most this much; what does not fit is said")

@@ -17,6 +17,15 @@ from aam_eval_action.report_model import CheckResult
 
 VERSION = 1
 Status = Literal["killed", "survived", "not-measured", "not-run"]
+Direction = Literal["removes", "over-claims"]
+"""What a mutant tests. `removes`: it takes away or breaks what the package gives (a body, a
+section, a file, a script, a hook, a server's answers), so a check that needs it should fail.
+`over-claims`: it makes a skill claim requests it should not (its description broadened to every
+request, or given a sibling's wording), so a check that guards against a false trigger should
+fail."""
+DIRECTIONS: tuple[Direction, ...] = ("removes", "over-claims")
+ADJECTIVE: dict[Direction, str] = {"removes": "removing", "over-claims": "over-claiming"}
+"""A direction as it qualifies a mutant: `an over-claiming mutant`."""
 
 
 class CheckRef(BaseModel):
@@ -49,8 +58,11 @@ class MutantRow(BaseModel):
     id: str
     """`<skill>/<kind>[/<slug>]` or `hooks/<event>`; its cassettes sit in `_sensitivity/<id>/`."""
     kind: str
-    """body, description, section, file-removed, script-fails, hook-removed, mcp-error,
-    mock-error or own."""
+    """body, description, broadened, sibling, section, file-removed, script-fails, hook-removed,
+    mcp-error, mock-error or own."""
+    direction: Direction = "removes"
+    """What it tests: `removes` (something the package gives taken away or broken) or
+    `over-claims` (a skill made to claim requests it should not)."""
     what: str
     """What it changed."""
     file: str
@@ -98,8 +110,12 @@ class CheckRow(BaseModel):
     """It passes without the package and fails with it."""
     flipped_by: list[str] = Field(default_factory=list)
     """The mutants under which it fails, having passed with the package."""
+    untried: list[Direction] = Field(default_factory=list)
+    """The directions the package has a mutant of, none of which was measured on its case (left
+    out by `--mutants`, not run, or errored): it is not called weak while any is."""
     weak: bool = False
-    """It passes with the package, does not discriminate, and no mutant flips it."""
+    """It passes with the package, does not discriminate, no mutant flips it, and mutants of
+    every direction the package has were measured on its case."""
     passes_with: tuple[int, int] | None = None
     """(passed, runs) with the package."""
     passes_without: tuple[int, int] | None = None
@@ -194,3 +210,16 @@ class Sensitivity(BaseModel):
 def measured_mutants(result: Sensitivity) -> list[MutantRow]:
     """The mutants the suite was measured against (killed or survived), every engine's."""
     return [m for m in result.mutants if m.status in ("killed", "survived")]
+
+
+def flip_directions(result: Sensitivity, check: CheckRow) -> list[Direction]:
+    """The directions of the mutants that flipped a check, in `DIRECTIONS` order."""
+    flipped = {m.direction for m in result.mutants if m.engine == check.engine and m.id in check.flipped_by}
+    return [d for d in DIRECTIONS if d in flipped]
+
+
+def unmoved(check: CheckRow) -> bool:
+    """A check that passes with the package, that neither the package nor any mutant moved, and
+    that is not called weak: a direction the package has was never measured on its case."""
+    return (check.with_package == "PASS" and not check.discriminates and not check.flipped_by
+            and bool(check.untried))

@@ -225,6 +225,9 @@ class OwnMutant(Strict):
     """What replaces it (nothing unless given)."""
     remove: bool = False
     """Remove the file instead."""
+    direction: Literal["removes", "over-claims"] = "removes"
+    """What it tests: `removes` (it takes away or breaks what the package gives) or `over-claims`
+    (it makes a skill claim requests it should not, as a broadened description does)."""
 
     @model_validator(mode="after")
     def _one_change(self) -> OwnMutant:

@@ -76,7 +76,8 @@ class ActionInputs(BaseModel):
     run made; in a live mode recording them): its kill matrix in the job summary, its JSON and HTML
     page beside the report."""
     sensitivity_mutants: str | None = Field(None, alias="sensitivity-mutants")
-    """The mutants `sensitivity: on` runs (kinds or id patterns, as `--mutants`); all when empty."""
+    """The mutants `sensitivity: on` runs (kinds, directions or id patterns, as `--mutants`); all when
+    empty."""
     runs: int | None = Field(None, ge=1, le=100)
     """Runs of every case, over each case's own, as `claude plugin eval --runs`; default: each case's."""
     cases: list[str] = Field(default_factory=list)

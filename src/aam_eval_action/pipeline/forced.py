@@ -1,8 +1,9 @@
 """The forced arm: a case's skill invoked by name in its first prompt, whatever routing decides,
 in the engine's own way (`EngineInfo.invoke_skill`: on Claude Code its slash command, on Codex a
 `$` mention, on Gemini CLI an `@file` reference to the installed SKILL.md; each verified to put
-the skill's SKILL.md body into the first request). Copilot CLI has no such way under `-p`. The case
-changes as its prompt does, so its fingerprint and cassettes are its own.
+the skill's SKILL.md body into the first request). Copilot CLI has no such way under `-p`. A
+case that checks its skill does not fire (`skill-triggered: false`, a near miss) is not forced.
+The case changes as its prompt does, so its fingerprint and cassettes are its own.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.spec import trigger_expectation
 
 
 def skill_of(loaded: LoadedCase, layout: PackageLayout) -> str | None:
@@ -26,9 +28,13 @@ def skill_of(loaded: LoadedCase, layout: PackageLayout) -> str | None:
 
 def forced(loaded: LoadedCase, layout: PackageLayout, engine: str) -> tuple[LoadedCase, str]:
     """The case with its skill invoked in its first prompt, and how; AamEvalError (the case is
-    not measured in this arm) when it names no skill or the engine has no verified way."""
+    not measured in this arm) when it checks its skill does not fire, names no skill, or the
+    engine has no verified way."""
     info = ENGINES[engine]
     skill = skill_of(loaded, layout)
+    if trigger_expectation(loaded.case.expected) is False:
+        raise AamEvalError("not forced: the case checks that its skill does not fire, which invoking it by "
+                           "name would only fail")
     if skill is None:
         raise AamEvalError("not forced: the case names no skill (give it `target: skill:NAME`) and the "
                            f"package has {len(layout.skill_dirs)} skills")

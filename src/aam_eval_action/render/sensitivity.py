@@ -8,10 +8,20 @@ what it cost follow it. Every name and heading is the repository's text: escaped
 from __future__ import annotations
 
 from aam_eval_action.render.comment import md
-from aam_eval_action.sensitivity_model import CheckRow, Cost, MutantRow, Sensitivity, measured_mutants
+from aam_eval_action.sensitivity_model import (
+    ADJECTIVE,
+    CheckRow,
+    Cost,
+    MutantRow,
+    Sensitivity,
+    flip_directions,
+    measured_mutants,
+    unmoved,
+)
 
 STATUS = {"killed": "killed", "survived": "SURVIVED", "not-measured": "not measured", "not-run": "not run"}
 STYLE = {"killed": "green", "survived": "red", "not-measured": "yellow", "not-run": "yellow"}
+WEAK = "WEAK: passes with and without the package, and under every mutant of both directions"
 
 
 def _killers(row: MutantRow) -> str:
@@ -35,8 +45,11 @@ def matrix_lines(result: Sensitivity) -> list[tuple[str, str | None]]:
         for m in (m for m in result.mutants if m.engine == engine):
             rate = f"  kill rate {m.kill_rate:.0%}" if m.kill_rate is not None else ""
             by = f"  by {_killers(m)}" if m.killed_by else ""
-            out.append((f"  {STATUS[m.status]:<12} {m.id}{rate}{by}", STYLE[m.status]))
-            if m.status == "survived":
+            out.append((f"  {STATUS[m.status]:<12} {m.direction:<11}  {m.id}{rate}{by}", STYLE[m.status]))
+            if m.status == "survived" and m.direction == "over-claims":
+                out.append((f"               no guard: {m.what} and no check noticed a false trigger (a case "
+                            "the skill must not fire on would)", "dim"))
+            elif m.status == "survived":
                 out.append((f"               uncovered guidance: {m.what} and no check noticed", "dim"))
             elif m.note and m.status != "killed":
                 out.append((f"               {m.note}", "dim"))
@@ -45,24 +58,37 @@ def matrix_lines(result: Sensitivity) -> list[tuple[str, str | None]]:
             out.append((f"arms · {engine}: without · with · forced (the skill invoked by name)", "bold"))
         for r in rows:
             if r.forced:
-                said = [f"content {r.content}" if r.content else "",
-                        f"routing {r.routing}" if r.routing else ""]
-                out.append((f"  {r.case}  {r.without_package or '-'} · {r.with_package or '-'} · {r.forced}  "
-                            + "; ".join(s for s in said if s) + f"  ({r.forced_how})", None))
+                said = "; ".join(s for s in (f"content {r.content}" if r.content else "",
+                                             f"routing {r.routing}" if r.routing else "") if s)
+                verdicts = f"{r.without_package or '-'} · {r.with_package or '-'} · {r.forced}"
+                parts = (r.case, verdicts, said, f"({r.forced_how})")
+                out.append(("  " + "  ".join(s for s in parts if s), None))
         out.append((f"checks · {engine}", "bold"))
         for c in (c for c in result.checks if c.engine == engine):
             flags = []
             if c.weak:
-                flags.append("WEAK: passes with and without the package, and under every mutant")
+                flags.append(WEAK)
+            elif unmoved(c):
+                flags.append(_untried(c))
             if c.backwards:
                 flags.append("BACKWARDS: passes only without the package")
             if c.with_package == "FAIL":
                 flags.append("fails with the package")
-            flipped = f"  flipped by {len(c.flipped_by)}" if c.flipped_by else ""
+            flipped = (f"  flipped by {len(c.flipped_by)} ({', '.join(flip_directions(result, c))})"
+                       if c.flipped_by else "")
             style = "yellow" if c.weak or c.backwards else None
             out.append((f"  {c.case} / {c.check}  {_verdicts(c)}{flipped}  ({_where(c)})"
                         + (f"  {'; '.join(flags)}" if flags else ""), style))
     return out
+
+
+def _missing(row: CheckRow) -> str:
+    return " or ".join(ADJECTIVE[d] for d in row.untried)
+
+
+def _untried(row: CheckRow) -> str:
+    return (f"not weak yet: unmoved, but no {_missing(row)} mutant was measured on its case "
+            f"(--mutants {','.join(row.untried)})")
 
 
 def console_lines(result: Sensitivity) -> list[tuple[str, str | None]]:
@@ -97,16 +123,21 @@ def markdown(result: Sensitivity) -> str:
     killed = sum(m.status == "killed" for m in measured)
     lines.append(f"{killed} of {len(measured)} measured mutants killed; {len(result.uncovered)} uncovered; "
                  f"{len(result.weak)} weak checks.")
-    lines += ["", "| engine | mutant | status | killed by |", "| --- | --- | --- | --- |"]
+    lines += ["", "A mutant that **removes** takes away or breaks what the package gives; one that "
+              "**over-claims** makes a skill claim requests it should not, the only kind a guard against a "
+              "false trigger can notice."]
+    lines += ["", "| engine | mutant | direction | status | killed by |", "| --- | --- | --- | --- | --- |"]
     for m in result.mutants:
-        lines.append(f"| {md(m.engine)} | {md(m.what)} | {STATUS[m.status]} | {md(_killers(m)) or '—'} |")
+        lines.append(f"| {md(m.engine)} | {md(m.what)} | {m.direction} | {STATUS[m.status]} "
+                     f"| {md(_killers(m)) or '—'} |")
     lines += ["", "| engine | case / check | with | without | flipped by | |",
               "| --- | --- | --- | --- | --- | --- |"]
     for c in result.checks:
-        flag = "weak" if c.weak else "backwards" if c.backwards else ""
+        flag = "weak" if c.weak else f"not weak yet: no {_missing(c)} mutant" if unmoved(c) else (
+            "backwards" if c.backwards else "")
+        flipped = f"{len(c.flipped_by)} ({', '.join(flip_directions(result, c))})" if c.flipped_by else "0"
         lines.append(f"| {md(c.engine)} | {md(c.case)} / {md(c.check)} ({md(_where(c))}) "
-                     f"| {c.with_package or '—'} | {c.without_package or '—'} | {len(c.flipped_by)} "
-                     f"| {flag} |")
+                     f"| {c.with_package or '—'} | {c.without_package or '—'} | {flipped} | {flag} |")
     for line in result.not_run:
         lines.append(f"\n- not run: {md(line)}")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aam_eval_action.sensitivity_model import Sensitivity, SessionRef, measured_mutants
+from aam_eval_action.sensitivity_model import ADJECTIVE, Sensitivity, SessionRef, measured_mutants, unmoved
 
 TEMPLATE = "sensitivity.html.j2"
 
@@ -38,6 +38,7 @@ def _engine(result: Sensitivity, engine: str) -> dict[str, Any]:
             killed = variant in check.flipped_by
             cls = "killed" if killed else verdict or "none"
             cells.append({"variant": variant, "verdict": verdict, "cls": cls, "base": base, "other": other})
-        rows.append({"check": check, "cells": cells})
+        untried = " or ".join(ADJECTIVE[d] for d in check.untried) if unmoved(check) else ""
+        rows.append({"check": check, "cells": cells, "untried": untried})
     uncovered = [m for m in mutants if m.status == "survived"]
     return {"name": engine, "arms": arms, "mutants": mutants, "rows": rows, "uncovered": uncovered}

@@ -8,8 +8,10 @@ Per engine, from the reports of its arms and mutants:
   **uncovered guidance**;
 * a check **discriminates** when its verdict differs between the arm without the package and
   the arm with it; it is **flipped** by the mutants that make it fail; a check that passes with
-  the package, does not discriminate and no mutant flips is **weak**; one that passes only
-  without the package is **backwards**.
+  the package, does not discriminate and no mutant flips is **weak**, once mutants of both
+  directions were measured on its case: those that remove what the package gives, and those
+  that make a skill over-claim (the only ones a guard against a false trigger can notice); one
+  that passes only without the package is **backwards**.
 
 With repeated runs, a check's pass counts in each arm give a 95% interval of the difference
 (Newcombe); one run per arm cannot show a difference, and the interval says so.
@@ -19,13 +21,17 @@ The models it builds are in `sensitivity_model.py`, beside the report's.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from aam_eval_action.report_model import Attempt, CaseResult, CheckResult, Report
 from aam_eval_action.sensitivity.mutants import Mutant
 from aam_eval_action.sensitivity_model import (
+    DIRECTIONS,
     CaseRow,
     CheckRef,
     CheckRow,
     Cost,
+    Direction,
     MutantRow,
     Sensitivity,
     SessionRef,
@@ -75,18 +81,26 @@ def _runs(attempts: list[Attempt] | None, check: str, shown: CheckResult | None)
 
 def build(package: str, engine: str, with_report: Report,
           mutants: list[tuple[Mutant, Report | None, str | None]],
-          forced: Report | None = None) -> tuple[list[MutantRow], list[CheckRow]]:
+          forced: Report | None = None,
+          directions: Collection[Direction] = DIRECTIONS) -> tuple[list[MutantRow], list[CheckRow]]:
     """One engine's rows: every mutant (with its report, or None and why it was not run), and
-    every check of every case with the package."""
+    every check of every case with the package. `directions`: those the package has a mutant
+    of (whether chosen or not); a check is weak only once a mutant of each was measured on its
+    case."""
     cases = {c.name: c for c in with_report.cases}
     forced_cases = {c.name: c for c in forced.cases} if forced else {}
     mutant_rows: list[MutantRow] = []
     flips: dict[tuple[str, str], list[str]] = {}
+    tried: dict[str, set[Direction]] = {}
     for mutant, report, why in mutants:
-        mrow = MutantRow(id=mutant.id, kind=mutant.kind, what=mutant.what, file=mutant.file, line=mutant.line,
-                        engine=engine, status="not-run", graded=cost_of(report), note=why)
+        mrow = MutantRow(id=mutant.id, kind=mutant.kind, direction=mutant.direction, what=mutant.what,
+                         file=mutant.file, line=mutant.line, engine=engine, status="not-run",
+                         graded=cost_of(report), note=why)
         if report is not None:
-            _kills(mrow, cases, {c.name: c for c in report.cases}, flips)
+            under = {c.name: c for c in report.cases}
+            _kills(mrow, cases, under, flips)
+            for name in (n for n, c in under.items() if measured(c)):
+                tried.setdefault(name, set()).add(mutant.direction)
         mutant_rows.append(mrow)
     check_rows: list[CheckRow] = []
     for name, case in sorted(cases.items()):
@@ -96,15 +110,17 @@ def build(package: str, engine: str, with_report: Report,
         without = case.baseline_checks or {}
         forced_case = forced_cases.get(name)
         forced_checks = checks_of(forced_case) if forced_case and measured(forced_case) else {}
+        untried = [d for d in DIRECTIONS if d in directions and d not in tried.get(name, ())]
         for check, verdict in with_checks.items():
             other = without.get(check)
             row = CheckRow(case=name, check=check, engine=engine, file=case.file or "", line=case.line,
                            with_package=verdict, without_package=other, forced=forced_checks.get(check),
-                           flipped_by=flips.get((name, check), []))
+                           flipped_by=flips.get((name, check), []),
+                           untried=list(untried))
             if other in ("PASS", "FAIL"):
                 row.discriminates = other != verdict
                 row.backwards = other == "PASS" and verdict == "FAIL"
-            row.weak = verdict == "PASS" and not row.discriminates and not row.flipped_by
+            row.weak = verdict == "PASS" and not row.discriminates and not row.flipped_by and not row.untried
             row.passes_with = _runs(case.attempts, check, verdict)
             row.passes_without = _runs(case.baseline_attempts, check, other)
             if row.passes_with and row.passes_without:

@@ -1,12 +1,21 @@
 """Mutants of a package: each a copy with one change, deterministic, named by what it changed.
 
-For each skill: its body emptied; its description blanked; each top-level section of its
-SKILL.md deleted (named by its heading); each file beside it removed, and each script beside it
-made to exit 1. For each hook event of the package: its hooks removed. For each of the package's
-own MCP servers started by a command: every tool call it is sent answered with an error (the
-server still starts and lists its tools). For each mock stand-in of an MCP server tool in a
-`claude plugin eval` suite: its answer made an error. Then the package's own, from eval-config
-`mutants:` (`own/<name>`: a text of a file replaced, or a file removed).
+Most remove (or break) what the package gives. For each skill: its body emptied; its
+description blanked; each top-level section of its SKILL.md deleted (named by its heading); each
+file beside it removed, and each script beside it made to exit 1. For each hook event of the
+package: its hooks removed. For each of the package's own MCP servers started by a command:
+every tool call it is sent answered with an error (the server still starts and lists its tools).
+For each mock stand-in of an MCP server tool in a `claude plugin eval` suite: its answer made an
+error.
+
+Two over-claim, for each skill with a description: its description broadened to every
+request, and given the wording of the skill's nearest sibling (the package's other skill whose
+description shares the most words with it). Only these can move a check that guards against a
+false trigger (a skill that must not fire, an output that must not appear, a tool that must not
+be called).
+
+Then the package's own, from eval-config `mutants:` (`own/<name>`: a text of a file replaced, or a
+file removed; `removes` unless it says `direction: over-claims`).
 
 A mutant's id is a path of slugs (`house-style/section/dates`): it names the mutant in the
 report and its cassettes' folder.
@@ -29,11 +38,17 @@ from typing import Any
 
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.sensitivity_model import DIRECTIONS, Direction
 from aam_eval_action.spec import OwnMutant
 
-KINDS = ("body", "description", "section", "file-removed", "script-fails", "hook-removed", "mcp-error",
-         "mock-error", "own")
+KINDS = ("body", "description", "broadened", "sibling", "section", "file-removed", "script-fails",
+         "hook-removed", "mcp-error", "mock-error", "own")
 """Every kind of mutant, in the order they are made."""
+OVER_CLAIMS = frozenset({"broadened", "sibling"})
+"""The kinds that make a skill claim what it should not (the rest remove or break something)."""
+BROADENED = ("Use this skill for any request whatsoever: any task, question, fix or change to any code, "
+             "file or document.")
+"""What a `broadened` mutant adds to a skill's description: a claim on every request."""
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".ps1"})
 FAILING = {".py": "import sys\nsys.exit(1)\n", ".js": "process.exit(1);\n", ".mjs": "process.exit(1);\n",
            ".cjs": "process.exit(1);\n", ".ts": "process.exit(1);\n", ".rb": "exit 1\n", ".pl": "exit 1;\n",
@@ -57,12 +72,16 @@ class Mutant:
     """The file it changes, relative to the package root."""
     skill: str | None = None
     section: str | None = None
-    """A section mutant's heading; the hook event, MCP server or mocked tool it changes."""
+    """A section mutant's heading; the hook event, MCP server or mocked tool it changes; a
+    sibling mutant's sibling."""
     line: int | None = None
     """Where the changed part starts in `file`."""
     replace: str | None = None
     """An own mutant's text to replace (None: the file is removed)."""
     replacement: str = ""
+    """An own mutant's new text; an over-claiming mutant's new description."""
+    direction: Direction = "removes"
+    """What it tests: `removes` (something taken away or broken) or `over-claims`."""
 
 
 def own_mutants(root: Path, own: Sequence[OwnMutant], where: Callable[..., str]) -> list[Mutant]:
@@ -75,7 +94,8 @@ def own_mutants(root: Path, own: Sequence[OwnMutant], where: Callable[..., str])
             raise ConfigError(f"{where('mutants', i, 'file')}: {m.file} is not a file of the package; name a "
                               "file under the package root")
         if m.replace is None:
-            out.append(Mutant(f"own/{m.name}", "own", f"{m.name}: {m.file} removed", m.file))
+            out.append(Mutant(f"own/{m.name}", "own", f"{m.name}: {m.file} removed", m.file,
+                              direction=m.direction))
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         if m.replace not in text:
@@ -83,7 +103,7 @@ def own_mutants(root: Path, own: Sequence[OwnMutant], where: Callable[..., str])
                               "from the file as it is")
         line = text[: text.index(m.replace)].count("\n") + 1
         out.append(Mutant(f"own/{m.name}", "own", f"{m.name}: a text of {m.file} replaced", m.file,
-                          line=line, replace=m.replace, replacement=m.with_))
+                          line=line, replace=m.replace, replacement=m.with_, direction=m.direction))
     return out
 
 
@@ -98,6 +118,8 @@ def mutants_of(layout: PackageLayout) -> list[Mutant]:
     MCP servers, then the suite's mock stand-ins of MCP servers."""
     root = layout.root
     out: list[Mutant] = []
+    descriptions = {skill: description_of(root, f"{folder}/SKILL.md")
+                    for skill, folder in layout.skill_dirs.items() if (root / f"{folder}/SKILL.md").is_file()}
     for skill, folder in sorted(layout.skill_dirs.items()):
         rel = f"{folder}/SKILL.md"
         if not (root / rel).is_file():
@@ -107,6 +129,7 @@ def mutants_of(layout: PackageLayout) -> list[Mutant]:
         out.append(Mutant(f"{slug(skill)}/body", "body", f"{skill}: body emptied", rel, skill, line=body_at))
         out.append(Mutant(f"{slug(skill)}/description", "description", f"{skill}: description blanked", rel,
                           skill, line=description_line(text)))
+        out += over_claims(skill, rel, text, descriptions)
         seen: set[str] = set()
         for heading, start, _ in sections(text):
             name = _unique(slug(heading), seen)
@@ -128,6 +151,35 @@ def mutants_of(layout: PackageLayout) -> list[Mutant]:
             out.append(Mutant(f"hooks/{name}", "hook-removed", f"hook {event} ({source.path}) removed",
                               source.path, section=event))
     return out + mcp_mutants(layout) + mock_mutants(root)
+
+
+def over_claims(skill: str, rel: str, text: str, descriptions: dict[str, str | None]) -> list[Mutant]:
+    """A skill's over-claiming mutants: its description broadened to every request, and given its
+    nearest sibling's wording (appended: the skill keeps what it claimed, and claims the
+    sibling's requests too). None for a SKILL.md whose frontmatter has no description line."""
+    line = description_line(text)
+    mine = descriptions.get(skill)
+    if line is None or mine is None:
+        return []
+    out = [Mutant(f"{slug(skill)}/broadened", "broadened", f"{skill}: description broadened to every request",
+                  rel, skill, line=line, replacement=f"{mine} {BROADENED}".strip(), direction="over-claims")]
+    sibling = nearest(skill, descriptions)
+    if sibling is not None:
+        theirs = descriptions[sibling] or ""
+        out.append(Mutant(f"{slug(skill)}/sibling/{slug(sibling)}", "sibling",
+                          f"{skill}: description given {sibling}'s wording", rel, skill, sibling, line,
+                          replacement=f"{mine} {theirs}".strip(), direction="over-claims"))
+    return out
+
+
+def nearest(skill: str, descriptions: dict[str, str | None]) -> str | None:
+    """The package's other skill (with a description) whose description shares the most words
+    with this one's (stopwords left out), the first by name on a tie; None when it has no other."""
+    from aam_eval_action.drafting.skills import words
+
+    mine = set(words(descriptions.get(skill) or ""))
+    others = sorted(name for name, about in descriptions.items() if name != skill and about)
+    return max(others, key=lambda name: len(mine & set(words(descriptions[name] or ""))), default=None)
 
 
 MOCK_ERROR = "Internal error: the server failed to answer this call."
@@ -227,21 +279,22 @@ def mock_mutants(root: Path) -> list[Mutant]:
 
 
 def select(mutants: Sequence[Mutant], spec: str | None) -> list[Mutant]:
-    """`--mutants`: kinds or id patterns, comma-separated (`section,script-fails`,
-    `house-style/section/*`); None: all. A token that selects nothing is a usage error."""
+    """`--mutants`: kinds, directions or id patterns, comma-separated (`section,script-fails`,
+    `over-claims`, `house-style/section/*`); None: all. A token that selects nothing is a usage
+    error."""
     if not spec:
         return list(mutants)
     tokens = [t.strip() for t in spec.split(",") if t.strip()]
-    chosen = []
+
+    def chosen_by(m: Mutant, token: str) -> bool:
+        return token in (m.kind, m.direction) or fnmatch.fnmatchcase(m.id, token)
+
     for token in tokens:
-        if not any(m.kind == token or fnmatch.fnmatchcase(m.id, token) for m in mutants):
-            raise UsageError(f"--mutants: {token!r} selects no mutant; kinds are {', '.join(KINDS)}, or "
-                             "an id pattern such as 'my-skill/section/*' (`aam-eval sensitivity --list` "
-                             "lists them)")
-    for m in mutants:
-        if any(m.kind == t or fnmatch.fnmatchcase(m.id, t) for t in tokens):
-            chosen.append(m)
-    return chosen
+        if not any(chosen_by(m, token) for m in mutants):
+            raise UsageError(f"--mutants: {token!r} selects no mutant; kinds are {', '.join(KINDS)}, "
+                             f"directions {', '.join(DIRECTIONS)}, or an id pattern such as "
+                             "'my-skill/section/*' (`aam-eval sensitivity --list` lists them)")
+    return [m for m in mutants if any(chosen_by(m, t) for t in tokens)]
 
 
 def make(mutant: Mutant, source: Path, into: Path, skip: Iterable[Path] = ()) -> Path:
@@ -305,6 +358,8 @@ def apply(mutant: Mutant, root: Path) -> None:
         text = "".join(lines[: body_line(text) - 1])
     elif mutant.kind == "description":
         text = blank_description(text)
+    elif mutant.kind in OVER_CLAIMS:
+        text = set_description(text, mutant.replacement)
     else:
         found = next(((s, e) for h, s, e in sections(text) if s == mutant.line), None)
         if found is not None:
@@ -327,14 +382,34 @@ def description_line(text: str) -> int | None:
                  if line.startswith("description:")), None)
 
 
+def description_of(root: Path, rel: str) -> str | None:
+    """A SKILL.md's frontmatter `description` as its CLI reads it, white space runs made one
+    ("" when empty); None without a description line, or with a frontmatter that cannot be read."""
+    from aam_eval_action.layouts.common import frontmatter
+
+    if description_line((root / rel).read_text(encoding="utf-8", errors="replace")) is None:
+        return None
+    try:
+        about = frontmatter(root, rel)[0].get("description")
+    except ConfigError:
+        return None
+    return " ".join(about.split()) if isinstance(about, str) else "" if about is None else None
+
+
 def blank_description(text: str) -> str:
     """The frontmatter's `description` made empty (a folded or block value too)."""
+    return set_description(text, "")
+
+
+def set_description(text: str, value: str) -> str:
+    """The frontmatter's `description` (a folded or block value too) replaced by `value`, written
+    as one double-quoted line."""
     lines = text.splitlines(keepends=True)
     end = body_line(text) - 1
     out, skipping = [], False
     for n, line in enumerate(lines):
         if n < end and line.startswith("description:"):
-            out.append('description: ""\n')
+            out.append(f"description: {json.dumps(value)}\n")
             skipping = True
             continue
         if skipping and n < end - 1 and (line.startswith((" ", "\t")) or not line.strip()):

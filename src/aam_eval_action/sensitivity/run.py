@@ -53,7 +53,7 @@ class SensitivityArgs:
     package: Path
     engines: list[str] | None = None
     mutants: str | None = None
-    """`--mutants`: kinds or id patterns (None: all)."""
+    """`--mutants`: kinds, directions or id patterns (None: all)."""
     max_usd: float | None = None
     replay: bool = False
     output: Path | None = None
@@ -203,7 +203,8 @@ def measure(args: SensitivityArgs, console: Lines,
                     continue
                 runs.append((mutant, report, None if report is not None else "no case ran"))
                 result.sessions += matrix.sessions_of(engine, mutant.id, report)
-            rows, checks = matrix.build(result.package, engine, with_report, runs, forced)
+            rows, checks = matrix.build(result.package, engine, with_report, runs, forced,
+                                        {m.direction for m in made})
             for line in (f"{engine}: {r.id}: {r.note}" for r in rows if r.status == "not-run" and r.note):
                 if line not in result.not_run:
                     result.not_run.append(line)
