@@ -79,7 +79,8 @@ def test_no_import_cycles() -> None:
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
 
 
-LOWER = ("spec", "graders", "layouts", "engines", "replay", "sandbox", "catalog", "importers", "settings", "loader")
+LOWER = ("spec", "graders", "jsregex", "layouts", "engines", "replay", "sandbox", "catalog", "importers", "settings",
+         "loader")
 """The lower layers: what a case is, where it lives, how an engine runs it, how it is recorded."""
 
 

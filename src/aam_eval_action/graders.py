@@ -180,6 +180,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 BODY_FIELD = {"regex": "pattern", "llm": "criteria", "baseline": "criteria"}
 """The field a `graders/<name>.md` body becomes, unless its frontmatter sets it."""
 _MATCH = r"contains|not_contains|count:\d+"
+_FLAGS = r"[dgimsuvy]*"
+"""The letters a regex grader's `flags` may hold (a repeated one passes here, and throws when the
+grader runs: "Invalid flags supplied to RegExp constructor.")."""
 
 
 def keys(kind: str) -> tuple[str, ...]:
@@ -226,6 +229,9 @@ def parse(raw: Any, where: str, names: set[str]) -> PluginGrader:
     match = raw.get("match", "contains")
     if kind == "regex" and not (isinstance(match, str) and re.fullmatch(_MATCH, match)):
         raise ConfigError(f"{where}.match: must be contains | not_contains | count:N")
+    flags = raw.get("flags", "")
+    if kind == "regex" and isinstance(flags, str) and not re.fullmatch(_FLAGS, flags):
+        raise ConfigError(f"{where}.flags: must be JS RegExp flags (d g i m s u v y)")
     try:
         return _ADAPTER.validate_python({**DEFAULTS.get(str(kind), {}), **raw})
     except ValidationError as exc:

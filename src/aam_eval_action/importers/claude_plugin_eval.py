@@ -16,8 +16,10 @@ What that runner refuses is refused here, with the file, the line and what to wr
 `init --bare` template; `max_turns` over 200, `timeout_seconds` over 3600, `runs` over 50; no
 grader, two of one name, a grader of an unknown type or with a key its type does not take (an
 `llm` grader's `target:`, say), a `weight` of 0, a `match` other than contains, not_contains or
-count:N; a `prompt.md` frontmatter key it does not allow (`context` among them). Unknown
-top-level keys of case.yaml are dropped, as there.
+count:N, `flags` with a letter other than d g i m s u v y; a `prompt.md` frontmatter key it does
+not allow (`context` among them). Unknown top-level keys of case.yaml are dropped, as there. A
+pattern JavaScript cannot compile loads, as there (its grader throws when it runs), and is
+warned of (`refused_pattern`).
 
 The case keeps its graders, and is graded as that runner grades (`pipeline/plugin_eval.py`):
 by score, each grader with its weight; its `mocks/` folders (from the eval dir down to its own)
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from aam_eval_action import graders as grader_models
+from aam_eval_action import jsregex
 from aam_eval_action.errors import ConfigError
 from aam_eval_action.graders import BODY_FIELD, CREATES_FILES, PluginGrader
 from aam_eval_action.importers.common import Imported, build, case_name
@@ -187,7 +190,7 @@ class Read:
     graders: tuple[PluginGrader, ...]
     runs: int
     never_pass: tuple[tuple[str, int | None, str], ...] = ()
-    """Graders that can never pass, as (file, line, why)."""
+    """Graders that can never pass (or that throw once their tool is called), as (file, line, why)."""
 
 
 def read_case(root: Path, folder: str, evals: str | None = None) -> Read:
@@ -489,6 +492,10 @@ def never_passes(found: _Case) -> list[tuple[str, int | None, str]]:
             out.append((file, line, f'grader "{name}" can never pass: min is 1 unless given, and max is 0; '
                                     "add min: 0 (the tool must not be called)"))
             continue
+        refused = refused_pattern(grader)
+        if refused:
+            out.append((file, line, f'grader "{name}" {refused}'))
+            continue
         for tool in grader.tools():
             if tool in withheld:
                 why = f"the case's disallowed_tools lists {tool}; take it off, or drop the grader"
@@ -502,6 +509,45 @@ def never_passes(found: _Case) -> list[tuple[str, int | None, str]]:
                    "Write (or Edit, Bash) to allowed_tools")
             out.append((file, line, f'grader "{name}" can never pass: {why}'))
     return out
+
+
+def refused_pattern(grader: PluginGrader) -> str | None:
+    """What becomes of a grader whose pattern that runner's JavaScript cannot compile (a regex
+    grader's `pattern` with its `flags`, an `input_match`), with its words and what to write."""
+    if isinstance(grader, grader_models.RegexGrader):
+        said = jsregex.error(grader.pattern, grader.flags)
+        if said:
+            return (f"can never pass: that runner compiles its pattern as JavaScript, which refuses it "
+                    f"(grader threw: {said}){_rewrite(grader.pattern, grader.flags)}")
+        return None
+    if isinstance(grader, grader_models.ToolUsedGrader):
+        sides = [(grader.tool, grader.input_match)]
+    elif isinstance(grader, grader_models.ToolOrderGrader):
+        sides = [(side.tool, side.input_match) for side in (grader.before, grader.after)]
+    else:
+        return None
+    for tool, pattern in sides:
+        said = jsregex.error(pattern) if pattern else None
+        if pattern and said:
+            fate = "can never pass" if not isinstance(grader, grader_models.ToolUsedGrader) or grader.least \
+                else f"fails whenever {tool} is called"
+            return (f"{fate}: its input_match is compiled as JavaScript (no flags), which refuses it (grader "
+                    f"threw: {said}){_rewrite(pattern, '', 'input_match')}")
+    return None
+
+
+def _rewrite(pattern: str, flags: str, key: str = "pattern") -> str:
+    """What to write instead of a Python-style pattern that has a JavaScript reading: leading
+    `(?i)`-style groups as `flags`, `(?P<name>…)` and `(?P=name)` as `(?<name>…)` and `\\k<name>`."""
+    text = re.sub(r"\(\?P=(\w+)\)", r"\\k<\1>", pattern.replace("(?P<", "(?<"))
+    text, added = jsregex.vally(text)
+    if added and key == "input_match":
+        return "; input_match takes no flags: spell the cases out ([Aa] for a)"
+    flags = "".join(f for f in "dgimsuvy" if f in flags + added)
+    if text == pattern or jsregex.error(text, flags):
+        return ""
+    quoted = "'" + text.replace("'", "''") + "'"
+    return f"; write {key}: {quoted}" + (f" with flags: {flags}" if added else "")
 
 
 def _names(value: Any) -> list[str] | None:

@@ -7,9 +7,11 @@ Each grader gives passed or not, with that runner's explanation:
   files the run created, one a line, sorted), `mock_calls` (one JSON line per call a mock
   answered; no mock active: failed with why) or `{source: file, path}` (that file at the end of
   the run; missing: "grader threw"); `match` contains, not_contains or count:N (the number of
-  matches, the JS flags `i`, `m`, `s` kept);
+  matches). The pattern is a JavaScript RegExp with `flags` (`jsregex`): one JavaScript refuses
+  fails the grader with "grader threw: Invalid regular expression: …", in that runner's words;
 * `tool_used`: the calls of that tool (by its Claude Code name) whose input, as compact JSON,
-  `input_match` finds, counted, and passed when `min` (1 unless given) ≤ n ≤ `max`;
+  `input_match` (a JavaScript RegExp, no flags) finds, counted, and passed when `min` (1 unless
+  given) ≤ n ≤ `max`;
 * `tool_order`: the first call matching `before` comes before the first matching `after`;
 * `file_exists`: a created file matches the glob (`*`, `**`, `**/`, `?`) as `exists` says;
 * `llm`: the judge asked three times in that runner's words ("You are grading the output of a
@@ -43,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from aam_eval_action import jsregex
 from aam_eval_action.engines.registry import DEFAULT_ENGINE, ENGINES
 from aam_eval_action.graders import (
     BaselineGrader,
@@ -267,10 +270,6 @@ def created(session: Session) -> list[str]:
     return sorted(f.path for f in session.files if f.status == "created" and f.path not in staged)
 
 
-def _js_flags(flags: str) -> int:
-    return (re.I if "i" in flags else 0) | (re.M if "m" in flags else 0) | (re.S if "s" in flags else 0)
-
-
 def _not_here(grader: PluginGrader, what: str) -> Check:
     return _failed(grader, f"not graded here: the {what} target is not kept", scored=False)
 
@@ -290,16 +289,16 @@ def _regex(grader: RegexGrader, run: RunInputs) -> Check:
     text = _text(target, run)
     if text is None:
         return _not_here(grader, str(target))
-    pattern = re.compile(grader.pattern, _js_flags(grader.flags))
+    pattern = jsregex.compile(grader.pattern, grader.flags)  # as there: a refusal is "grader threw: …"
     match = grader.match
     if match == "contains":
-        passed = pattern.search(text) is not None
+        passed = pattern.search(text)
         why = f"matched {grader.pattern}" if passed else f"pattern not found in {_label(target)}"
     elif match == "not_contains":
-        passed = pattern.search(text) is None
+        passed = not pattern.search(text)
         why = "pattern absent as expected" if passed else "pattern found (expected absent)"
     else:
-        wanted, found = int(match.removeprefix("count:")), sum(1 for _ in pattern.finditer(text))
+        wanted, found = int(match.removeprefix("count:")), pattern.count(text)
         passed, why = found == wanted, f"found {found} matches (expected {wanted})"
     return outcome(grader, passed, why)
 
@@ -323,7 +322,8 @@ def _matches(call: ToolCall, side: ToolSide, engine: str) -> bool:
             return False
     elif not native and CLAUDE_TOOLS.get(str(tool)) not in neutral_names(call):
         return False
-    return input_match is None or re.search(str(input_match), _compact(call.input)) is not None
+    # compiled only once a call of the tool is there, as there: a pattern it refuses throws then
+    return not input_match or jsregex.compile(str(input_match)).search(_compact(call.input))
 
 
 def mcp_call(name: str, tool: str) -> bool:
@@ -424,7 +424,10 @@ def judge_prompt(criteria: str, focus: Target, text: str) -> str:
 
 
 def vote(reply: str) -> bool:
-    return re.search(r"\bPASS\b", reply, re.I) is not None and re.search(r"\bFAIL\b", reply, re.I) is None
+    """That runner's `/\bPASS\b/i.test(reply) && !/\bFAIL\b/i.test(reply)`: JavaScript's `\b` and
+    `i` (without `u`) are ASCII's, as Python's are with re.ASCII."""
+    flags = re.I | re.A
+    return re.search(r"\bPASS\b", reply, flags) is not None and re.search(r"\bFAIL\b", reply, flags) is None
 
 
 def image_prompt(criteria: str, focus: Target, kind: str, data: bytes) -> list[dict[str, Any]]:
