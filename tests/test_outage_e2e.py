@@ -30,7 +30,7 @@ ENGINES = ("claude-code", "codex", "copilot", "gemini-cli")
 MATRIX = ("--engine", ",".join(ENGINES))
 DOWN = "json-row-count"
 DOWN_PROMPT = "How many data rows does fixtures/sales.csv have?"
-UP = ("csv-summary-e2e", "average-revenue")
+UP = ("csv-summary-e2e",)
 SAID = re.compile(r"the model API answered 529 (\w+) \d+ times; last at turn 1")
 KIND = {"claude-code": "overloaded_error", "codex": "server_error", "copilot": "overloaded_error",
         "gemini-cli": "UNAVAILABLE"}
@@ -52,12 +52,13 @@ def test_an_outage_is_an_error_not_a_recording_and_the_next_run_repairs_it(tmp_p
         server.flaky = 3
         out = tmp_path / "record.json"
         done = aam_eval("run", *cases, "--package", str(pkg), *MATRIX, "--record", "--jobs", "4",
-                        "--timeout", "25", "-o", str(out))
+                        "--timeout", "20", "-o", str(out))
         assert out.is_file(), done.out + done.err
         report = json.loads(out.read_text())
         log = done.out + done.err
         failed_first = len(server.requests)
         recorded = _cassettes(pkg)
+        failed_once = server.flaky_failures
         # The API is back: only the case the outage left unrecorded goes live.
         server.flaky = 0
         server.script.remove(down)
@@ -75,12 +76,16 @@ def test_an_outage_is_an_error_not_a_recording_and_the_next_run_repairs_it(tmp_p
         assert not any(name.startswith(f"{DOWN}/") or f"/{DOWN}." in name or name.startswith(DOWN)
                        for name in recorded if engine in name), (engine, sorted(recorded))
         for name in UP:
-            assert by[(engine, name)]["verdict"] in ("PASS", "FAIL") and not by[(engine, name)].get("api_down"), (
-                engine, name, by[(engine, name)].get("error"))
-    assert report["summary"]["api_down"] == len(ENGINES) and report["summary"]["errored"] == len(ENGINES)
+            up = by[(engine, name)]
+            # A first attempt that failed once is retried, and the session is graded; but Codex
+            # 0.169 gives up at once on a 429, and then it too is an outage, never a verdict.
+            assert up["verdict"] == "PASS" or (
+                engine == "codex" and up.get("api_down") and "429 rate_limit_exceeded once" in up["error"]), (
+                engine, name, up.get("error"))
+    assert report["summary"]["api_down"] == report["summary"]["errored"] >= len(ENGINES)
     assert "1 not run: the model API was down" in log
     # The retried first attempts: every third request failed once, and the others still passed.
-    assert any(by[(e, "csv-summary-e2e")]["verdict"] == "PASS" for e in ENGINES)
+    assert failed_once >= 4 and all(by[(e, UP[0])]["verdict"] == "PASS" for e in ENGINES if e != "codex")
     # The next run: the down case recorded now, on every engine; every other cassette unchanged.
     repaired = json.loads(again_out.read_text())
     now = {(c["engine"], c["name"]): c for c in repaired["cases"]}

@@ -40,16 +40,18 @@ def api_error(response: RecordedResponse) -> str | None:
 
 
 def _error_kind(body: Any) -> str | None:
-    """The error's type as each API names it: Anthropic `error.type`, OpenAI `error.type` or
-    `code`, Gemini `error.status` (a streamed Gemini error comes as a one-item list)."""
+    """The error's name as each API gives it: OpenAI's `error.code` (`rate_limit_exceeded`; a
+    number is no name), Gemini's `error.status` (`UNAVAILABLE`; a streamed Gemini error comes as
+    a one-item list), Anthropic's `error.type` (`overloaded_error`)."""
     if isinstance(body, list) and body:
         body = body[0]
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
         return None
-    for key in ("type", "status", "code"):
+    for key in ("code", "status", "type"):
         value = error.get(key)
-        if isinstance(value, str) and value and len(value) <= 60 and value.replace("_", "").isalnum():
+        if isinstance(value, str) and 0 < len(value) <= 60 and value.replace("_", "").isalnum() \
+                and not value.isdigit():
             return value
     return None
 

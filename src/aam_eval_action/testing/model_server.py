@@ -638,6 +638,11 @@ class ModelServer:
         with self._lock:
             self.requests.append(request)
 
+    @property
+    def flaky_failures(self) -> int:
+        """How many requests `flaky` has failed so far."""
+        return self._flaky_count // self.flaky if self.flaky else 0
+
     def flaky_fault(self) -> dict[str, Any] | None:
         """With `flaky=N`, every Nth request fails (its retry, the next request, does not), by
         turns a 529, a 429, a 500 and a stream cut mid-answer: the API's weather."""
