@@ -212,7 +212,8 @@ def response_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any]]
 def openai_error(reply: Reply) -> dict[str, Any]:
     code = "invalid_api_key" if reply.status == 401 else "rate_limit_exceeded" if reply.status == 429 \
         else str(reply.status)
-    kind = "server_error" if reply.status >= 500 else "requests" if reply.status == 429 else "invalid_request_error"
+    kind = "server_error" if reply.status >= 500 else "requests" if reply.status == 429 \
+        else "invalid_request_error"
     return {"error": {"message": reply.text, "type": kind, "param": None, "code": code}}
 
 
