@@ -1082,7 +1082,12 @@ def test_an_image_focus_is_shown_to_the_judge_as_there(plugin: Path, tmp_path: P
                     if not r.body.get("tools") and isinstance(r.body["messages"][0]["content"], list)
                     and any(b.get("type") == "image" for b in r.body["messages"][0]["content"])]
 
-        assert shown(server.requests[asked:]) == shown(server.requests[:asked]) != []
+        # The same requests (in the order each tool's votes happened to reach the server).
+        def as_json(content: Any) -> str:
+            return json.dumps(content, sort_keys=True)
+
+        assert sorted(shown(server.requests[asked:]), key=as_json) == \
+            sorted(shown(server.requests[:asked]), key=as_json) != []
         # An OpenAI judge is sent the same image in the Responses API's own shape.
         openai = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(plugin), "--record", "--no-self-check",
                                  "--cassettes", str(tmp_path / "openai-cassettes"),

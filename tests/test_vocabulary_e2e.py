@@ -245,10 +245,10 @@ def test_each_new_check_passes_then_fails_for_its_reason_with_zero_model_calls(
 def test_three_votes_split_two_to_one_replay_identically(recorded: Recorded, tmp_path: Path) -> None:
     verdict = recorded.case(recorded.live, "votes")["judge_verdict"]
     assert verdict["result"] == "PASS"
-    assert verdict["votes"] == [
+    assert verdict["votes"] == [  # asked side by side: passes first, then by reason
         {"result": "PASS", "reason": "vote one: fine"},
-        {"result": "FAIL", "reason": "vote two: weak"},
         {"result": "PASS", "reason": "vote three: fine"},
+        {"result": "FAIL", "reason": "vote two: weak"},
     ]
     judge = yaml.safe_load((recorded.pkg / "evals/cassettes/votes/claude-code.judge.yaml").read_text())
     assert len(judge["interactions"]) == 3

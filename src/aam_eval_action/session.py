@@ -30,6 +30,9 @@ class SelfCheck(Model):
     """When not clean: the request that still differed, in words, with both values."""
     skipped: str | None = None
     """Why it was not made (a recording that cannot be re-executed)."""
+    same_as: int | None = None
+    """Not re-executed itself: its recording is the same as this attempt's (1-based), request
+    for request and answer for answer under the masks, so that attempt's check stands for it."""
 
 
 class ToolCall(Model):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from aam_eval_action.errors import AamEvalError
@@ -16,13 +19,14 @@ from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.forced import forced
 from aam_eval_action.pipeline.grade import combine, grade_all, miss_record, scoring_of, verdicts
 from aam_eval_action.pipeline.judge import JudgeError
+from aam_eval_action.pipeline.slots import side_by_side
 from aam_eval_action.pipeline.spend_cap import OverBudget, traffic_cost
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
 from aam_eval_action.replay.outage import NOT_RUN, ApiDown
-from aam_eval_action.report import BudgetSkip, CaseResult, ReplayDivergence, not_asked
+from aam_eval_action.report import Attempt, BudgetSkip, CaseResult, CheckResult, ReplayDivergence, not_asked
 from aam_eval_action.session import SelfCheck, Session
 
 BASELINE = "baseline"
@@ -85,17 +89,23 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools,
                            s.mocks)
     decision = decide(s, loaded.case.name, fp)
-    if decision.rerun:
-        result, session = _rerun_case(ctx, loaded, fp, decision)
-    else:
-        with spending(ctx, loaded, paid=not decision.replay):
-            sessions, checks = _sessions(ctx, loaded, fp, layout, decision)
-            graded = grade_all(ctx, loaded, fp, sessions)
-        result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
-        result.replay_kind = decision.kind
-        result.self_check = summary(checks)
-    if s.two_arms(loaded):
-        add_baseline(ctx, loaded, result)
+    # The arm without the package runs beside this one (its sessions take slots of their own).
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        arm = beside.submit(run_baseline, ctx, loaded) if s.two_arms(loaded) and ctx.together else None
+        if decision.rerun:
+            result, session = _rerun_case(ctx, loaded, fp, decision)
+        else:
+            with spending(ctx, loaded, paid=not decision.replay):
+                sessions, recorded = _sessions(ctx, loaded, fp, layout, decision)
+                try:
+                    graded = grade_all(ctx, loaded, fp, sessions)
+                finally:
+                    checks = recorded()
+            result, session = combine(ctx, loaded, fp, sessions, graded, replayed=decision.replay)
+            result.replay_kind = decision.kind
+            result.self_check = summary(checks)
+        if s.two_arms(loaded):
+            add_baseline(loaded, result, arm.result() if arm is not None else run_baseline(ctx, loaded))
     result.forced = forced_how
     return result, session
 
@@ -103,9 +113,11 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
 def _sessions(
     ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, decision: Decision,
     variant: str = "",
-) -> tuple[list[Session], list[SelfCheck]]:
-    """The case's sessions, replayed as recorded (snapshot) or live (and recorded, each
-    recording then checked against itself)."""
+) -> tuple[list[Session], Callable[[], list[SelfCheck]]]:
+    """The case's sessions, replayed as recorded (snapshot) or live; and `recorded()`, which
+    (live, recording) waits for each recording's check against itself, started now so that it
+    runs while the sessions are graded, then saves the recordings: call it once grading is done,
+    or failed."""
     # The live side (its proxies, HTTP and the engines) is loaded only when a session runs:
     # a snapshot replay of a thousand cases does without it.
     s = ctx.settings
@@ -116,22 +128,34 @@ def _sessions(
             from aam_eval_action.pipeline.live import restore_for_debugging
 
             restore_for_debugging(ctx, loaded, sessions[0])
-        return sessions, []
+        return sessions, list
     from aam_eval_action.pipeline.live import live_session, save_sessions
-    from aam_eval_action.pipeline.self_check import self_check
+    from aam_eval_action.pipeline.self_check import check_attempts
 
-    runs = [live_session(ctx, loaded, layout) for _ in range(s.repeat)]
+    # The attempts side by side, each in a slot of the run's --jobs as it comes free.
+    runs = side_by_side([functools.partial(live_session, ctx, loaded, layout)] * s.repeat, ctx.together)
     sessions = [session for session, _ in runs]
     prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
     for session, traffic in runs:
         ctx.budget.charge(traffic_cost(session, traffic, s.model, prices))
-    checks: list[SelfCheck] = []
-    if s.mode in ("auto", "record"):
-        if s.self_check:
-            checks = [self_check(ctx, loaded, traffic, layout, session) for session, traffic in runs]
+    if s.mode not in ("auto", "record"):
+        return sessions, list
+    # The recordings check themselves while the sessions are graded.
+    checking = functools.partial(check_attempts, ctx, loaded, runs, layout)
+    pool = ThreadPoolExecutor(max_workers=1) if s.self_check and ctx.together else None
+    started = pool.submit(checking) if pool is not None else None
+
+    def recorded() -> list[SelfCheck]:
+        try:
+            checks = started.result() if started is not None else checking() if s.self_check else []
+        finally:
+            if pool is not None:
+                pool.shutdown()
         save_sessions(ctx, loaded.case.name, fp, sessions, [traffic for _, traffic in runs], variant,
                       checks or None)
-    return sessions, checks
+        return checks
+
+    return sessions, recorded
 
 
 def summary(checks: list[SelfCheck]) -> SelfCheck | None:
@@ -157,13 +181,15 @@ def _rerun_case(
     try:
         # Re-execution is free; a divergence may go on live (under auto, with a key): paid.
         with spending(ctx, loaded, paid=continue_upstream(ctx) is not None):
-            runs = [rerun_session(ctx, loaded, traffic) for traffic in decision.traffic[: s.repeat]]
+            runs = side_by_side([functools.partial(rerun_session, ctx, loaded, traffic)
+                                 for traffic in decision.traffic[: s.repeat]], ctx.together)
             prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
             for run in runs:
                 ctx.budget.charge(traffic_cost(run.session, run.traffic, s.model, prices, live_only=True))
     except OverBudget as exc:  # then it may not go on live, and is graded only if it need not
         over = exc
-        runs = [rerun_session(ctx, loaded, traffic, live=False) for traffic in decision.traffic[: s.repeat]]
+        runs = side_by_side([functools.partial(rerun_session, ctx, loaded, traffic, live=False)
+                             for traffic in decision.traffic[: s.repeat]], ctx.together)
     for run in runs:
         if run.live_requests:  # went on live: the API may have been down from there
             api_down(run.session, run.traffic)
@@ -192,8 +218,20 @@ def _rerun_case(
     return result, session
 
 
-def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> None:
-    """Run the case again without the package (or without its target skill) and note the verdict.
+@dataclass(frozen=True)
+class Baseline:
+    """The case's arm without the package (or without its target skill)."""
+
+    verdict: str
+    error: str | None
+    attempts: list[Attempt] | None = None
+    checks: dict[str, CheckResult] | None = None
+    graded: CaseResult | None = None
+    """The arm's own result, when it was graded."""
+
+
+def run_baseline(ctx: CaseContext, loaded: LoadedCase) -> Baseline:
+    """Run the case again without the package (or without its target skill).
 
     The baseline has its own agent and judge cassettes (`<engine>.baseline.*.yaml`); a miss or
     failure there is the baseline's ERROR, never the case's.
@@ -205,23 +243,35 @@ def add_baseline(ctx: CaseContext, loaded: LoadedCase, result: CaseResult) -> No
     try:
         decision = decide(s, loaded.case.name, fp, BASELINE)
         with spending(ctx, loaded, paid=not decision.replay):
-            sessions, _ = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
-            graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
+            sessions, recorded = _sessions(ctx, loaded, fp, layout, decision, BASELINE)
+            try:
+                graded = grade_all(ctx, loaded, fp, sessions, BASELINE)
+            finally:
+                recorded()
         base, shown = combine(ctx, loaded, fp, sessions, graded, replayed=True)
-        verdict, error, attempts = base.verdict, base.error, base.attempts
-        result.baseline_checks = verdicts(graded[next(i for i, x in enumerate(sessions) if x is shown)])
+        checks = verdicts(graded[next(i for i, x in enumerate(sessions) if x is shown)])
+        return Baseline(base.verdict, base.error, base.attempts, checks, base)
     except OverBudget as over:
-        verdict, error, attempts = "SKIP", over.message, None
+        return Baseline("SKIP", over.message)
     except (Miss, AamEvalError, CassetteError, JudgeError, OSError) as exc:
-        verdict, error, attempts = "ERROR", str(exc), None
-    result.baseline_verdict = verdict
-    result.baseline_error = error
-    result.baseline_attempts = attempts
-    if scoring_of(loaded).by_score and verdict in ("PASS", "FAIL") and result.score is not None:
+        return Baseline("ERROR", str(exc))
+
+
+def add_baseline(loaded: LoadedCase, result: CaseResult, baseline: Baseline) -> None:
+    """The case's result with its arm without the package: the verdict, and for a case graded by
+    score its score without and the delta."""
+    base = baseline.graded
+    result.baseline_verdict = baseline.verdict  # type: ignore[assignment]
+    result.baseline_error = baseline.error
+    result.baseline_attempts = baseline.attempts
+    if baseline.checks is not None:
+        result.baseline_checks = baseline.checks
+    if scoring_of(loaded).by_score and base is not None and baseline.verdict in ("PASS", "FAIL") \
+            and result.score is not None:
         result.score_without, result.pass_rate_without = base.score, base.pass_rate
         result.graders_without = base.graders
         result.delta = result.score - (base.score or 0.0)
-    result.skill_not_needed = result.verdict == "PASS" and verdict == "PASS"
+    result.skill_not_needed = result.verdict == "PASS" and baseline.verdict == "PASS"
 
 
 def spending(ctx: CaseContext, loaded: LoadedCase, *, paid: bool) -> contextlib.AbstractContextManager[None]:

@@ -7,6 +7,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from aam_eval_action.pipeline.slots import Slots
 from aam_eval_action.pipeline.spend_cap import Budget, Estimator
 from aam_eval_action.redact import Redactor
 from aam_eval_action.settings import RunSettings
@@ -24,6 +25,8 @@ class CaseContext:
     """(engine, model) when the run covers several: each result is stamped with it."""
     budget: Budget = field(default_factory=lambda: Budget(None))
     """The run's spending against `max-usd`: one for every context of the run."""
+    slots: Slots = field(default_factory=lambda: Slots(1))
+    """The run's `--jobs` slots: one for every context of the run (see `slots.py`)."""
     _estimator: Estimator | None = None
     _warned: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -57,6 +60,12 @@ class CaseContext:
         return dataclasses.replace(self, settings=settings)
 
     @property
+    def together(self) -> bool:
+        """Whether a case's steps may run side by side (`slots.side_by_side`): not under a spend
+        cap, whose one paid slot a case holds in its own thread."""
+        return self.budget.cap is None
+
+    @property
     def estimator(self) -> Estimator:
         """Cost estimates for this engine + model's cases (made on first use)."""
         with self._lock:
@@ -67,9 +76,10 @@ class CaseContext:
     @classmethod
     def for_run(
         cls, settings: RunSettings, keep_workspaces: bool = False, *, matrix: bool = False,
-        budget: Budget | None = None,
+        budget: Budget | None = None, slots: Slots | None = None,
     ) -> CaseContext:
-        """The context of one engine + model; `matrix` when the run covers several; `budget` is
-        the run's, shared by the contexts of all its pairs."""
+        """The context of one engine + model; `matrix` when the run covers several; `budget` and
+        `slots` are the run's, shared by the contexts of all its pairs."""
         pair = (settings.engine, settings.model) if matrix else None
-        return cls(settings, settings.redactor(), keep_workspaces, pair, budget or Budget(settings.max_usd))
+        return cls(settings, settings.redactor(), keep_workspaces, pair, budget or Budget(settings.max_usd),
+                   slots or Slots(settings.jobs))

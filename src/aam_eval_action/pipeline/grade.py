@@ -14,6 +14,8 @@ A case is graded one of two ways, chosen once (`scoring_of`):
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from aam_eval_action.pipeline.judge import (
     text_of,
     usage_of,
 )
+from aam_eval_action.pipeline.slots import side_by_side
 from aam_eval_action.pipeline.spend_cap import OverBudget, answered_cost
 from aam_eval_action.providers import BASE_URL_VARS, KEY_VARS, PROVIDERS
 from aam_eval_action.replay.decision import JudgeReplay, Miss, judge_miss, open_judge
@@ -86,7 +89,8 @@ def grade_all(
     jfp = judge_fingerprint(loaded.case, ctx.settings.judge_model, fp)
     judge = JudgeCalls(ctx, loaded, jfp, variant)
     try:
-        return [grade(ctx, loaded, session, judge) for session in sessions]
+        return side_by_side([functools.partial(grade, ctx, loaded, session, judge) for session in sessions],
+                            ctx.together)
     finally:
         judge.close()
 
@@ -169,7 +173,8 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
     servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers)
     run = plugin_eval.RunInputs(session, finished.files, ask, s.engine,
                                 case_dir=s.package.layout.root / Path(loaded.file).parent,
-                                calls_with_only=mocks.with_only_calls(servers), blobs=finished.blobs)
+                                calls_with_only=mocks.with_only_calls(servers), blobs=finished.blobs,
+                                together=ctx.together)
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
         results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget, ApiDown))
@@ -226,19 +231,25 @@ class JudgeCalls:
         self.variant = variant
         self.replay: JudgeReplay | None = None
         self._opened = False
+        self._lock = threading.Lock()
 
     def _open(self) -> JudgeReplay | None:
-        """This case's judge cassette, opened on first use; None in live mode."""
-        if not self._opened:
-            self.replay = open_judge(self.ctx.settings, self.loaded.case.name, self.jfp,
-                                     self.ctx.redactor.text, self.variant)
-            self._opened = True
-        return self.replay
+        """This case's judge cassette, opened on first use (once, whichever vote comes first);
+        None in live mode."""
+        with self._lock:
+            if not self._opened:
+                self.replay = open_judge(self.ctx.settings, self.loaded.case.name, self.jfp,
+                                         self.ctx.redactor.text, self.variant)
+                self._opened = True
+            return self.replay
 
     def ask_votes(self, session: Session, votes: int) -> tuple[list[JudgeAnswer], bool]:
-        """The judge asked `votes` times with the same request; recorded votes play back in order."""
-        asked = [self.ask(session) for _ in range(votes)]
-        return [answer for answer, _ in asked], all(replayed for _, replayed in asked)
+        """The judge asked `votes` times with the same request, side by side; the answers in a
+        fixed order (passes first, then by reason), so a vote's place does not depend on which
+        answer came back first, live or replayed."""
+        asked = side_by_side([functools.partial(self.ask, session)] * votes, self.ctx.together)
+        answers = sorted((answer for answer, _ in asked), key=lambda a: (a.result != "PASS", a.reason))
+        return answers, all(replayed for _, replayed in asked)
 
     def ask(self, session: Session) -> tuple[JudgeAnswer, bool]:
         """The judge's answer, and whether it came from the cassette."""
@@ -270,7 +281,7 @@ class JudgeCalls:
         s = self.ctx.settings
         replay = self._open()
         jc = replay.cassette if replay else None
-        played_before = jc.played if jc else 0
+        played_before = jc.mine() if jc else 0  # this thread's: votes are asked side by side
         recorded = jc.play_recorded(s.judge_provider, API_PATHS[s.judge_provider], params) if jc else None
         if recorded is not None:
             return recorded, True
@@ -279,12 +290,12 @@ class JudgeCalls:
         paid = s.mode != "replay" and budget.cap is not None
         estimate = self.ctx.estimator.case(self.loaded, 1, with_agent=False) if paid else None
         try:
-            with budget.paid(estimate) if estimate else contextlib.nullcontext():
+            with budget.paid(estimate) if estimate else contextlib.nullcontext(), self.ctx.slots.held():
                 body = call(jc.http_client() if jc else None)
         except JudgeReplayMiss:
             assert replay is not None  # only a cassette raises a replay miss
             raise judge_miss(s, self.loaded.case.name, replay, self.variant) from None
-        replayed = bool(jc and jc.played > played_before)
+        replayed = bool(jc and jc.mine() > played_before)
         if not replayed:
             prices = self.ctx.estimator.prices if budget.cap is not None else {}
             budget.charge(answered_cost(usage_of(body), model, s.judge_provider, prices))

@@ -113,7 +113,15 @@ def api_down(session: Session, traffic: ModelTraffic) -> None:
 def run_session(
     ctx: CaseContext, loaded: LoadedCase, route: ModelRoute, layout: PackageLayout | None = None
 ) -> tuple[Session, Proxy]:
-    """Fresh workspace, package installed, the real CLI run with its model calls going `route`."""
+    """Fresh workspace, package installed, the real CLI run with its model calls going `route`,
+    in one of the run's `--jobs` slots (live, re-executed or a self-check alike)."""
+    with ctx.slots.held():
+        return _run_session(ctx, loaded, route, layout)
+
+
+def _run_session(
+    ctx: CaseContext, loaded: LoadedCase, route: ModelRoute, layout: PackageLayout | None = None
+) -> tuple[Session, Proxy]:
     from aam_eval_action.engines.base import AgentRun, get_engine
     from aam_eval_action.engines.registry import ENGINES
     from aam_eval_action.engines.version import installed_version

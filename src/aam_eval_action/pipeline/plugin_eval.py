@@ -60,6 +60,7 @@ from aam_eval_action.graders import (
     ToolUsedGrader,
 )
 from aam_eval_action.pipeline.checks import Check
+from aam_eval_action.pipeline.slots import side_by_side
 from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
 
@@ -89,6 +90,8 @@ class RunInputs:
     with-only."""
     blobs: dict[str, bytes] = field(default_factory=dict)
     """The bytes of the files a grader looks at that are not text (an image, a PDF…)."""
+    together: bool = True
+    """Whether a grader's judge votes are asked side by side (not under a spend cap)."""
 
 
 def grade_run(graders: Sequence[PluginGrader], run: RunInputs, arm: str | None = None,
@@ -470,7 +473,8 @@ def _votes(grader: LlmGrader | BaselineGrader, run: RunInputs, prompt: str | lis
     """The judge asked three times; passed on a majority."""
     if run.ask is None:
         raise RuntimeError(f"no judge for an {grader.type} grader")
-    votes = tuple(vote(run.ask(prompt)) for _ in range(VOTES))
+    ask = run.ask
+    votes = tuple(vote(reply) for reply in side_by_side([lambda: ask(prompt)] * VOTES, run.together))
     passed = sum(votes) > len(votes) / 2
     why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
     return outcome(grader, passed, why, votes=votes)

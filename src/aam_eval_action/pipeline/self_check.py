@@ -14,6 +14,8 @@ where it would diverge on every pull request. No model is called: it costs CLI t
 
 from __future__ import annotations
 
+import re
+
 from aam_eval_action.fsutil import runner_checkout
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
@@ -21,8 +23,9 @@ from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.live import DUMMY_KEY, ModelRoute, run_session
 from aam_eval_action.replay import traffic_store
 from aam_eval_action.replay.decision import not_reexecutable
+from aam_eval_action.replay.divergence import first_difference
 from aam_eval_action.replay.proxy import ReplayProxy
-from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, TrafficError
+from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, TrafficError, full_requests
 from aam_eval_action.replay.volatile import Mask, compile_masks, merge
 from aam_eval_action.session import SelfCheck, Session
 
@@ -56,6 +59,42 @@ def self_check(
     described = [mask.describe() for mask in learnt]
     return SelfCheck(clean=unstable is None, runs=runs, learnt=described,
                      unstable=ctx.redactor.text(unstable) if unstable else None)
+
+
+def check_attempts(
+    ctx: CaseContext, loaded: LoadedCase, runs: list[tuple[Session, ModelTraffic]],
+    layout: PackageLayout | None = None,
+) -> list[SelfCheck]:
+    """Each attempt's check: the first re-executed, then each later one re-executed only when its
+    recording differs from every one checked so far (under the masks known then); an attempt
+    recorded the same as an earlier one would re-execute the same, so that check stands for it."""
+    s = ctx.settings
+    checks: list[SelfCheck] = []
+    checked: list[int] = []
+    for i, (session, traffic) in enumerate(runs):
+        if checked:
+            try:
+                known = traffic_store.load_masks(s.cassettes, traffic.cli, traffic.cli_version)
+            except TrafficError:
+                known = []
+            ignore = [*s.rerun_ignore, *compile_masks(known)]
+            twin = next((j for j in checked if same_recording(runs[j][1], traffic, ignore)), None)
+            if twin is not None:
+                checks.append(checks[twin].model_copy(update={"runs": 0, "learnt": [], "same_as": twin + 1}))
+                continue
+        checks.append(self_check(ctx, loaded, traffic, layout, session))
+        checked.append(i)
+    return checks
+
+
+def same_recording(a: ModelTraffic, b: ModelTraffic, ignore: list[re.Pattern[str]]) -> bool:
+    """Two recordings that a re-execution cannot tell apart: the same CLI, the same exchanges in
+    the same conversations, every request equal under `ignore` and every answer equal."""
+    if (a.cli, a.cli_version, len(a.exchanges)) != (b.cli, b.cli_version, len(b.exchanges)):
+        return False
+    pairs = zip(a.exchanges, b.exchanges, full_requests(a), full_requests(b), strict=True)
+    return all(x.stream == y.stream and x.conversation == y.conversation and x.response == y.response
+               and first_difference(rx, ry, x.stream, ignore) is None for x, y, rx, ry in pairs)
 
 
 def _rerun(

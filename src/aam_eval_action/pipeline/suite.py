@@ -18,6 +18,7 @@ from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.layouts.marketplace import console_lines
 from aam_eval_action.loader import LoadedCase, LoadedPackage, LoadedRepo, load_repo
 from aam_eval_action.pipeline.select import named, recorded_durations, select
+from aam_eval_action.pipeline.slots import Slots
 from aam_eval_action.render.console import Console
 from aam_eval_action.settings import Overrides, RunSettings, check_judge, resolve_matrix, runner_environment
 
@@ -108,8 +109,9 @@ def execute(
         probe_sandbox(s)  # while the cases run
     matrix = len(runs) > 1
     budget = Budget(first.max_usd)  # one cap for every engine and model of the run
-    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix, budget=budget)
-                for _, settings_list in matrices for s in settings_list]
+    slots = Slots(first.jobs)  # and one --jobs for all their sessions and judge votes
+    contexts = [CaseContext.for_run(s, keep_workspaces=args.keep_workspaces, matrix=matrix, budget=budget,
+                                    slots=slots) for _, settings_list in matrices for s in settings_list]
     for line in console_lines(repo.findings) if repo.kind != "aam" else []:  # remote sources: one line
         console.line(line, "yellow")
     for _, err in errors:
@@ -196,7 +198,7 @@ def sweep_tasks(
             continue
         for point in sweep_settings(ctx.settings):
             sweep_ctx = CaseContext.for_run(point, keep_workspaces=keep, matrix=ctx.pair is not None,
-                                            budget=budget)  # type: ignore[arg-type]
+                                            budget=budget, slots=ctx.slots)  # type: ignore[arg-type]
             tasks += [(sweep_ctx, loaded) for loaded in triggers]
     return tasks
 

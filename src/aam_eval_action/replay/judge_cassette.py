@@ -129,6 +129,7 @@ class JudgeCassette:
         self.used: list[tuple[Any, dict[str, Any]]] = []
         self.recorded = 0
         self.played = 0
+        self._mine = threading.local()
         if mode == "replay":
             self.player: Player | None = Player.load(path, inside)
             return
@@ -189,7 +190,15 @@ class JudgeCassette:
                 return None
             self.player.take(key)
             self.played += 1
+            self.count_mine()
         return body
+
+    def count_mine(self) -> None:
+        self._mine.played = self.mine() + 1
+
+    def mine(self) -> int:
+        """Answers played back to this thread (judge votes asked side by side each count theirs)."""
+        return int(getattr(self._mine, "played", 0))
 
     def transport(self) -> httpx2.BaseTransport:
         return _transport_class()(self)  # type: ignore[call-arg]
@@ -250,6 +259,7 @@ def _transport_class() -> type[httpx2.BaseTransport]:
                     played = cassette.play_response(vreq)
                     owner.used.append((cassette._before_record_request(vreq), played))
                     owner.played += 1
+                    owner.count_mine()
                     return _to_response(played)
             if owner.mode == "replay":
                 raise miss_error(owner.provider, NOT_RECORDED)
@@ -283,6 +293,7 @@ def _transport_class() -> type[httpx2.BaseTransport]:
                 if played is None:
                     raise miss_error(owner.provider, NOT_RECORDED)
                 owner.played += 1
+                owner.count_mine()
             return _to_response(played)
 
         def _real(self, url: str) -> httpx2.HTTPTransport:

@@ -168,6 +168,7 @@ import socket
 import sys
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -494,10 +495,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"null")
         except json.JSONDecodeError:
             body = None
-        route = self.path.split("?", 1)[0]
         owner = self.server.owner
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner.record(RecordedRequest(self.path, headers, body if isinstance(body, dict) else {}))
+        with owner.serving():
+            self._serve(body, headers)
+
+    def _serve(self, body: Any, headers: dict[str, str]) -> None:
+        route = self.path.split("?", 1)[0]
+        owner = self.server.owner
         if route not in ("/v1/messages", "/v1/responses") and not GEMINI_ROUTE.match(route):
             self._send(404, "application/json", b'{"error": "not found"}')
             return
@@ -611,6 +617,9 @@ class ModelServer:
         self.script = Script(scenarios or [])
         self.latency = latency
         self.flaky = flaky
+        self._in_flight = 0
+        self.max_in_flight = 0
+        """The most requests answered at once so far."""
         """Every `flaky`th request fails its first attempt (see `flaky_fault`); 0: none does."""
         self._flaky_count = 0
         keys = (api_key,) if isinstance(api_key, str) else api_key
@@ -637,6 +646,19 @@ class ModelServer:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Count a request being answered: `max_in_flight` is the most at once (how many of its
+        sessions and judge calls a client ran side by side)."""
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
     @property
     def flaky_failures(self) -> int:

@@ -1,0 +1,65 @@
+"""The run's `--jobs`: how many agent sessions, re-executions and live model calls of its own
+(judge votes) run at once, whichever case they belong to.
+
+A case is more than one session (attempts, the arm without the package, the recording's
+self-check, three judge votes), so scheduling whole cases `jobs` at a time leaves workers idle
+while one case waits on its last session and another could start. Instead the work of a case
+runs side by side, and each expensive step takes one of the run's slots: never more than
+`jobs` at a time, and never idle while any case has work waiting.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class Slots:
+    """At most `jobs` holders at once; `peak` says how many there ever were (for the tests)."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = max(1, jobs)
+        self._free = threading.BoundedSemaphore(self.jobs)
+        self._lock = threading.Lock()
+        self._held = 0
+        self.peak = 0
+        self._mine = threading.local()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """One slot for the duration (a thread already holding one takes no second: a step
+        nested in another never waits on itself)."""
+        if getattr(self._mine, "depth", 0):
+            self._mine.depth += 1
+            try:
+                yield
+            finally:
+                self._mine.depth -= 1
+            return
+        with self._free:
+            with self._lock:
+                self._held += 1
+                self.peak = max(self.peak, self._held)
+            self._mine.depth = 1
+            try:
+                yield
+            finally:
+                self._mine.depth = 0
+                with self._lock:
+                    self._held -= 1
+
+
+def side_by_side(calls: list[Callable[[], T]], together: bool = True) -> list[T]:
+    """Each call in a thread of its own, results in order; the first exception is raised once
+    all have ended (what each does that is expensive takes a slot itself). Not `together`, one
+    after another: under `max-usd` a case holds the run's one paid slot in its own thread."""
+    if len(calls) <= 1 or not together:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [future.result() for future in futures]
