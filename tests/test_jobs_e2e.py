@@ -1,7 +1,7 @@
 """`--jobs` is the run's one limit: agent sessions, re-executions and judge votes together.
 
-A case's attempts, its arm without the package and its judge votes run side by side, each
-taking one of the run's slots, so workers never sit idle while a case waits on its last
+A case's attempts, its arm without the package and a grader's judge votes (together, as one
+step) run side by side, each taking one of the run's slots, so workers never sit idle while a case waits on its last
 session (bench/bench_vs_runner.py measures what that buys against `claude plugin eval`). The
 scripted model server counts the requests it answers at once; a recording checks itself while
 its sessions are graded, and an attempt recorded the same as an earlier one is not re-executed
@@ -47,7 +47,9 @@ def test_attempts_arms_and_votes_share_the_runs_jobs_and_never_exceed_them(
     assert result["verdict"] == "PASS" and result["baseline_verdict"] == "FAIL", result.get("error")
     # Three attempts with the package and three without, three votes each graded attempt.
     assert len(result["attempts"]) == 3 and votes >= 9
-    assert in_flight == 2  # side by side, and never more than --jobs
+    # Side by side, and never more than --jobs: two sessions at once (a session asks one thing at
+    # a time); a grader's three votes are one step, asked together.
+    assert in_flight["other"] == 2 and 3 <= in_flight["judge"] <= 2 * 3, in_flight
     cassette = yaml.safe_load((pkg / "evals/cassettes" / CASE / "claude-code.session.yaml").read_text())
     checks = cassette["self_check"]
     # The first recording re-executed; the others, recorded the same, stand on its check.

@@ -169,12 +169,16 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
     def ask(text: str | list[dict[str, Any]]) -> str:
         return judge.ask_text(plugin_eval.JUDGE_SYSTEM, text)
 
+    def votes(asking: list[Callable[[], str]]) -> list[str]:  # one step of --jobs: asked together
+        with ctx.slots.held():
+            return side_by_side(asking, ctx.together)
+
     s = ctx.settings
     servers = mocks.for_case(s.package.layout, loaded.case.execution, s.allow_real_servers)
     run = plugin_eval.RunInputs(session, finished.files, ask, s.engine,
                                 case_dir=s.package.layout.root / Path(loaded.file).parent,
                                 calls_with_only=mocks.with_only_calls(servers), blobs=finished.blobs,
-                                together=ctx.together)
+                                votes=votes)
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
         results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget, ApiDown))
@@ -247,7 +251,8 @@ class JudgeCalls:
         """The judge asked `votes` times with the same request, side by side; the answers in a
         fixed order (passes first, then by reason), so a vote's place does not depend on which
         answer came back first, live or replayed."""
-        asked = side_by_side([functools.partial(self.ask, session)] * votes, self.ctx.together)
+        with self.ctx.slots.held():  # one step of the run's --jobs: the votes asked together
+            asked = side_by_side([functools.partial(self.ask, session)] * votes, self.ctx.together)
         answers = sorted((answer for answer, _ in asked), key=lambda a: (a.result != "PASS", a.reason))
         return answers, all(replayed for _, replayed in asked)
 
@@ -290,7 +295,7 @@ class JudgeCalls:
         paid = s.mode != "replay" and budget.cap is not None
         estimate = self.ctx.estimator.case(self.loaded, 1, with_agent=False) if paid else None
         try:
-            with budget.paid(estimate) if estimate else contextlib.nullcontext(), self.ctx.slots.held():
+            with budget.paid(estimate) if estimate else contextlib.nullcontext():
                 body = call(jc.http_client() if jc else None)
         except JudgeReplayMiss:
             assert replay is not None  # only a cassette raises a replay miss

@@ -60,7 +60,6 @@ from aam_eval_action.graders import (
     ToolUsedGrader,
 )
 from aam_eval_action.pipeline.checks import Check
-from aam_eval_action.pipeline.slots import side_by_side
 from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
 
@@ -90,8 +89,8 @@ class RunInputs:
     with-only."""
     blobs: dict[str, bytes] = field(default_factory=dict)
     """The bytes of the files a grader looks at that are not text (an image, a PDF…)."""
-    together: bool = True
-    """Whether a grader's judge votes are asked side by side (not under a spend cap)."""
+    votes: Callable[[list[Callable[[], str]]], list[str]] | None = None
+    """How a grader's votes are asked: together, as one step of the run (None: one by one)."""
 
 
 def grade_run(graders: Sequence[PluginGrader], run: RunInputs, arm: str | None = None,
@@ -474,7 +473,9 @@ def _votes(grader: LlmGrader | BaselineGrader, run: RunInputs, prompt: str | lis
     if run.ask is None:
         raise RuntimeError(f"no judge for an {grader.type} grader")
     ask = run.ask
-    votes = tuple(vote(reply) for reply in side_by_side([lambda: ask(prompt)] * VOTES, run.together))
+    asking: list[Callable[[], str]] = [lambda: ask(prompt)] * VOTES
+    replies = run.votes(asking) if run.votes is not None else [call() for call in asking]
+    votes = tuple(vote(reply) for reply in replies)
     passed = sum(votes) > len(votes) / 2
     why = "judge votes: " + " ".join("PASS" if v else "FAIL" for v in votes)
     return outcome(grader, passed, why, votes=votes)

@@ -498,7 +498,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         owner = self.server.owner
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner.record(RecordedRequest(self.path, headers, body if isinstance(body, dict) else {}))
-        with owner.serving():
+        judging = isinstance(body, dict) and (is_judge(body) or is_plugin_eval_judge(body))
+        with owner.serving("judge" if judging else "other"):
             self._serve(body, headers)
 
     def _serve(self, body: Any, headers: dict[str, str]) -> None:
@@ -617,9 +618,9 @@ class ModelServer:
         self.script = Script(scenarios or [])
         self.latency = latency
         self.flaky = flaky
-        self._in_flight = 0
-        self.max_in_flight = 0
-        """The most requests answered at once so far."""
+        self._in_flight: dict[str, int] = {}
+        self.max_in_flight: dict[str, int] = {}
+        """The most requests of a kind (`judge`, `other`) answered at once so far."""
         """Every `flaky`th request fails its first attempt (see `flaky_fault`); 0: none does."""
         self._flaky_count = 0
         keys = (api_key,) if isinstance(api_key, str) else api_key
@@ -648,17 +649,17 @@ class ModelServer:
             self.requests.append(request)
 
     @contextlib.contextmanager
-    def serving(self) -> Iterator[None]:
-        """Count a request being answered: `max_in_flight` is the most at once (how many of its
-        sessions and judge calls a client ran side by side)."""
+    def serving(self, kind: str) -> Iterator[None]:
+        """Count a request being answered: `max_in_flight[kind]` is the most at once of a kind
+        (`judge`, `other`): how many sessions and judge votes a client ran side by side."""
         with self._lock:
-            self._in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            self._in_flight[kind] = self._in_flight.get(kind, 0) + 1
+            self.max_in_flight[kind] = max(self.max_in_flight.get(kind, 0), self._in_flight[kind])
         try:
             yield
         finally:
             with self._lock:
-                self._in_flight -= 1
+                self._in_flight[kind] -= 1
 
     @property
     def flaky_failures(self) -> int:
