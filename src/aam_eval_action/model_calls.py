@@ -9,7 +9,9 @@ call recorded in (and played from) a cassette of `replay/judge_cassette.py` by i
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -159,6 +161,28 @@ def api_down(provider: str, max_retries: int) -> Iterator[None]:
             raise ApiDown(f"the model API could not be reached or cut its answer {attempts} times "
                           f"({type(exc).__name__})") from None
         raise
+
+
+@contextlib.contextmanager
+def warmed(providers: set[str]) -> Iterator[None]:
+    """The providers' SDKs (and the judge cassettes' vcrpy) imported on another thread while the
+    first sessions run, so the first judge vote does not wait for an import of a second or more
+    (the SDKs are imported where used, to keep start-up and replay light). Nothing for none."""
+    if not providers:
+        yield
+        return
+    loading = threading.Thread(target=_import_sdks, args=(sorted(providers),), name="aam-eval-warm-up")
+    loading.start()
+    try:
+        yield
+    finally:
+        loading.join()
+
+
+def _import_sdks(providers: list[str]) -> None:
+    for module in [*providers, "vcr"]:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
 
 
 def _sdk(provider: str) -> Any:

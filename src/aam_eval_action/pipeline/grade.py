@@ -89,8 +89,9 @@ def grade_all(
     jfp = judge_fingerprint(loaded.case, ctx.settings.judge_model, fp)
     judge = JudgeCalls(ctx, loaded, jfp, variant)
     try:
-        return side_by_side([functools.partial(grade, ctx, loaded, session, judge) for session in sessions],
-                            ctx.together)
+        # Attempt after attempt: identical judge requests of two attempts play back their
+        # recorded answers in the order they were recorded (a grader's votes run side by side).
+        return [grade(ctx, loaded, session, judge) for session in sessions]
     finally:
         judge.close()
 

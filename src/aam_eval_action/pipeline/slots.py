@@ -11,9 +11,8 @@ runs side by side, and each expensive step takes one of the run's slots: never m
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -30,28 +29,41 @@ class Slots:
         self.peak = 0
         self._mine = threading.local()
 
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """One slot for the duration (a thread already holding one takes no second: a step
-        nested in another never waits on itself)."""
+    def held(self) -> _Held:
+        """One slot for the duration of a `with` (a thread already holding one takes no second:
+        a step nested in another never waits on itself). A plain context manager, not a
+        generator's: contextlib would assign a traceback to what passes through, and some of
+        this project's exceptions are frozen dataclasses."""
+        return _Held(self)
+
+    def _enter(self) -> None:
         if getattr(self._mine, "depth", 0):
             self._mine.depth += 1
-            try:
-                yield
-            finally:
-                self._mine.depth -= 1
             return
-        with self._free:
-            with self._lock:
-                self._held += 1
-                self.peak = max(self.peak, self._held)
-            self._mine.depth = 1
-            try:
-                yield
-            finally:
-                self._mine.depth = 0
-                with self._lock:
-                    self._held -= 1
+        self._free.acquire()
+        with self._lock:
+            self._held += 1
+            self.peak = max(self.peak, self._held)
+        self._mine.depth = 1
+
+    def _exit(self) -> None:
+        self._mine.depth -= 1
+        if self._mine.depth:
+            return
+        with self._lock:
+            self._held -= 1
+        self._free.release()
+
+
+class _Held:
+    def __init__(self, slots: Slots) -> None:
+        self.slots = slots
+
+    def __enter__(self) -> None:
+        self.slots._enter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.slots._exit()
 
 
 def side_by_side(calls: list[Callable[[], T]], together: bool = True) -> list[T]:

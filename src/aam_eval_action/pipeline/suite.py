@@ -17,6 +17,7 @@ from aam_eval_action.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_
 from aam_eval_action.fsutil import atomic_write, runner_checkout
 from aam_eval_action.layouts.marketplace import console_lines
 from aam_eval_action.loader import LoadedCase, LoadedPackage, LoadedRepo, load_repo
+from aam_eval_action.model_calls import warmed
 from aam_eval_action.pipeline.select import named, recorded_durations, select
 from aam_eval_action.pipeline.slots import Slots
 from aam_eval_action.render.console import Console
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from aam_eval_action.pipeline.context import CaseContext
     from aam_eval_action.pipeline.scheduler import Task
     from aam_eval_action.report import EmptyRun, Report
+
+SDKS = {"anthropic", "openai"}
+"""The judge providers whose SDK module is named after them (imported ahead in a live run)."""
+
 
 @dataclass(frozen=True)
 class RunArgs:
@@ -125,7 +130,8 @@ def execute(
                      f"{len(contexts[0].settings.pool)} installed")
     main_tasks = len(tasks)
     tasks += sweep
-    with handle_signals(), prefetch.ahead(cassettes_read(tasks[:main_tasks])):
+    live = {c.settings.judge_provider for c in contexts if c.settings.mode != "replay"}
+    with handle_signals(), prefetch.ahead(cassettes_read(tasks[:main_tasks])), warmed(live & SDKS):
         done, interrupted = run_tasks(tasks, first.jobs, console.case)
     duration = time.monotonic() - t0
     swept = [(i, o) for i, o in done if i >= main_tasks]
