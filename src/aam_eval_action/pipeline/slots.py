@@ -19,14 +19,10 @@ T = TypeVar("T")
 
 
 class Slots:
-    """At most `jobs` holders at once; `peak` says how many there ever were (for the tests)."""
+    """At most `jobs` holders at once."""
 
     def __init__(self, jobs: int) -> None:
-        self.jobs = max(1, jobs)
-        self._free = threading.BoundedSemaphore(self.jobs)
-        self._lock = threading.Lock()
-        self._held = 0
-        self.peak = 0
+        self._free = threading.BoundedSemaphore(max(1, jobs))
         self._mine = threading.local()
 
     def held(self) -> _Held:
@@ -41,17 +37,12 @@ class Slots:
             self._mine.depth += 1
             return
         self._free.acquire()
-        with self._lock:
-            self._held += 1
-            self.peak = max(self.peak, self._held)
         self._mine.depth = 1
 
     def _exit(self) -> None:
         self._mine.depth -= 1
         if self._mine.depth:
             return
-        with self._lock:
-            self._held -= 1
         self._free.release()
 
 
