@@ -5,7 +5,7 @@ routed by the words it shares with each listed description).
 The proposer's three candidates meet three fates: one that copies a train prompt is refused by the
 lint before anything is spent; one that also claims schema-docs' prompts is vetoed on the
 selection prompts, saying which prompt it took; the third wins on the held-out test prompts on
-both engines with the lower bound of its improvement above 0. `tune --replay` then says the same,
+Claude Code (and Codex in bench/bench_repeats.py) with the lower bound of its improvement above 0. `tune --replay` then says the same,
 byte for byte, with no CLI, no key and no network. A suite of six prompts ends in "no significant
 improvement" with the smallest effect its test prompts could show; there, a prompt whose fire
 rate sits on the threshold gets extra runs, and no other does.
@@ -26,6 +26,7 @@ import yaml
 from conftest import ROOT, installed
 from support.action_env import OWNER, REPO, pull_request_env
 from support.gitrepo import commit_all, init
+from support.repeats import repeated
 
 FIXTURE = ROOT / "tests/fixtures/tune-skills"
 SCENARIOS = yaml.safe_load((ROOT / "tests/fixtures/tune-skills-scenarios.yaml").read_text())["scenarios"]
@@ -45,27 +46,30 @@ def _live_env(url: str) -> dict[str, str]:
 
 
 @pytest.mark.cli
-def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engines(tmp_path: Path) -> None:
+def test_tune_proposes_a_description_that_wins_on_held_out_prompts(tmp_path: Path) -> None:
     from aam_eval_action.testing.model_server import ModelServer
 
-    installed("claude-code")
-    installed("codex")
+    # Claude Code here; Claude Code and Codex together in bench/bench_repeats.py.
+    engines = repeated(["claude-code"], ["codex"])
+    models = {"claude-code": "claude-sonnet-4-6", "codex": "gpt-5.5"}
+    for engine in engines:
+        installed(engine)
+    pairs = [f"{e} · {models[e]}" for e in engines]
     repo = tmp_path / "repo"
     init(repo)
     pkg = Path(shutil.copytree(FIXTURE, repo / "pkg"))
-    flags = ["--engine", "claude-code,codex", "--model", "claude-sonnet-4-6,gpt-5.5"]
+    flags = ["--engine", ",".join(engines), "--model", ",".join(models[e] for e in engines)]
     with ModelServer(SCENARIOS, api_key=tuple(KEYS.values())) as server:
         live = _tune(pkg, *flags, "-o", str(tmp_path / "live.json"), "--patch", str(tmp_path / "live.patch"),
                      env=_live_env(server.url))
         proposer_calls = sum("propose_descriptions" in json.dumps(r.body) for r in server.requests)
     assert live.returncode == 0, live.stdout + live.stderr
     out = live.stdout
-    assert "tune db-migrations: 17 trigger prompts (train 5, selection 4, test 8) on claude-code · " \
-           "claude-sonnet-4-6, codex · gpt-5.5" in out
+    assert f"tune db-migrations: 17 trigger prompts (train 5, selection 4, test 8) on {', '.join(pairs)}" in out
     assert "refused (proposer, round 1): copies a train prompt's words ('rename the customer column and')" in out
     assert ("it takes schema-docs's prompt billing-tables on claude-code · claude-sonnet-4-6 (") in out
     assert "of the train and selection prompts, e.g. 'Document each table of the billing database with its keys')" in out
-    for pair in ("claude-code · claude-sonnet-4-6", "codex · gpt-5.5"):
+    for pair in pairs:
         assert f"{pair:<32}   2/8 (7%–59%)   8/8 (68%–100%)  +75% (+6% to +75%), 6 better, 0 worse" in out
     assert f"suggested (proposer, round 1): {GOOD}" in out and proposer_calls == 1
     record = json.loads((tmp_path / "live.json").read_text())
@@ -92,15 +96,16 @@ def test_tune_proposes_a_description_that_wins_on_held_out_prompts_on_both_engin
     with GitHubServer(tokens={"rw-token": "write"}) as gh:
         gh.add_pr(OWNER, REPO, 7)
         env = pull_request_env(repo, tmp_path, gh.url, "rw-token", base, 7, tune="suggest",
-                               tune_skill="db-migrations", engine="claude-code,codex",
-                               model="claude-sonnet-4-6,gpt-5.5", fail_on="never")
+                               tune_skill="db-migrations", engine=flags[1],
+                               model=flags[3], fail_on="never")
         assert action_main(env) == 0
         [review] = gh.reviews(OWNER, REPO, 7)
     [comment] = review["comments"]
     assert review["event"] == "COMMENT" and (comment["path"], comment["line"], comment["side"]) == \
         ("pkg/skills/db-migrations/SKILL.md", 3, "RIGHT")
     assert comment["body"].endswith(f"```suggestion\ndescription: {json.dumps(GOOD)}\n```")
-    assert "| codex · gpt-5.5 | 2/8 | 8/8 | +6% to +75% |" in comment["body"]
+    for pair in pairs:
+        assert f"| {pair} | 2/8 | 8/8 | +6% to +75% |" in comment["body"]
     spent = json.loads((tmp_path / "live.json").read_text())
     replayed = json.loads((tmp_path / "replay.json").read_text())
     assert spent.pop("spent_usd") > 0 and replayed.pop("spent_usd") == 0  # a replay spends nothing
