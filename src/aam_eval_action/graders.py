@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from aam_eval_action.errors import ConfigError
+from aam_eval_action.vally.grader_model import VallyGrader
 
 TEMPLATE_CRITERIA = "TODO: describe what a successful response looks like"
 CREATES_FILES = ("Write", "Edit", "MultiEdit", "NotebookEdit", "Bash")
@@ -162,7 +163,8 @@ class BaselineGrader(_Grader):
 
 
 PluginGrader = Annotated[RegexGrader | ToolUsedGrader | ToolOrderGrader | FileExistsGrader | LlmGrader
-                         | BaselineGrader, Field(discriminator="type")]
+                         | BaselineGrader | VallyGrader, Field(discriminator="type")]
+"""A case's graders: a `claude plugin eval` case's, or a Vally stimulus's (`vally/`)."""
 KINDS: dict[str, type[_Grader]] = {"regex": RegexGrader, "tool_order": ToolOrderGrader,
                                    "tool_used": ToolUsedGrader, "file_exists": FileExistsGrader,
                                    "llm": LlmGrader, "baseline": BaselineGrader}

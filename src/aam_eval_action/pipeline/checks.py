@@ -35,6 +35,8 @@ class Check:
     with_only: bool = False
     votes: tuple[bool, ...] | None = None
     """The judge's votes, when the grader asked it."""
+    score: float | None = None
+    """A score in [0, 1] beside pass or fail (a Vally grader's; None: 1 when passed, else 0)."""
 
 
 @dataclass(frozen=True)

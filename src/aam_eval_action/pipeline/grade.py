@@ -179,7 +179,9 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
     run = plugin_eval.RunInputs(session, finished.files, ask, s.engine,
                                 case_dir=s.package.layout.root / Path(loaded.file).parent,
                                 calls_with_only=mocks.with_only_calls(servers), blobs=finished.blobs,
-                                votes=votes)
+                                votes=votes, finished=finished,
+                                network=s.config.sandbox.network,
+                                command_env=check_inputs(ctx, loaded, session).command_env)
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
         results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget, ApiDown))

@@ -59,6 +59,7 @@ from aam_eval_action.graders import (
     ToolSide,
     ToolUsedGrader,
 )
+from aam_eval_action.vally.grader_model import VallyGrader
 from aam_eval_action.pipeline.checks import Check
 from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
@@ -91,6 +92,13 @@ class RunInputs:
     """The bytes of the files a grader looks at that are not text (an image, a PDF…)."""
     votes: Callable[[list[Callable[[], str]]], list[str]] | None = None
     """How a grader's votes are asked: together, as one step of the run (None: one by one)."""
+    finished: Any = None
+    """The finished workspace (`pipeline.finished.FinishedWorkspace`): a grader that runs a
+    command (Vally's `run-command`, `program`) runs it in a fresh copy of it."""
+    network: bool = False
+    """Whether such a command may reach the network (the case's sandbox)."""
+    command_env: dict[str, str] = field(default_factory=dict)
+    """Its environment: the runner's PATH and locale, the agent's variables but no key."""
 
 
 def grade_run(graders: Sequence[PluginGrader], run: RunInputs, arm: str | None = None,
@@ -120,9 +128,11 @@ def grade_run(graders: Sequence[PluginGrader], run: RunInputs, arm: str | None =
 
 
 def run_score(results: Sequence[Check]) -> float:
+    """The weighted mean of the scored graders' scores (a grader without a score: 1 when it
+    passed, else 0); 0 when none is scored."""
     total = sum(r.weight for r in results if r.scored)
-    passed = sum(r.weight for r in results if r.scored and r.passed)
-    return passed / total if total > 0 else 0.0
+    got = sum(r.weight * (r.score if r.score is not None else float(r.passed)) for r in results if r.scored)
+    return got / total if total > 0 else 0.0
 
 
 def case_score(scores: Sequence[float]) -> tuple[float, float]:
@@ -138,6 +148,12 @@ def outcome(grader: PluginGrader, passed: bool, why: str, **more: Any) -> Check:
 
 def _failed(grader: PluginGrader, why: str, *, scored: bool = True) -> Check:
     return outcome(grader, False, why, scored=scored)
+
+
+def _vally(grader: VallyGrader, run: RunInputs) -> Check:
+    from aam_eval_action.vally import grading
+
+    return grading.grade(grader, run)
 
 
 def _grade(grader: PluginGrader, run: RunInputs) -> Check:
@@ -509,5 +525,6 @@ def _baseline(grader: BaselineGrader, run: RunInputs) -> Check:
 GRADE: dict[type, Callable[[Any, RunInputs], Check]] = {
     RegexGrader: _regex, ToolUsedGrader: _tool_used, ToolOrderGrader: _tool_order,
     FileExistsGrader: _file_exists, LlmGrader: _llm, BaselineGrader: _baseline,
+    VallyGrader: lambda grader, run: _vally(grader, run),
 }
 """Each grader type's grading: a new type is its model in `graders.py` and its function here."""
