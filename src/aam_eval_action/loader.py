@@ -169,7 +169,9 @@ def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
         raise ConfigError(f"{root}: {repo.source or 'the marketplace'} lists no plugin with a local source; "
                           "nothing to run")
     hosts = [h for p in repo.packages for h in p.hosts]
-    config, lines = _config(repo.root, required=repo.kind == "aam", engine=engine_for_hosts(hosts))
+    # A Vally project runs on Copilot CLI, as Vally's default executor (copilot-sdk) does.
+    engine = engine_for_hosts(["copilot"] if repo.source == ".vally.yaml" else hosts)
+    config, lines = _config(repo.root, required=repo.kind == "aam", engine=engine)
     several = len(repo.packages) > 1
     loaded = [_load(layout, config, lines, several) for layout in chosen]
     for package in loaded:

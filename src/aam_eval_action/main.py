@@ -64,6 +64,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--judge", help="the judge model (default: the agent's model)")
     p.add_argument("--target", help="only cases with this target (skill:NAME, hook:EVENT, agent:NAME)")
     p.add_argument("--tags", metavar="EXPR", help="only cases whose tags satisfy EXPR, e.g. 'sql && !slow'")
+    p.add_argument("--suite", metavar="NAME", help="only the stimuli this .vally.yaml suite selects")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--replay", dest="mode", action="store_const", const="replay",
                       help="cassettes only: no key, no CLI, no network")
@@ -391,7 +392,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             target=args.target,
             dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit, html=args.html,
             keep_workspaces=args.keep_workspaces, shard=args.shard, plugins=args.plugin, strict=args.strict,
-            tags=args.tags, allow_empty=args.allow_empty,
+            tags=args.tags, suite=args.suite, allow_empty=args.allow_empty,
         ))
     if args.command == "diff":
         from aam_eval_action.commands.diff import diff

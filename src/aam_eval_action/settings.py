@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedCase, LoadedPackage
 from aam_eval_action.modes import Mode, Rerun
+from aam_eval_action.vally.grader_model import TYPES as VALLY_TYPES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
@@ -195,7 +196,8 @@ class RunSettings:
         execution = loaded.case.execution
         resumes = execution is not None and execution.history is not None
         named = not resumes or self.ablation_named
-        return bool(loaded.graders) and self.ablation == "with-without" and named
+        vally = any(g.type in VALLY_TYPES for g in loaded.graders)  # one arm, as `vally eval` runs
+        return bool(loaded.graders) and not vally and self.ablation == "with-without" and named
 
     @property
     def config(self) -> EvalConfig:

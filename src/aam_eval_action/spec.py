@@ -670,9 +670,30 @@ class Case(Strict):
     """Where `input.files` are read from: `evals/` unless the case was imported from a file
     elsewhere (its files are relative to that file)."""
 
+    _staged: tuple[tuple[str, str], ...] = PrivateAttr(default=())
+    """A Vally stimulus's `environment.files`: (source relative to the repository, destination
+    in the workspace), copied in before the session (a folder with what is in it)."""
+    _commands: tuple[str, ...] = PrivateAttr(default=())
+    """A Vally stimulus's `environment.commands`: run in the workspace before the session, only
+    with `--scaffold`, as a scaffold script is."""
+
     @property
     def files_root(self) -> Path | None:
         return self._files_root
+
+    @property
+    def staged_files(self) -> tuple[tuple[str, str], ...]:
+        return self._staged
+
+    @property
+    def setup_commands(self) -> tuple[str, ...]:
+        return self._commands
+
+    def staging(self, files: list[tuple[str, str]], commands: list[str]) -> Case:
+        """This case with files copied into its workspace and commands run there first."""
+        self._staged = tuple(files)
+        self._commands = tuple(commands)
+        return self
 
     @property
     def is_trigger(self) -> bool:

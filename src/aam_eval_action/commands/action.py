@@ -176,7 +176,7 @@ def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | No
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,
-        plugins=inputs.plugin or None, strict=inputs.strict, tags=inputs.tags,
+        plugins=inputs.plugin or None, strict=inputs.strict, tags=inputs.tags, suite=inputs.suite,
         allow_empty=inputs.allow_empty,
     )
 

@@ -21,7 +21,7 @@ INPUTS = (
     "mode", "package-path", "cases", "target", "engine", "model", "judge", "jobs", "shard",
     "base-ref", "base-report", "comment", "comment-template", "comment-id", "fail-on",
     "min-pass-rate", "report-path", "merge-reports", "github-token", "anthropic-api-key",
-    "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags",
+    "openai-api-key", "gemini-api-key", "baseline", "allow-live-on-pr", "rerun", "plugin", "strict", "tags", "suite",
     "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
     "scaffold", "allow-tools", "mocks", "allow-real-servers", "tune", "tune-skill", "sensitivity",
     "sensitivity-mutants",
@@ -44,6 +44,8 @@ class ActionInputs(BaseModel):
     """The package's lint warnings (SKILL.md, manifests, hooks) fail the step."""
     tags: str | None = None
     """Only cases whose tags satisfy this expression, e.g. `sql && !slow`."""
+    suite: str | None = None
+    """Only the stimuli a `.vally.yaml` suite selects, as `vally eval --suite` does."""
     judge_gate: Literal["always", "calibrated", "never"] | None = Field(None, alias="judge-gate")
     """Whether a judge FAIL fails its case; default from eval-config (always)."""
     sandbox_enforce: Literal["best-effort", "required"] | None = Field(None, alias="sandbox-enforce")

@@ -29,6 +29,7 @@ from aam_eval_action.importers import (
 from aam_eval_action.importers.common import Imported, Place, load
 from aam_eval_action.layouts.common import Json
 from aam_eval_action.package import Finding, PackageLayout
+from aam_eval_action.vally import spec as vally_spec
 
 FORMATS: tuple[tuple[Callable[[Any], str | None], Callable[[Place, Json], list[Imported]]], ...] = (
     (skill_creator.detect, skill_creator.read),
@@ -97,10 +98,28 @@ def discover(layout: PackageLayout, several: bool = False) -> tuple[list[EvalFil
         except ConfigError as exc:
             files.append(EvalFile(rel, "unreadable", error=str(exc)))
             continue
-        if not _ours(doc.data):
+        if not _ours(doc.data) and not vally_spec.is_spec(doc.data):  # a Vally spec is read below
             files.append(_read(place, doc))
     found, warned = claude_plugin_eval_files(layout)
-    return files + found, findings + warned
+    return files + found + vally_files(layout), findings + warned
+
+
+def vally_files(layout: PackageLayout) -> list[EvalFile]:
+    """The Vally eval specs of the repository (`vally/`): one EvalFile per spec, its stimuli as
+    cases graded by their graders, or the file's error; a `.vally.yaml` that cannot be read is
+    an error of its own."""
+    from aam_eval_action.vally.project import read_project
+
+    project = read_project(layout.root, layout.skill_dirs)
+    out = [EvalFile(problem.split(":", 1)[0], vally_spec.FORMAT, error=problem) for problem in project.problems]
+    for spec in project.files:
+        if spec.error is not None:
+            out.append(EvalFile(spec.rel, vally_spec.FORMAT, error=spec.error))
+            continue
+        cases = [Imported(s.case, s.line, s.skipped, file=spec.rel, graders=s.graders)
+                 for s in spec.stimuli if s.case is not None]
+        out.append(EvalFile(spec.rel, vally_spec.FORMAT, cases))
+    return out
 
 
 def claude_plugin_eval_files(layout: PackageLayout) -> tuple[list[EvalFile], list[Finding]]:

@@ -191,9 +191,29 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
         raise ApiDown(f"the judge: {down}") from None
     score = plugin_eval.run_score(results)
     failed = [r for r in results if r.scored and not r.passed]
-    error = None if score >= 1 else "; ".join(f"{r.name}: {r.detail}" for r in failed) or "score 0"
-    return Graded("PASS" if score >= 1 else "FAIL", results, not_asked("graded by its graders"), error,
+    passed = run_passes(loaded, results, score)
+    error = None if passed else "; ".join(f"{r.name}: {r.detail}" for r in failed) or f"score {score:.2f}"
+    return Graded("PASS" if passed else "FAIL", results, not_asked("graded by its graders"), error,
                   score=score)
+
+
+def vally_threshold(loaded: LoadedCase) -> tuple[bool, float | None]:
+    """(a Vally stimulus, its eval's `scoring.threshold`)."""
+    from aam_eval_action.vally.grader_model import VallyGrader
+
+    vally = [g for g in loaded.graders if isinstance(g, VallyGrader)]
+    return bool(vally), vally[0].threshold if vally else None
+
+
+def run_passes(loaded: LoadedCase, results: list[Check], score: float) -> bool:
+    """A run passes at score 1 (`claude plugin eval`); a Vally stimulus's at its eval's
+    threshold, or, with none, when every scored grader passed (concepts/scoring)."""
+    vally, threshold = vally_threshold(loaded)
+    if not vally:
+        return score >= 1
+    if threshold is None:
+        return all(r.passed for r in results if r.scored)
+    return score >= threshold
 
 
 @dataclass(frozen=True)
@@ -209,12 +229,19 @@ class Scoring:
 
 CHECKS = Scoring(grade_by_checks, lambda graded, ctx: _by_attempts(graded, ctx.settings.min_pass), False)
 SCORE = Scoring(grade_by_score, lambda graded, ctx: _by_score(graded, ctx.settings.threshold), True)
+VALLY = Scoring(grade_by_score, lambda graded, ctx: _by_vally(graded), True)
 
 
 def scoring_of(loaded: LoadedCase) -> Scoring:
     """The one place that tells how a case is graded: by its `claude plugin eval` graders' score,
     or by its checks and judge."""
-    return SCORE if loaded.graders else CHECKS
+    if not loaded.graders:
+        return CHECKS
+    vally, threshold = vally_threshold(loaded)
+    if vally:
+        return VALLY if threshold is None else Scoring(
+            grade_by_score, lambda graded, ctx: _by_score(graded, threshold), True)
+    return SCORE
 
 
 def majority(answers: list[JudgeAnswer], replayed: bool) -> JudgeVerdict:
@@ -391,6 +418,18 @@ def _by_score(graded: list[Graded], threshold: float) -> tuple[Verdict, Graded]:
     scores = [g.score or 0.0 for g in graded]
     shown = graded[scores.index(min(scores))]
     if plugin_eval.case_score(scores)[0] >= threshold:
+        return "PASS", shown
+    if all(g.verdict == "ERROR" for g in graded):
+        return "ERROR", shown
+    return "FAIL", shown
+
+
+def _by_vally(graded: list[Graded]) -> tuple[Verdict, Graded]:
+    """A Vally stimulus with no threshold: PASS when every run passed (each run's verdict is
+    binary then); the run shown is the lowest-scoring one."""
+    scores = [g.score or 0.0 for g in graded]
+    shown = graded[scores.index(min(scores))]
+    if all(g.verdict == "PASS" for g in graded):
         return "PASS", shown
     if all(g.verdict == "ERROR" for g in graded):
         return "ERROR", shown

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from aam_eval_action.engines.common import compact
 from aam_eval_action.errors import AamEvalError
-from aam_eval_action.fsutil import runner_checkout
+from aam_eval_action.fsutil import is_inside, runner_checkout
 from aam_eval_action.graders import FileTarget, PluginGrader
 from aam_eval_action.importers.claude_plugin_eval import granted as grants
 from aam_eval_action.loader import LoadedCase
@@ -337,10 +337,13 @@ def stage(ctx: CaseContext, layout: PackageLayout, loaded: LoadedCase, ws: works
     fails the case with its exit status and the end of its stderr."""
     from aam_eval_action.engines.process import run_process
 
+    copy_staged(layout, loaded, ws.root)
     execution = loaded.case.execution
+    s = ctx.settings
+    if loaded.case.setup_commands:
+        _setup_commands(ctx, loaded, ws)
     if execution is None or not execution.scaffold:
         return
-    s = ctx.settings
     if not s.scaffold:
         ctx.warn_once(f"case {loaded.case.name!r}: its scaffold_script is not run without --scaffold "
                       "(a script of the repository: pass it only for suites you trust); the case runs "
@@ -354,6 +357,47 @@ def stage(ctx: CaseContext, layout: PackageLayout, loaded: LoadedCase, ws: works
     if done.exit_code != 0:
         tail = done.stderr.strip()[-500:]
         raise AamEvalError(f"scaffold failed (exit {done.exit_code}): {tail or '(no stderr)'}")
+
+
+def copy_staged(layout: PackageLayout, loaded: LoadedCase, dest_root: Path) -> None:
+    """A Vally stimulus's `environment.files`, copied from the repository into the workspace
+    (both sides checked to stay inside; no link is followed out)."""
+    from aam_eval_action.layouts.common import refuse_link_out
+
+    for src, dest in loaded.case.staged_files:
+        source = layout.root / src
+        refuse_link_out(layout.root, source)
+        target = dest_root / dest
+        if not is_inside(target, dest_root):
+            raise AamEvalError(f"environment.files: {dest!r} leaves the workspace")
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        else:
+            raise AamEvalError(f"environment.files: {src!r} not found in the repository")
+
+
+def _setup_commands(ctx: CaseContext, loaded: LoadedCase, ws: workspace.Workspace) -> None:
+    """A Vally stimulus's `environment.commands`, run one by one in the workspace before the
+    session, in its sandbox, and only with `--scaffold`, as a scaffold script is."""
+    from aam_eval_action.engines.process import run_process
+
+    s = ctx.settings
+    if not s.scaffold:
+        ctx.warn_once(f"case {loaded.case.name!r}: its environment.commands are not run without --scaffold "
+                      "(commands of the repository: pass it only for suites you trust)")
+        return
+    env = {"PATH": s.runner_env.get("PATH", "/usr/bin:/bin"), "HOME": str(ws.home),
+           "TMPDIR": str(ws.base / "tmp"), "LANG": "C.UTF-8"}
+    for command in loaded.case.setup_commands:
+        done = run_process(["/bin/sh", "-c", command], cwd=ws.root, env=env, timeout=s.timeout,
+                           confine=sandbox_for(ctx, ws, None))
+        if done.exit_code != 0:
+            tail = done.stderr.strip()[-500:]
+            raise AamEvalError(f"environment command failed (exit {done.exit_code}): {command[:80]}: "
+                               f"{tail or '(no stderr)'}")
 
 
 def history(layout: PackageLayout, loaded: LoadedCase, home: Path) -> str | None:

@@ -50,6 +50,8 @@ class RunArgs:
     """`--plugin`: only these plugins of a repository of plugins."""
     tags: str | None = None
     """`--tags`: only cases whose tags satisfy this expression (`sql && !slow`)."""
+    suite: str | None = None
+    """`--suite`: only the stimuli this `.vally.yaml` suite selects."""
     strict: bool = False
     """`--strict`: the package's lint warnings are errors."""
     allow_empty: bool = False
@@ -231,8 +233,24 @@ def selection(
             chosen[id(package)] = []
             continue
         durations = recorded_durations(runs[0]) if args.shard else None
-        chosen[id(package)] = select(package.cases, mine, args.target, args.shard, durations, args.tags)
+        cases = in_suite(package, args.suite) if args.suite else package.cases
+        if args.suite and not mine:
+            mine = [c.case.name for c in cases]
+            if not mine:
+                chosen[id(package)] = []
+                continue
+        elif args.suite:
+            mine = [n for n in mine if any(c.case.name == n for c in cases)]
+        chosen[id(package)] = select(cases, mine, args.target, args.shard, durations, args.tags)
     return chosen
+
+
+def in_suite(package: LoadedPackage, suite: str) -> list[LoadedCase]:
+    """The cases of the stimuli `suite` (of the repository's `.vally.yaml`) selects."""
+    from aam_eval_action.vally.project import read_project
+
+    picked = {(s.rel, s.line) for s in read_project(package.layout.root, package.layout.skill_dirs).selected(suite)}
+    return [c for c in package.cases if (c.file, c.line) in picked]
 
 
 INIT_TODO = "`aam-eval init` drafts a starter suite to review"

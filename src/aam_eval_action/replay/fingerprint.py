@@ -83,6 +83,14 @@ def agent_fingerprint(
     for rel in case.input.workspace_files:
         source = workspace_file_source(layout, rel)
         inputs[f"workspace-file:{rel}"] = _h(source.read_bytes() if source else b"")
+    for src, dest in case.staged_files:  # a Vally stimulus's environment.files
+        source = layout.root / src
+        found = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
+        for path in found:
+            inputs[f"staged:{dest}/{path.relative_to(source).as_posix()}" if source.is_dir() else
+                   f"staged:{dest}"] = file_hash(path) if path.is_file() else "missing"
+    if case.setup_commands:
+        inputs["setup-commands"] = _h(json.dumps(list(case.setup_commands)).encode())
     for rel in layout.files_for(installs_for(layout, case)):
         inputs[f"package:{rel}"] = file_hash(layout.root / rel)
     for neighbor in neighbors_of(layout, case):  # the skills installed beside it are listed with its own

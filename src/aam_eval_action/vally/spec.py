@@ -353,13 +353,15 @@ def _stimulus(root: Path, doc: Json, raw: dict[str, Any], where: tuple[str | int
     named_skills = _skills(root, doc, env.get("skills"), (*where, "environment", "skills"), folder, skills)
     named = list(named_skills)
     _constraints(doc, raw.get("constraints"), (*where, "constraints"), skipped)
-    for key, why in (("commands", "setup commands are not run (not yet supported here)"),
-                     ("mcpServers", "its MCP servers are not started (not yet supported here)"),
+    for key, why in (("mcpServers", "its MCP servers are not started (not yet supported here)"),
                      ("git", "a git worktree or clone is not staged (not yet supported here)"),
-                     ("env", "its environment variables are not set (not yet supported here)"),
-                     ("files", "its files are not staged (not yet supported here)")):
+                     ("env", "its environment variables are not set (not yet supported here)")):
         if env.get(key):
             skipped[f"environment.{key}"] = why
+    staged = _files(root, doc, env.get("files"), (*where, "environment", "files"), folder)
+    commands = env.get("commands") or []
+    if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
+        raise ConfigError(f"{doc.at(*where, 'environment', 'commands')}: commands: a list of shell commands")
     for key in ("attachments", "artifacts", "simulation"):
         if raw.get(key):
             skipped[key] = "not honoured here"
@@ -381,7 +383,7 @@ def _stimulus(root: Path, doc: Json, raw: dict[str, Any], where: tuple[str | int
                                          "not only these")
     else:
         skipped["environment.skills"] = "no skill named: Vally loads none; the package's skills are installed"
-    case = build(doc, where, fields)
+    case = build(doc, where, fields).staging(staged, commands)
     line = doc.line(*where)
     return Stimulus(eval_name, name, doc.rel, line, tags, case, graders, skipped, threshold, max(runs, 1),
                     skills=named_skills)
@@ -430,6 +432,31 @@ def _skills(root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folde
             raise ConfigError(f"{doc.at(*where, i)}: skill {path!r}: no SKILL.md at {normal or '.'}/ (a path "
                               "relative to this eval file); fix the path")
         out[by_folder.get(normal, Path(normal).name or root.name)] = normal
+    return out
+
+
+def _files(root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder: str) -> list[tuple[str, str]]:
+    """`environment.files`: `{src, dest}`, `src` relative to the eval file (a file or a folder,
+    which must exist), `dest` relative to the workspace; both must stay inside."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ConfigError(f"{doc.at(*where)}: files: a list of {{src, dest}}")
+    out: list[tuple[str, str]] = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or not isinstance(entry.get("src"), str) or not isinstance(entry.get("dest"), str):
+            raise ConfigError(f"{doc.at(*where, i)}: environment-file-missing-field: each file is {{src, dest}} "
+                              "(both required since Vally 0.10)")
+        src = _normal(Path(folder, entry["src"]).as_posix() if folder else entry["src"])
+        dest = _normal(entry["dest"])
+        if src is None or entry["src"].startswith("/"):
+            raise ConfigError(f"{doc.at(*where, i, 'src')}: {entry['src']!r} leaves the repository")
+        if dest is None or entry["dest"].startswith("/"):
+            raise ConfigError(f"{doc.at(*where, i, 'dest')}: {entry['dest']!r} leaves the workspace")
+        if not (root / src).exists():
+            raise ConfigError(f"{doc.at(*where, i, 'src')}: environment-file-not-found: {src} (relative to the "
+                              "eval file) does not exist")
+        out.append((src, dest or "."))
     return out
 
 
