@@ -76,12 +76,10 @@ class VallyConfig:
 
 
 def configs(root: Path) -> tuple[list[VallyConfig], list[str]]:
-    """Every `.vally.yaml` of the repository, the root's first (Vally's defaults when there is
-    none), and the error of each one that cannot be read."""
+    """Every `.vally.yaml` of the repository, the root's first (Vally's defaults at the root when
+    it has none), and the error of each one that cannot be read."""
     found = sorted(_walk(root, lambda p: p.name == CONFIG), key=lambda rel: (rel.count("/"), rel))
-    if not found:
-        return [VallyConfig("", None)], []
-    out: list[VallyConfig] = []
+    out: list[VallyConfig] = [] if CONFIG in found else [VallyConfig("", None)]  # defaults at the root
     problems: list[str] = []
     for rel in found:
         try:
@@ -204,7 +202,12 @@ def eval_files(root: Path, config: VallyConfig) -> list[str]:
     found: list[str] = []
     for folder in config.evals:
         start = config.under(folder.rstrip("/"))
-        found += _walk(root, lambda p: any(fnmatch.fnmatchcase(p.name, n) for n in config.names), start)
+        starts = [start]
+        if any(c in start for c in "*?["):  # a glob of folders (microsoft/mcp keeps `tools/X.*/tests/`)
+            starts = sorted(p.relative_to(root).as_posix() for p in root.glob(start)
+                            if p.is_dir() and not p.is_symlink())
+        for one in starts:
+            found += _walk(root, lambda p: any(fnmatch.fnmatchcase(p.name, n) for n in config.names), one)
     return list(dict.fromkeys(found))
 
 
