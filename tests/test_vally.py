@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from support.vally_corpus import BEGIN, END, CORPUS, read, repos, table
+from support.vally_corpus import BEGIN, CORPUS, END, read, repos, table
 
 
 def _project(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -46,7 +46,7 @@ def _load(root: Path) -> tuple[list[str], list[str]]:
 
 def test_the_docs_table_is_the_corpus_as_read() -> None:
     text = (ROOT / "docs/vally.md").read_text()
-    kept = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
+    kept = text[text.index(BEGIN) + len(BEGIN) : text.index(END)].strip()
     assert kept == table(), "regenerate it: python tests/support/vally_corpus.py"
 
 
@@ -77,7 +77,14 @@ def test_a_suite_selects_as_vally_does() -> None:
     """By tag (AND across keys, OR within a list), by the files a suite lists (also inside a
     dot-folder, which only a listed path reaches), and both; nested configs each their own."""
     chess = read(CORPUS / "mjrousos__ChessTrainer")
-    assert chess.suites == {"full": 32, "smoke": 13, "pr": 13, "routing": 13, "response-quality": 12, "llm": 15}
+    assert chess.suites == {
+        "full": 32,
+        "smoke": 13,
+        "pr": 13,
+        "routing": 13,
+        "response-quality": 12,
+        "llm": 15,
+    }
     functions = read(CORPUS / "Azure__azure-functions-skills")
     assert functions.suites["full"] == 24 and functions.suites["live"] == 1  # `tier: [smoke, full]` is OR
     tools = read(CORPUS / "Azure__azure-sdk-tools")
@@ -87,44 +94,95 @@ def test_a_suite_selects_as_vally_does() -> None:
 def test_run_dry_run_lists_a_suite_under_the_stimuli_names(tmp_path: Path) -> None:
     repo = CORPUS / "Azure__azure-functions-skills"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(repo), "--dry-run",
-                           "--suite", "triggers"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aam_eval_action",
+            "run",
+            "--package",
+            str(repo),
+            "--dry-run",
+            "--suite",
+            "triggers",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     shown = [line.split("  target")[0] for line in done.stdout.splitlines() if "  target skill:" in line]
     assert len(shown) == 7 and "Routing — create TypeScript HTTP function" in shown, done.stdout
     assert "live (no cassette recorded for engine copilot" in done.stdout  # Vally's executor: Copilot CLI
     assert "baseline" not in done.stdout  # one arm, as `vally eval` runs
-    wrong = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(repo), "--dry-run",
-                            "--suite", "nightly"], capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert wrong.returncode != 0 and "no such suite in .vally.yaml (suites: full, integration, live, pr, " \
-        "smoke, triggers)" in wrong.stderr
+    wrong = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aam_eval_action",
+            "run",
+            "--package",
+            str(repo),
+            "--dry-run",
+            "--suite",
+            "nightly",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert (
+        wrong.returncode != 0
+        and "no such suite in .vally.yaml (suites: full, integration, live, pr, smoke, triggers)"
+        in wrong.stderr
+    )
 
 
 REFUSED = {
-    "evals/field/eval.yaml": ("stimuli:\n  - name: a\n    prompt: hi\n    expect_activation: true\n",
-                              "evals/field/eval.yaml:4: stimuli[0].expect_activation: unknown stimulus field "
-                              "'expect_activation'"),
-    "evals/grader/eval.yaml": ("stimuli:\n  - name: a\n    prompt: hi\n    graders:\n      - type: output-contain\n"
-                               "        config: {substring: x}\n",
-                               "evals/grader/eval.yaml:5: stimuli[0].graders[0].type: unknown-grader-type: "
-                               "'output-contain'; did you mean output-contains?"),
-    "evals/timeout/eval.yaml": ("defaults:\n  timeout: 120\nstimuli:\n  - name: a\n    prompt: hi\n",
-                                "evals/timeout/eval.yaml:2: defaults.timeout: 120: a duration needs a unit"),
-    "evals/weights/eval.yaml": ("scoring:\n  weights:\n    prompt: 2\nstimuli:\n  - name: a\n    prompt: hi\n"
-                                "    graders:\n      - type: completed\n",
-                                "evals/weights/eval.yaml:3: scoring.weights.prompt: invalid-scoring-weight-key: a "
-                                "weight for 'prompt', which no grader of this eval is"),
-    "evals/both/eval.yaml": ("stimuli:\n  - name: a\n    prompt: hi\n    graders:\n      - type: skill-invocation\n"
-                             "        config: {required: [greet], disallowed: [greet]}\n",
-                             "evals/both/eval.yaml:6: stimuli[0].graders[0].config: skill-invocation: 'greet' is both "
-                             "required and disallowed; a skill cannot appear in both lists"),
+    "evals/field/eval.yaml": (
+        "stimuli:\n  - name: a\n    prompt: hi\n    expect_activation: true\n",
+        "evals/field/eval.yaml:4: stimuli[0].expect_activation: unknown stimulus field 'expect_activation'",
+    ),
+    "evals/grader/eval.yaml": (
+        "stimuli:\n  - name: a\n    prompt: hi\n    graders:\n      - type: output-contain\n"
+        "        config: {substring: x}\n",
+        "evals/grader/eval.yaml:5: stimuli[0].graders[0].type: unknown-grader-type: "
+        "'output-contain'; did you mean output-contains?",
+    ),
+    "evals/timeout/eval.yaml": (
+        "defaults:\n  timeout: 120\nstimuli:\n  - name: a\n    prompt: hi\n",
+        "evals/timeout/eval.yaml:2: defaults.timeout: 120: a duration needs a unit",
+    ),
+    "evals/weights/eval.yaml": (
+        "scoring:\n  weights:\n    prompt: 2\nstimuli:\n  - name: a\n    prompt: hi\n"
+        "    graders:\n      - type: completed\n",
+        "evals/weights/eval.yaml:3: scoring.weights.prompt: invalid-scoring-weight-key: a "
+        "weight for 'prompt', which no grader of this eval is",
+    ),
+    "evals/both/eval.yaml": (
+        "stimuli:\n  - name: a\n    prompt: hi\n    graders:\n      - type: skill-invocation\n"
+        "        config: {required: [greet], disallowed: [greet]}\n",
+        "evals/both/eval.yaml:6: stimuli[0].graders[0].config: skill-invocation: 'greet' is both "
+        "required and disallowed; a skill cannot appear in both lists",
+    ),
 }
 
 
 def test_each_rule_of_vallys_lint_refuses_its_file_with_the_line_and_hides_no_other(tmp_path: Path) -> None:
     files = {rel: text for rel, (text, _) in REFUSED.items()}
-    root = _project(tmp_path, {**files, "evals/good/eval.yaml": GOOD, "skills/greet/SKILL.md": SKILL.format(n="greet"),
-                               ".vally.yaml": "paths:\n  evals: [evals]\n"})
+    root = _project(
+        tmp_path,
+        {
+            **files,
+            "evals/good/eval.yaml": GOOD,
+            "skills/greet/SKILL.md": SKILL.format(n="greet"),
+            ".vally.yaml": "paths:\n  evals: [evals]\n",
+        },
+    )
     names, errors = _load(root)
     assert names == ["Says hello"]
     for _, said in REFUSED.values():
@@ -135,14 +193,19 @@ def test_each_rule_of_vallys_lint_refuses_its_file_with_the_line_and_hides_no_ot
 def test_discovery_without_a_config_and_with_a_nested_one(tmp_path: Path) -> None:
     """No .vally.yaml: `evals/**/eval.yaml` (Vally's defaults). A nested one governs its folder,
     with its own evalFilenames; a `tasks:` eval.yaml (waza's) is no Vally spec."""
-    root = _project(tmp_path, {
-        "skills/greet/SKILL.md": SKILL.format(n="greet"),
-        "evals/a/eval.yaml": GOOD,
-        "evals/b/other.yaml": GOOD.replace("Says hello", "Not found"),
-        "tools/x/.vally.yaml": "paths:\n  evals: [cases]\n  evalFilenames: ['*.eval.yaml']\n",
-        "tools/x/cases/one.eval.yaml": GOOD.replace("name: good", "name: nested").replace("Says hello", "Nested"),
-        "tools/x/cases/eval.yaml": GOOD.replace("Says hello", "Not the nested config's name"),
-    })
+    root = _project(
+        tmp_path,
+        {
+            "skills/greet/SKILL.md": SKILL.format(n="greet"),
+            "evals/a/eval.yaml": GOOD,
+            "evals/b/other.yaml": GOOD.replace("Says hello", "Not found"),
+            "tools/x/.vally.yaml": "paths:\n  evals: [cases]\n  evalFilenames: ['*.eval.yaml']\n",
+            "tools/x/cases/one.eval.yaml": GOOD.replace("name: good", "name: nested").replace(
+                "Says hello", "Nested"
+            ),
+            "tools/x/cases/eval.yaml": GOOD.replace("Says hello", "Not the nested config's name"),
+        },
+    )
     from aam_eval_action.vally.project import read_project
 
     project = read_project(root, {"greet": "skills/greet"})
@@ -150,23 +213,40 @@ def test_discovery_without_a_config_and_with_a_nested_one(tmp_path: Path) -> Non
 
 
 def test_a_stimulus_name_two_evals_share_is_qualified(tmp_path: Path) -> None:
-    root = _project(tmp_path, {"skills/greet/SKILL.md": SKILL.format(n="greet"),
-                               "evals/a/eval.yaml": GOOD.replace("name: good", "name: alpha"),
-                               "evals/b/eval.yaml": GOOD.replace("name: good", "name: beta"),
-                               ".vally.yaml": "suites:\n  all:\n    filter: {}\n"})
+    root = _project(
+        tmp_path,
+        {
+            "skills/greet/SKILL.md": SKILL.format(n="greet"),
+            "evals/a/eval.yaml": GOOD.replace("name: good", "name: alpha"),
+            "evals/b/eval.yaml": GOOD.replace("name: good", "name: beta"),
+            ".vally.yaml": "suites:\n  all:\n    filter: {}\n",
+        },
+    )
     names, errors = _load(root)
     assert names == ["alpha::Says hello", "beta::Says hello"] and not errors
 
 
-@pytest.mark.parametrize("text, why", [
-    ("stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      skills: [../../../outside]\n",
-     "leaves the repository"),
-    ("stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      files:\n        - {src: x.txt}\n",
-     "environment-file-missing-field"),
-    ("stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      files:\n        - {src: nothing.txt, dest: a}\n",
-     "environment-file-not-found"),
-    ("stimuli:\n  - name: a\n    prompt: hi\n  - name: a\n    prompt: again\n", "duplicate-stimulus-name"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        (
+            "stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      skills: [../../../outside]\n",
+            "leaves the repository",
+        ),
+        (
+            "stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      files:\n        - {src: x.txt}\n",
+            "environment-file-missing-field",
+        ),
+        (
+            "stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      files:\n        - {src: nothing.txt, dest: a}\n",
+            "environment-file-not-found",
+        ),
+        (
+            "stimuli:\n  - name: a\n    prompt: hi\n  - name: a\n    prompt: again\n",
+            "duplicate-stimulus-name",
+        ),
+    ],
+)
 def test_hostile_or_broken_environments_are_refused(tmp_path: Path, text: str, why: str) -> None:
     root = _project(tmp_path, {"skills/greet/SKILL.md": SKILL.format(n="greet"), "evals/a/eval.yaml": text})
     names, errors = _load(root)

@@ -53,6 +53,8 @@ class LoadedCase:
     graders: tuple[PluginGrader, ...] = ()
     """A `claude plugin eval` case's graders: it is graded as that runner grades
     (`pipeline/plugin_eval.py`), by score."""
+    item: tuple[str, str] | None = None
+    """A Vally stimulus's (eval, stimulus) names: Vally's `<eval>::<stimulus>`."""
 
 
 @dataclass(frozen=True)
@@ -300,7 +302,7 @@ def _import_cases(loaded: LoadedPackage) -> None:
         for item in found.cases:
             name = item.case.name
             loaded_case = LoadedCase(item.case, item.file or found.rel, item.line or 1, found.format,
-                                     tuple(sorted(item.skipped.items())), item.graders)
+                                     tuple(sorted(item.skipped.items())), item.graders, item.item)
             if name in ours:
                 why = f"case {name!r} is also in {ours[name].file}: ours is run, this one is not"
                 loaded.import_findings.append(Finding(found.rel, item.line, why, "skipped"))

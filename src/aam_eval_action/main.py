@@ -84,6 +84,8 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--report", action="store_true", help="write evals/reports/<timestamp>.json")
     p.add_argument("-o", "--output", type=Path, help="write the report to this path")
     p.add_argument("--junit", type=Path, help="write JUnit XML to this path")
+    p.add_argument("--vally-results", type=Path, metavar="PATH",
+                   help="write Vally's results.jsonl (trial results, then the run summary) to this path")
     p.add_argument("--html", type=Path, help="write the self-contained HTML report to this path")
     p.add_argument("--shard", type=_shard, help="run shard I of N (e.g. 1/4)")
     p.add_argument("--keep-workspaces", action="store_true", help="keep workspaces for debugging")
@@ -391,6 +393,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             package=args.package, cases=[*args.cases, *args.case_globs], overrides=overrides,
             target=args.target,
             dry_run=args.dry_run, report=args.report, output=args.output, junit=args.junit, html=args.html,
+            vally_results=args.vally_results,
             keep_workspaces=args.keep_workspaces, shard=args.shard, plugins=args.plugin, strict=args.strict,
             tags=args.tags, suite=args.suite, allow_empty=args.allow_empty,
         ))

@@ -166,6 +166,7 @@ def _add_lift(summary: Summary, cases: list[CaseResult]) -> None:
 
 def _add_scores(summary: Summary, cases: list[CaseResult]) -> None:
     """`claude plugin eval` cases: the overall score and the mean delta, as that runner gives them."""
+    cases = [c for c in cases if c.vally is None]  # a Vally stimulus counts in its eval (`report.vally`)
     scored = [c.score for c in cases if c.score is not None]
     if scored:
         summary.score = sum(scored) / len(scored)
@@ -322,6 +323,10 @@ def build_report(
     if report.summary.routing is not None:
         report.summary.routing.threshold = s.trigger_threshold
     report.volatile = learnt_masks(s.cassettes) or None
+    if any(r.vally is not None for r in results):
+        from aam_eval_action.vally.results import evals
+
+        report.vally = evals(report.cases)
     return report
 
 
@@ -492,6 +497,10 @@ def merge_reports(reports: list[Report]) -> Report:
     merged.summary.spent_usd = round(sum(spent), 6) if spent else None
     masks = {(m.cli, m.mask): m for r in reports for m in r.volatile or []}
     merged.volatile = list(masks.values()) or None
+    if any(c.vally is not None for c in merged.cases):
+        from aam_eval_action.vally.results import evals
+
+        merged.vally = evals(merged.cases)
     # Shards run side by side: the run took as long as its slowest shard.
     merged.duration_seconds = max(r.duration_seconds for r in reports)
     merged.summary.empty = None if merged.cases else merged_empty(reports)

@@ -295,6 +295,45 @@ class JudgeVerdict(Part):
     """Every vote, in the order asked, when `judge.votes` is above 1; the majority is `result` (additive)."""
 
 
+class VallyItem(Part):
+    """A Vally stimulus: its names as Vally gives them, and its eval's threshold."""
+
+    eval: str
+    stimulus: str
+    threshold: float | None = None
+    """The eval's `scoring.threshold` (None: every grader must pass)."""
+
+    @property
+    def item_id(self) -> str:
+        return f"{self.eval}::{self.stimulus}"
+
+
+class VallyEval(Part):
+    """One Vally eval's numbers, as Vally's scoring page defines them
+    (https://microsoft.github.io/vally/concepts/scoring/, reference/scoring-functions)."""
+
+    name: str
+    file: str
+    passed: bool
+    """Its mean stimulus score reaches the threshold; with none, every stimulus passed."""
+    scoring_applied: bool
+    """A threshold was set (else the binary verdicts decide)."""
+    overall_score: float
+    """The mean of its stimuli's scores."""
+    threshold: float | None = None
+    stimuli_run: int
+    """Stimuli that were graded (not errored)."""
+    stimuli_total: int
+    pass_rate: float
+    """The mean over its stimuli of each one's share of passing trials."""
+    k: int | None = None
+    """Trials per stimulus, when every stimulus ran the same number and at least 2."""
+    pass_at_k: float | None = None
+    """The mean over its stimuli of 1 − C(n−c, k) / C(n, k) (unbiased; k = n)."""
+    pass_hat_k: float | None = None
+    """The mean over its stimuli of pᵏ, p = c / n (pass^k, as Vally computes it)."""
+
+
 class GraderOutcome(Part):
     """One grader of a `claude plugin eval` case in the run shown, as that runner reports it
     (additive)."""
@@ -621,6 +660,8 @@ class CaseResult(Part):
     `trigger-set`…); `file` is that file (additive)."""
     skipped_checks: dict[str, str] | None = None
     """What the imported file asks that could not be honoured, each with why (additive)."""
+    vally: VallyItem | None = None
+    """A Vally stimulus's names and its eval's threshold (additive)."""
 
 
 class PairSummary(Part):
@@ -791,6 +832,8 @@ class Report(Part):
     it cuts anything, or the run installs neighbours (additive)."""
     sweep: Sweep | None = None
     """The crowding sweep, when the run made one (`--sweep`) (additive)."""
+    vally: list[VallyEval] | None = None
+    """Each Vally eval's numbers (pass rate, pass@k, pass^k), when the run graded stimuli (additive)."""
 
 
 # --- building a report ---

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from aam_eval_action.engines.registry import ENGINES
 from aam_eval_action.loader import LoadedCase, LoadedPackage
 from aam_eval_action.modes import Mode, Rerun
-from aam_eval_action.vally.grader_model import TYPES as VALLY_TYPES
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
+from aam_eval_action.vally.grader_model import TYPES as VALLY_TYPES
 
 if TYPE_CHECKING:
     from aam_eval_action.replay.upstream import Network

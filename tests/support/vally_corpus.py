@@ -60,11 +60,16 @@ def read(repo: Path) -> RepoReading:
         if isinstance(data, dict) and "stimuli" in data:
             unseen[rel] = _why_unseen(project, rel, names)
     return RepoReading(
-        name=repo.name, repository=source["repository"], commit=source["commit"][:12], specs=len(project.files),
+        name=repo.name,
+        repository=source["repository"],
+        commit=source["commit"][:12],
+        specs=len(project.files),
         stimuli=[s.item_id for s in project.stimuli()],
         refused={f.rel: f.error or "" for f in project.files if f.error},
-        unseen=unseen, suites={n: len(project.selected(n)) for n in project.suites()},
-        config_problems=[_short(p) for p in project.problems])
+        unseen=unseen,
+        suites={n: len(project.selected(n)) for n in project.suites()},
+        config_problems=[_short(p) for p in project.problems],
+    )
 
 
 def _why_unseen(project: object, rel: str, names: set[str]) -> str:
@@ -98,11 +103,16 @@ def _reason(error: str) -> str:
 
 
 def table() -> str:
-    lines = ["| Repository | Commit | Specs read | Stimuli listed | Specs refused, why | Not discovered by Vally, why | "
-             "Suites: stimuli selected |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| Repository | Commit | Specs read | Stimuli listed | Specs refused, why | Not discovered by Vally, why | "
+        "Suites: stimuli selected |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for repo in repos():
         r = read(repo)
-        refused = "<br>".join(f"`{rel}`: {_cell(_short(_reason(why)))}" for rel, why in r.refused.items()) or "none"
+        refused = (
+            "<br>".join(f"`{rel}`: {_cell(_short(_reason(why)))}" for rel, why in r.refused.items()) or "none"
+        )
         if r.config_problems:
             refused = "<br>".join([*(f"config: {_cell(p)}" for p in r.config_problems), refused])
         reasons: dict[str, int] = {}
@@ -110,8 +120,10 @@ def table() -> str:
             reasons[why] = reasons.get(why, 0) + 1
         unseen = "<br>".join(f"{n}: {_cell(w)}" for w, n in sorted(reasons.items())) or "none"
         suites = ", ".join(f"{_cell(n)} {c}" for n, c in r.suites.items()) or "none"
-        lines.append(f"| {r.repository} | `{r.commit}` | {r.specs - len(r.refused)} of {r.specs} | "
-                     f"{len(r.stimuli)} | {refused} | {unseen} | {suites} |")
+        lines.append(
+            f"| {r.repository} | `{r.commit}` | {r.specs - len(r.refused)} of {r.specs} | "
+            f"{len(r.stimuli)} | {refused} | {unseen} | {suites} |"
+        )
     return "\n".join(lines)
 
 

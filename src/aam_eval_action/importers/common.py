@@ -29,6 +29,8 @@ class Imported:
     """The file the case is written in when it is not the one found (a waza suite's task)."""
     graders: tuple[PluginGrader, ...] = ()
     """A `claude plugin eval` case's graders, graded as that runner grades them."""
+    item: tuple[str, str] | None = None
+    """A Vally stimulus's (eval, stimulus) names."""
 
 
 @dataclass(frozen=True)

@@ -111,13 +111,14 @@ def vally_files(layout: PackageLayout) -> list[EvalFile]:
     from aam_eval_action.vally.project import read_project
 
     project = read_project(layout.root, layout.skill_dirs)
-    out = [EvalFile(problem.split(":", 1)[0], vally_spec.FORMAT, error=problem) for problem in project.problems]
+    out = [EvalFile(problem.split(":", 1)[0], vally_spec.FORMAT, error=problem)
+           for problem in project.problems]
     for spec in project.files:
         if spec.error is not None:
             out.append(EvalFile(spec.rel, vally_spec.FORMAT, error=spec.error))
             continue
-        cases = [Imported(s.case, s.line, s.skipped, file=spec.rel, graders=s.graders)
-                 for s in spec.stimuli if s.case is not None]
+        cases = [Imported(s.case, s.line, s.skipped, file=spec.rel, graders=s.graders,
+                          item=(s.eval_name, s.name)) for s in spec.stimuli if s.case is not None]
         out.append(EvalFile(spec.rel, vally_spec.FORMAT, cases))
     return out
 

@@ -59,10 +59,10 @@ from aam_eval_action.graders import (
     ToolSide,
     ToolUsedGrader,
 )
-from aam_eval_action.vally.grader_model import VallyGrader
 from aam_eval_action.pipeline.checks import Check
 from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
+from aam_eval_action.vally.grader_model import VallyGrader
 
 JUDGE_SYSTEM = "You are a strict, terse evaluation judge for coding-agent traces."
 VOTES = 3

@@ -43,6 +43,8 @@ class RunArgs:
     report: bool = False
     output: Path | None = None
     junit: Path | None = None
+    vally_results: Path | None = None
+    """`--vally-results`: Vally's `results.jsonl` of the stimuli run."""
     html: Path | None = None
     keep_workspaces: bool = False
     shard: tuple[int, int] | None = None
@@ -249,7 +251,8 @@ def in_suite(package: LoadedPackage, suite: str) -> list[LoadedCase]:
     """The cases of the stimuli `suite` (of the repository's `.vally.yaml`) selects."""
     from aam_eval_action.vally.project import read_project
 
-    picked = {(s.rel, s.line) for s in read_project(package.layout.root, package.layout.skill_dirs).selected(suite)}
+    project = read_project(package.layout.root, package.layout.skill_dirs)
+    picked = {(s.rel, s.line) for s in project.selected(suite)}
     return [c for c in package.cases if (c.file, c.line) in picked]
 
 
@@ -361,6 +364,11 @@ def _write(
     for path in paths:
         write_file(path, to_json(report), "report", checkout)
         console.line(f"report written to {path}")
+    if args.vally_results and report.vally:
+        from aam_eval_action.vally.results import jsonl
+
+        write_file(args.vally_results, jsonl(report), "Vally results", checkout)
+        console.line(f"Vally results.jsonl written to {args.vally_results}")
     if args.junit:
         from aam_eval_action.render.junit import to_junit
 

@@ -83,6 +83,8 @@ class Console:
         if hidden:
             self.line(f"({hidden} more case(s) not listed: every passing case, see the report)")
         s = report.summary
+        for line in vally_lines(report):  # Vally's numbers first, as that runner gives them
+            self.line(line)
         if s.score is not None:  # a claude plugin eval suite: that runner's numbers first
             self.line(plugin_eval_line(s))
         graded = s.graded if s.graded is not None else s.total - s.skipped
@@ -200,6 +202,26 @@ def _width() -> int:
         return os.get_terminal_size().columns
     except OSError:
         return 100
+
+
+def vally_lines(report: Report) -> list[str]:
+    """Each Vally eval: `vally greetings: PASS · score 0.92 ≥ 0.8 · pass rate 100.0% · pass@3 1.00 ·
+    pass^3 0.70`."""
+    out = []
+    for e in report.vally or []:
+        score = "every grader must pass"
+        if e.scoring_applied and e.threshold is not None:
+            sign = "≥" if e.overall_score >= e.threshold else "<"
+            score = f"score {e.overall_score:.2f} {sign} {e.threshold:g}"
+        k = ""
+        if e.k and e.pass_at_k is not None and e.pass_hat_k is not None:
+            k = f" · pass@{e.k} {e.pass_at_k:.2f} · pass^{e.k} {e.pass_hat_k:.2f}"
+        ran = ""
+        if e.stimuli_run != e.stimuli_total:
+            ran = f" · {e.stimuli_run} of {e.stimuli_total} stimuli graded"
+        out.append(f"vally {e.name}: {'PASS' if e.passed else 'FAIL'} · {score} · pass rate "
+                   f"{e.pass_rate * 100:.1f}%{k}{ran}")
+    return out
 
 
 def plugin_eval_line(s: Summary) -> str:

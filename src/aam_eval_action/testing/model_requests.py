@@ -184,6 +184,19 @@ def is_plugin_eval_judge(body: dict[str, Any]) -> bool:
     return any(text.lstrip().startswith(PLUGIN_EVAL_JUDGE) for text in texts)
 
 
+VALLY_JUDGE = "You are grading the work of a coding agent against a rubric."
+"""How a Vally `prompt` or `panel` grader's judge prompt starts (`vally/grading.py`)."""
+
+
+def is_vally_judge(body: dict[str, Any]) -> bool:
+    """A Vally LLM grader's judge request: no tool, and a user message in those words; it is
+    answered with its reason, then `SCORE: <result>`."""
+    if body.get("tools"):
+        return False
+    texts = _texts_of_messages(body) + ([body["input"]] if isinstance(body.get("input"), str) else [])
+    return any(text.lstrip().startswith(VALLY_JUDGE) for text in texts)
+
+
 MOCK_AGENT = "You are standing in for the MCP server "
 
 

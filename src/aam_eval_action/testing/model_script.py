@@ -133,7 +133,7 @@ class Script:
                 return (i, s), asked[1]
         return None
 
-    def judge_reply(self, body: dict[str, Any], plain: bool = False) -> Reply:
+    def judge_reply(self, body: dict[str, Any], plain: bool = False, scored: bool = False) -> Reply:
         """The scenario's `judge` verdict: as a `record_verdict` call, or (`plain`) the one word
         a `claude plugin eval` judge answers."""
         found = self.find(all_text(body), judge=True)
@@ -149,6 +149,8 @@ class Script:
         if "status" in judge and self._take_failure(index, int(judge.get("times", 1))):
             return Reply(text=str(judge.get("message", "scripted error")), status=judge["status"])
         verdict = judge.get("then", judge)
+        if scored:  # a Vally judge: its reasons, then the score line (`result` is PASS, FAIL or a number)
+            return Reply(text=f"{verdict.get('reason', 'scripted')}\nSCORE: {verdict.get('result', 'PASS')}")
         return Reply(text=str(verdict.get("result", "PASS"))) if plain else verdict_reply(verdict)
 
     def mock_reply(self, body: dict[str, Any]) -> Reply:

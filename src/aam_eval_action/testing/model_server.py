@@ -258,6 +258,7 @@ from aam_eval_action.testing.model_requests import (
     is_plugin_eval_judge,
     is_proposal,
     is_simulated_user,
+    is_vally_judge,
     prompt_text,
     system_text,
     turn_index,
@@ -430,6 +431,7 @@ __all__ = [
     "is_plugin_eval_judge",
     "is_proposal",
     "is_simulated_user",
+    "is_vally_judge",
     "listed_skills",
     "load_scenarios",
     "main",
@@ -498,7 +500,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         owner = self.server.owner
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner.record(RecordedRequest(self.path, headers, body if isinstance(body, dict) else {}))
-        judging = isinstance(body, dict) and (is_judge(body) or is_plugin_eval_judge(body))
+        judging = isinstance(body, dict) and (is_judge(body) or is_plugin_eval_judge(body)
+                                              or is_vally_judge(body))
         with owner.serving("judge" if judging else "other"):
             self._serve(body, headers)
 
@@ -522,6 +525,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             reply = (owner.script.judge_reply(body) if is_judge(body)
                      else owner.script.mock_reply(body) if is_mock_agent(body)
                      else owner.script.judge_reply(body, plain=True) if is_plugin_eval_judge(body)
+                     else owner.script.judge_reply(body, scored=True) if is_vally_judge(body)
                      else owner.script.user_reply(body) if is_simulated_user(body)
                      else owner.script.draft_reply(body) if is_draft(body)
                      else owner.script.proposal_reply(body) if is_proposal(body) else owner.agent_reply(body))

@@ -129,18 +129,24 @@ def _suite(doc: Json, name: str, body: Any) -> Suite:
         raise ConfigError(f"{doc.at(*where)}: suite {name!r}: a mapping (description, filter, evals)")
     _known(doc, body, SUITE_KEYS, where)
     if "filter" not in body and "evals" not in body:
-        raise ConfigError(f"{doc.at(*where)}: suite {name!r} needs filter or evals (or both): each suite "
-                          "must have at least one (vally-yaml reference)")
+        raise ConfigError(
+            f"{doc.at(*where)}: suite {name!r} needs filter or evals (or both): each suite "
+            "must have at least one (vally-yaml reference)"
+        )
     raw = body.get("filter")
     tags: dict[str, tuple[str, ...]] | None = None
     if raw is not None:
         if not isinstance(raw, dict):
-            raise ConfigError(f"{doc.at(*where, 'filter')}: filter: a mapping of tag → value or list of values")
+            raise ConfigError(
+                f"{doc.at(*where, 'filter')}: filter: a mapping of tag → value or list of values"
+            )
         tags = {}
         for key, value in raw.items():
             values = value if isinstance(value, list) else [value]
             if not values or not all(isinstance(v, str | int | float | bool) for v in values):
-                raise ConfigError(f"{doc.at(*where, 'filter', key)}: filter.{key}: a value or a list of values")
+                raise ConfigError(
+                    f"{doc.at(*where, 'filter', key)}: filter.{key}: a value or a list of values"
+                )
             tags[str(key)] = tuple(_tag(v) for v in values)
     globs = _strings(doc, body.get("evals"), (*where, "evals")) if "evals" in body else None
     folder = doc.rel.rsplit("/", 1)[0] if "/" in doc.rel else ""
@@ -159,8 +165,10 @@ def _tag(value: Any) -> str:
 def _known(doc: Json, data: dict[str, Any], keys: tuple[str, ...], where: tuple[str | int, ...]) -> None:
     for key in data:
         if key not in keys:
-            raise ConfigError(f"{doc.at(*where, key)}: unknown key {key!r}; {'.'.join(map(str, where)) or 'the top'} "
-                              f"takes {', '.join(keys)}")
+            raise ConfigError(
+                f"{doc.at(*where, key)}: unknown key {key!r}; {'.'.join(map(str, where)) or 'the top'} "
+                f"takes {', '.join(keys)}"
+            )
 
 
 def _strings(doc: Json, value: Any, loc: tuple[str | int, ...]) -> tuple[str, ...]:
@@ -185,14 +193,18 @@ def _walk(root: Path, wanted: Any, start: str = "") -> list[str]:
     if not base.is_dir() or base.is_symlink():
         return found
     for folder, dirs, files in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if d not in NOT_SCANNED and not os.path.islink(os.path.join(folder, d)))
+        dirs[:] = sorted(
+            d for d in dirs if d not in NOT_SCANNED and not os.path.islink(os.path.join(folder, d))
+        )
         for name in sorted(files):
             path = Path(folder, name)
             if not path.is_symlink() and wanted(path):
                 found.append(path.relative_to(root).as_posix())
                 if len(found) > MAX_FILES:
-                    raise ConfigError(f"{start or '.'}: more than {MAX_FILES} files scanned for Vally specs; "
-                                      "narrow paths.evals")
+                    raise ConfigError(
+                        f"{start or '.'}: more than {MAX_FILES} files scanned for Vally specs; "
+                        "narrow paths.evals"
+                    )
     return found
 
 
@@ -204,8 +216,9 @@ def eval_files(root: Path, config: VallyConfig) -> list[str]:
         start = config.under(folder.rstrip("/"))
         starts = [start]
         if any(c in start for c in "*?["):  # a glob of folders (microsoft/mcp keeps `tools/X.*/tests/`)
-            starts = sorted(p.relative_to(root).as_posix() for p in root.glob(start)
-                            if p.is_dir() and not p.is_symlink())
+            starts = sorted(
+                p.relative_to(root).as_posix() for p in root.glob(start) if p.is_dir() and not p.is_symlink()
+            )
         for one in starts:
             found += _walk(root, lambda p: any(fnmatch.fnmatchcase(p.name, n) for n in config.names), one)
     return list(dict.fromkeys(found))
@@ -215,7 +228,9 @@ def owner(configs_: list[VallyConfig], rel: str) -> VallyConfig:
     """The nearest config above `rel`."""
     best = configs_[0]
     for config in configs_:
-        if (not config.folder or rel.startswith(config.folder + "/")) and len(config.folder) >= len(best.folder):
+        if (not config.folder or rel.startswith(config.folder + "/")) and len(config.folder) >= len(
+            best.folder
+        ):
             best = config
     return best
 
@@ -243,7 +258,7 @@ def _braces(pattern: str) -> list[str]:
         return [pattern]
     out: list[str] = []
     for choice in match.group(1).split(","):
-        out += _braces(pattern[:match.start()] + choice + pattern[match.end():])
+        out += _braces(pattern[: match.start()] + choice + pattern[match.end() :])
     return out
 
 

@@ -35,5 +35,16 @@ def read(root: Path) -> PackageLayout:
     findings: list[Finding] = []
     for name, rel in sorted(named.items()):
         findings += lint_skill(root, rel, name)
-    return PackageLayout(root=root, kind="skills", plugin=root.name, name=root.name, skill_dirs=named,
-                         agents=(), commands=(), hooks=(), mcp={}, context=(), findings=tuple(findings))
+    return PackageLayout(
+        root=root,
+        kind="skills",
+        plugin=root.name,
+        name=root.name,
+        skill_dirs=named,
+        agents=(),
+        commands=(),
+        hooks=(),
+        mcp={},
+        context=(),
+        findings=tuple(findings),
+    )

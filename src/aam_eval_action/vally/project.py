@@ -44,7 +44,7 @@ class Project:
             if not _in_scope(config, spec.rel):
                 continue
             if suite.evals is not None:
-                rel = spec.rel[len(config.folder) + 1:] if config.folder else spec.rel
+                rel = spec.rel[len(config.folder) + 1 :] if config.folder else spec.rel
                 if not any(vally_config.glob_matches(g, rel) for g in suite.evals):
                     continue
             out += [s for s in spec.stimuli if _filtered(suite, s)]
@@ -57,8 +57,9 @@ def _in_scope(config: VallyConfig, rel: str) -> bool:
 
 def _filtered(suite: Suite, stimulus: Stimulus) -> bool:
     """Every key of the filter must match one of its values (a tag of several values: any)."""
-    return suite.filter is None or all(set(stimulus.tags.get(k, ())) & set(values)
-                                       for k, values in suite.filter.items())
+    return suite.filter is None or all(
+        set(stimulus.tags.get(k, ())) & set(values) for k, values in suite.filter.items()
+    )
 
 
 def read_project(root: Path, skills: dict[str, str]) -> Project:

@@ -35,18 +35,61 @@ from aam_eval_action.vally.config import VallyConfig
 from aam_eval_action.vally.grader_model import TYPES, VallyGrader
 
 FORMAT = "vally"
-TOP_KEYS = ("name", "description", "version", "type", "tags", "environment", "config", "defaults", "scoring",
-            "stimuli", "artifacts", "metadata")
-STIMULUS_KEYS = ("name", "description", "prompt", "turns", "tags", "environment", "graders", "rubric",
-                 "constraints", "runs", "timeout", "config", "defaults", "attachments", "artifacts", "simulation",
-                 "metadata")
+TOP_KEYS = (
+    "name",
+    "description",
+    "version",
+    "type",
+    "tags",
+    "environment",
+    "config",
+    "defaults",
+    "scoring",
+    "stimuli",
+    "artifacts",
+    "metadata",
+)
+STIMULUS_KEYS = (
+    "name",
+    "description",
+    "prompt",
+    "turns",
+    "tags",
+    "environment",
+    "graders",
+    "rubric",
+    "constraints",
+    "runs",
+    "timeout",
+    "config",
+    "defaults",
+    "attachments",
+    "artifacts",
+    "simulation",
+    "metadata",
+)
 """The stimulus fields Vally 0.17 reads; any other is refused (release notes 0.17, #1176)."""
-CONFIG_KEYS = ("runs", "timeout", "model", "judge_model", "executor", "judge_reasoning_effort",
-               "reasoning_effort", "judge_provider")
+CONFIG_KEYS = (
+    "runs",
+    "timeout",
+    "model",
+    "judge_model",
+    "executor",
+    "judge_reasoning_effort",
+    "reasoning_effort",
+    "judge_provider",
+)
 GRADER_KEYS = ("type", "name", "weight", "turn", "config")
 ENVIRONMENT_KEYS = ("skills", "files", "commands", "commandTimeout", "env", "mcpServers", "git")
-CONSTRAINT_KEYS = ("max_turns", "max_tokens", "max_duration", "expect_tools", "reject_tools", "expect_skills",
-                   "reject_skills")
+CONSTRAINT_KEYS = (
+    "max_turns",
+    "max_tokens",
+    "max_duration",
+    "expect_tools",
+    "reject_tools",
+    "expect_skills",
+    "reject_skills",
+)
 EXECUTORS = ("copilot-sdk", "mock")
 _DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -63,8 +106,10 @@ def duration(value: Any, where: str) -> float:
     """Seconds of a Vally duration; a bare number is refused, as since 0.4."""
     match = _DURATION.fullmatch(value.strip()) if isinstance(value, str) else None
     if match is None:
-        raise ConfigError(f"{where}: {value!r}: a duration needs a unit (ms, s, m, h), e.g. 30s or 5m; "
-                          "bare numbers are refused since Vally 0.4")
+        raise ConfigError(
+            f"{where}: {value!r}: a duration needs a unit (ms, s, m, h), e.g. 30s or 5m; "
+            "bare numbers are refused since Vally 0.4"
+        )
     return sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(value))
 
 
@@ -145,30 +190,52 @@ def _read(root: Path, doc: Json, config: VallyConfig, skills: dict[str, str]) ->
         if unknown:
             hint = difflib.get_close_matches(str(unknown[0]), STIMULUS_KEYS, n=1)
             said = f"; did you mean {hint[0]!r}?" if hint else ""
-            raise ConfigError(f"{doc.at(*where, unknown[0])}: unknown stimulus field {unknown[0]!r}{said} "
-                              "(Vally refuses unknown stimulus fields since 0.17); remove it")
+            raise ConfigError(
+                f"{doc.at(*where, unknown[0])}: unknown stimulus field {unknown[0]!r}{said} "
+                "(Vally refuses unknown stimulus fields since 0.17); remove it"
+            )
         name = raw.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"{doc.at(*where)}: stimulus name: required (a non-empty text)")
         if name in names:
-            raise ConfigError(f"{doc.at(*where, 'name')}: duplicate-stimulus-name: {name!r} is also stimulus "
-                              f"{names[name] + 1}; give each its own name")
+            raise ConfigError(
+                f"{doc.at(*where, 'name')}: duplicate-stimulus-name: {name!r} is also stimulus "
+                f"{names[name] + 1}; give each its own name"
+            )
         names[name] = i
         graders = _graders(doc, raw.get("graders"), where, scoring, used, raw.get("rubric"))
-        out.stimuli.append(_stimulus(root, doc, raw, where, eval_name, tags, settings, scoring[1], graders,
-                                     root_env, config, skills, dict(noted)))
+        out.stimuli.append(
+            _stimulus(
+                root,
+                doc,
+                raw,
+                where,
+                eval_name,
+                tags,
+                settings,
+                scoring[1],
+                graders,
+                root_env,
+                config,
+                skills,
+                dict(noted),
+            )
+        )
     unused = [t for t in scoring[0] if t not in used]
     if unused:
-        raise ConfigError(f"{doc.at('scoring', 'weights', unused[0])}: invalid-scoring-weight-key: a weight "
-                          f"for {unused[0]!r}, which no grader of this eval is; remove it or fix the type")
+        raise ConfigError(
+            f"{doc.at('scoring', 'weights', unused[0])}: invalid-scoring-weight-key: a weight "
+            f"for {unused[0]!r}, which no grader of this eval is; remove it or fix the type"
+        )
     return out
 
 
 def _settings(doc: Json, data: dict[str, Any]) -> dict[str, Any]:
     both = [k for k in ("config", "defaults") if k in data]
     if len(both) == 2:
-        raise ConfigError(f"{doc.at('defaults')}: config and defaults are two spellings of one thing; keep "
-                          "defaults")
+        raise ConfigError(
+            f"{doc.at('defaults')}: config and defaults are two spellings of one thing; keep defaults"
+        )
     key = both[0] if both else None
     raw = data.get(key) if key else None
     if raw is None:
@@ -183,9 +250,13 @@ def _checked_settings(doc: Json, raw: dict[str, Any], where: tuple[str | int, ..
     out: dict[str, Any] = {}
     for k, v in raw.items():
         if k not in CONFIG_KEYS:
-            raise ConfigError(f"{doc.at(*where, k)}: unknown key {k!r}; {where[-1]} takes {', '.join(CONFIG_KEYS)}")
+            raise ConfigError(
+                f"{doc.at(*where, k)}: unknown key {k!r}; {where[-1]} takes {', '.join(CONFIG_KEYS)}"
+            )
         out[k] = v
-    if "runs" in out and (not isinstance(out["runs"], int) or isinstance(out["runs"], bool) or out["runs"] < 0):
+    if "runs" in out and (
+        not isinstance(out["runs"], int) or isinstance(out["runs"], bool) or out["runs"] < 0
+    ):
         raise ConfigError(f"{doc.at(*where, 'runs')}: runs: a whole number (0 lints only)")
     if "timeout" in out:
         out["timeout"] = duration(out["timeout"], doc.at(*where, "timeout"))
@@ -193,8 +264,10 @@ def _checked_settings(doc: Json, raw: dict[str, Any], where: tuple[str | int, ..
     if isinstance(executor, dict):
         executor = executor.get("name")
     if "executor" in out and executor not in EXECUTORS:
-        raise ConfigError(f"{doc.at(*where, 'executor')}: executor {executor!r}: the built-in executors are "
-                          f"{', '.join(EXECUTORS)}")
+        raise ConfigError(
+            f"{doc.at(*where, 'executor')}: executor {executor!r}: the built-in executors are "
+            f"{', '.join(EXECUTORS)}"
+        )
     return out
 
 
@@ -209,14 +282,17 @@ def _scoring(doc: Json, raw: Any) -> tuple[dict[str, float], float | None]:
     out: dict[str, float] = {}
     for kind, weight in weights.items():
         if kind not in TYPES:
-            raise ConfigError(f"{doc.at('scoring', 'weights', kind)}: invalid-scoring-weight-key: {kind!r} is no "
-                              f"grader type{_did_you_mean(str(kind))}")
+            raise ConfigError(
+                f"{doc.at('scoring', 'weights', kind)}: invalid-scoring-weight-key: {kind!r} is no "
+                f"grader type{_did_you_mean(str(kind))}"
+            )
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
             raise ConfigError(f"{doc.at('scoring', 'weights', kind)}: a weight is a number of at least 0")
         out[str(kind)] = float(weight)
     threshold = raw.get("threshold")
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
-                                  or not 0 <= threshold <= 1):
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1
+    ):
         raise ConfigError(f"{doc.at('scoring', 'threshold')}: threshold: a number from 0 to 1")
     return out, None if threshold is None else float(threshold)
 
@@ -237,8 +313,9 @@ def _tags(doc: Json, raw: Any, where: tuple[str | int, ...]) -> dict[str, tuple[
         values = v if isinstance(v, list) else [v]
         if any(isinstance(x, dict | list) for x in values):
             raise ConfigError(f"{doc.at(*where, k)}: tags.{k}: a value or a list of values")
-        out[str(k)] = tuple("true" if x is True else "false" if x is False else "" if x is None else str(x)
-                            for x in values)
+        out[str(k)] = tuple(
+            "true" if x is True else "false" if x is False else "" if x is None else str(x) for x in values
+        )
     return out
 
 
@@ -249,32 +326,48 @@ def _environment(doc: Json, raw: Any, where: tuple[str | int, ...], config: Vall
         named = config.environments.get(raw)
         if named is None:
             have = ", ".join(sorted(config.environments)) or "none"
-            raise ConfigError(f"{doc.at(*where)}: environment {raw!r} is not one of "
-                              f"{config.rel or '.vally.yaml'}'s environments ({have}); define it or fix the name")
+            raise ConfigError(
+                f"{doc.at(*where)}: environment {raw!r} is not one of "
+                f"{config.rel or '.vally.yaml'}'s environments ({have}); define it or fix the name"
+            )
         if not isinstance(named, dict):
             raise ConfigError(f"{config.at('environments', raw)}: environment {raw!r}: a mapping")
         return {**named, "_from_config": raw}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{doc.at(*where)}: environment: a mapping (skills, files, commands, env, mcpServers, "
-                          "git), or the name of a .vally.yaml environment")
+        raise ConfigError(
+            f"{doc.at(*where)}: environment: a mapping (skills, files, commands, env, mcpServers, "
+            "git), or the name of a .vally.yaml environment"
+        )
     for k in raw:
         if k not in ENVIRONMENT_KEYS:
-            raise ConfigError(f"{doc.at(*where, k)}: unknown environment key {k!r}; an environment takes "
-                              f"{', '.join(ENVIRONMENT_KEYS)}")
-    for name, server in (raw.get("mcpServers") or {}).items() if isinstance(raw.get("mcpServers"), dict) else ():
+            raise ConfigError(
+                f"{doc.at(*where, k)}: unknown environment key {k!r}; an environment takes "
+                f"{', '.join(ENVIRONMENT_KEYS)}"
+            )
+    for name, server in (
+        (raw.get("mcpServers") or {}).items() if isinstance(raw.get("mcpServers"), dict) else ()
+    ):
         if isinstance(server, dict) and "timeout" in server:
             duration(server["timeout"], doc.at(*where, "mcpServers", name, "timeout"))
     return dict(raw)
 
 
-def _graders(doc: Json, raw: Any, where: tuple[str | int, ...], scoring: tuple[dict[str, float], float | None],
-             used: set[str], rubric: Any) -> tuple[VallyGrader, ...]:
+def _graders(
+    doc: Json,
+    raw: Any,
+    where: tuple[str | int, ...],
+    scoring: tuple[dict[str, float], float | None],
+    used: set[str],
+    rubric: Any,
+) -> tuple[VallyGrader, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise ConfigError(f"{doc.at(*where, 'graders')}: graders: a list of {{type, config}}")
     weights, threshold = scoring
-    criteria = tuple(str(r) for r in rubric) if isinstance(rubric, list) else ((str(rubric),) if rubric else ())
+    criteria = (
+        tuple(str(r) for r in rubric) if isinstance(rubric, list) else ((str(rubric),) if rubric else ())
+    )
     out: list[VallyGrader] = []
     seen: set[str] = set()
     for j, g in enumerate(raw):
@@ -283,12 +376,16 @@ def _graders(doc: Json, raw: Any, where: tuple[str | int, ...], scoring: tuple[d
             raise ConfigError(f"{doc.at(*at)}: a grader is a mapping (type, config)")
         kind = g.get("type")
         if kind not in TYPES:
-            raise ConfigError(f"{doc.at(*at, 'type')}: unknown-grader-type: {kind!r}{_did_you_mean(str(kind))} "
-                              "(a --grader-plugin type is not run here: only Vally's built-in graders are)")
+            raise ConfigError(
+                f"{doc.at(*at, 'type')}: unknown-grader-type: {kind!r}{_did_you_mean(str(kind))} "
+                "(a --grader-plugin type is not run here: only Vally's built-in graders are)"
+            )
         for k in g:
             if k not in GRADER_KEYS:
-                raise ConfigError(f"{doc.at(*at, k)}: invalid-grader-config: unknown key {k!r}; a grader takes "
-                                  f"{', '.join(GRADER_KEYS)}")
+                raise ConfigError(
+                    f"{doc.at(*at, k)}: invalid-grader-config: unknown key {k!r}; a grader takes "
+                    f"{', '.join(GRADER_KEYS)}"
+                )
         options = g.get("config") or {}
         if not isinstance(options, dict):
             raise ConfigError(f"{doc.at(*at, 'config')}: config: a mapping")
@@ -304,8 +401,17 @@ def _graders(doc: Json, raw: Any, where: tuple[str | int, ...], scoring: tuple[d
         if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool) or turn < 0):
             raise ConfigError(f"{doc.at(*at, 'turn')}: turn: a 0-based turn number")
         weight = g.get("weight", weights.get(str(kind), 1.0))
-        out.append(VallyGrader(type=kind, name=str(name), weight=float(weight), turn=turn, options=options,
-                               rubric=criteria, threshold=threshold))
+        out.append(
+            VallyGrader(
+                type=kind,
+                name=str(name),
+                weight=float(weight),
+                turn=turn,
+                options=options,
+                rubric=criteria,
+                threshold=threshold,
+            )
+        )
     return tuple(out)
 
 
@@ -313,11 +419,16 @@ def _check_options(doc: Json, kind: str, options: dict[str, Any], at: tuple[str 
     if kind == "skill-invocation":
         required = options.get("required") or []
         disallowed = options.get("disallowed") or []
-        both = sorted(set(map(str, required)) & set(map(str, disallowed))) if isinstance(required, list) \
-            and isinstance(disallowed, list) else []
+        both = (
+            sorted(set(map(str, required)) & set(map(str, disallowed)))
+            if isinstance(required, list) and isinstance(disallowed, list)
+            else []
+        )
         if both:
-            raise ConfigError(f"{doc.at(*at, 'config')}: skill-invocation: {both[0]!r} is both required and "
-                              "disallowed; a skill cannot appear in both lists")
+            raise ConfigError(
+                f"{doc.at(*at, 'config')}: skill-invocation: {both[0]!r} is both required and "
+                "disallowed; a skill cannot appear in both lists"
+            )
     if kind == "wall-time" and "max" in options:
         duration(options["max"], doc.at(*at, "config", "max"))
     if kind in ("run-command", "program") and "timeout" in options:
@@ -326,16 +437,33 @@ def _check_options(doc: Json, kind: str, options: dict[str, Any], at: tuple[str 
 
 def _derived_name(kind: str, options: dict[str, Any]) -> str:
     """A grader's name from its config, as Vally derives one since 0.13 (kebab-case, ≤ 60)."""
-    detail = next((options[k] for k in ("substring", "value", "pattern", "path", "command", "program")
-                   if isinstance(options.get(k), str)), "")
+    detail = next(
+        (
+            options[k]
+            for k in ("substring", "value", "pattern", "path", "command", "program")
+            if isinstance(options.get(k), str)
+        ),
+        "",
+    )
     text = re.sub(r"[^a-z0-9]+", "-", f"{kind} {detail}".lower()).strip("-")
     return text[:60].rstrip("-") or kind
 
 
-def _stimulus(root: Path, doc: Json, raw: dict[str, Any], where: tuple[str | int, ...], eval_name: str,
-              eval_tags: dict[str, tuple[str, ...]], settings: dict[str, Any], threshold: float | None,
-              graders: tuple[VallyGrader, ...], root_env: dict[str, Any], config: VallyConfig,
-              skills: dict[str, str], skipped: dict[str, str]) -> Stimulus:
+def _stimulus(
+    root: Path,
+    doc: Json,
+    raw: dict[str, Any],
+    where: tuple[str | int, ...],
+    eval_name: str,
+    eval_tags: dict[str, tuple[str, ...]],
+    settings: dict[str, Any],
+    threshold: float | None,
+    graders: tuple[VallyGrader, ...],
+    root_env: dict[str, Any],
+    config: VallyConfig,
+    skills: dict[str, str],
+    skipped: dict[str, str],
+) -> Stimulus:
     name = str(raw["name"])
     tags = {**eval_tags, **_tags(doc, raw.get("tags"), (*where, "tags"))}
     prompt, later = _prompt(doc, raw, where)
@@ -347,15 +475,19 @@ def _stimulus(root: Path, doc: Json, raw: dict[str, Any], where: tuple[str | int
     for key in ("runs", "timeout"):
         if key in raw:
             merged |= _checked_settings(doc, {key: raw[key]}, where)
-    env = {**{k: v for k, v in root_env.items()},
-           **_environment(doc, raw.get("environment"), (*where, "environment"), config)}
+    env = {
+        **{k: v for k, v in root_env.items()},
+        **_environment(doc, raw.get("environment"), (*where, "environment"), config),
+    }
     folder = doc.rel.rsplit("/", 1)[0] if "/" in doc.rel else ""
     named_skills = _skills(root, doc, env.get("skills"), (*where, "environment", "skills"), folder, skills)
     named = list(named_skills)
     _constraints(doc, raw.get("constraints"), (*where, "constraints"), skipped)
-    for key, why in (("mcpServers", "its MCP servers are not started (not yet supported here)"),
-                     ("git", "a git worktree or clone is not staged (not yet supported here)"),
-                     ("env", "its environment variables are not set (not yet supported here)")):
+    for key, why in (
+        ("mcpServers", "its MCP servers are not started (not yet supported here)"),
+        ("git", "a git worktree or clone is not staged (not yet supported here)"),
+        ("env", "its environment variables are not set (not yet supported here)"),
+    ):
         if env.get(key):
             skipped[f"environment.{key}"] = why
     staged = _files(root, doc, env.get("files"), (*where, "environment", "files"), folder)
@@ -369,24 +501,39 @@ def _stimulus(root: Path, doc: Json, raw: dict[str, Any], where: tuple[str | int
         skipped["defaults.model"] = "the run's model (eval-config or --model) is used"
     runs = merged.get("runs", 1)
     fields: dict[str, Any] = {
-        "name": case_name(name), "title": name[:200], "description": None,
+        "name": case_name(name),
+        "title": name[:200],
+        "description": None,
         "input": {"prompt": prompt, **({"turns": later} if later else {})},
         "tags": list(dict.fromkeys(t for k, vs in tags.items() for v in vs if (t := _case_tag(k, v)))),
-        "repeat": runs if runs >= 1 else None, "timeout": merged.get("timeout", 120.0),
+        "repeat": runs if runs >= 1 else None,
+        "timeout": merged.get("timeout", 120.0),
     }
     if len(named) == 1:
         fields["target"] = f"skill:{named[0]}"
     elif named:
         fields["target"] = f"skill:{named[0]}"
         fields["install-all-skills"] = True
-        skipped["environment.skills"] = (f"{len(named)} skills named: every skill of the package is installed, "
-                                         "not only these")
+        skipped["environment.skills"] = (
+            f"{len(named)} skills named: every skill of the package is installed, not only these"
+        )
     else:
         skipped["environment.skills"] = "no skill named: Vally loads none; the package's skills are installed"
     case = build(doc, where, fields).staging(staged, commands)
     line = doc.line(*where)
-    return Stimulus(eval_name, name, doc.rel, line, tags, case, graders, skipped, threshold, max(runs, 1),
-                    skills=named_skills)
+    return Stimulus(
+        eval_name,
+        name,
+        doc.rel,
+        line,
+        tags,
+        case,
+        graders,
+        skipped,
+        threshold,
+        max(runs, 1),
+        skills=named_skills,
+    )
 
 
 def _case_tag(key: str, value: str) -> str | None:
@@ -410,8 +557,9 @@ def _prompt(doc: Json, raw: dict[str, Any], where: tuple[str | int, ...]) -> tup
     return prompt, []
 
 
-def _skills(root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder: str,
-            skills: dict[str, str]) -> dict[str, str]:
+def _skills(
+    root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder: str, skills: dict[str, str]
+) -> dict[str, str]:
     """The skills a stimulus's `environment.skills` names (name → folder), by path relative to
     the eval file (a skill's folder or its SKILL.md; Vally resolves them against the eval
     spec's folder). A path with no SKILL.md, or that leaves the repository, is an error."""
@@ -429,13 +577,17 @@ def _skills(root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folde
         normal = normal.removesuffix("/SKILL.md").removesuffix("SKILL.md").rstrip("/")
         skill_md = root / normal / "SKILL.md"
         if not skill_md.is_file() or skill_md.is_symlink():
-            raise ConfigError(f"{doc.at(*where, i)}: skill {path!r}: no SKILL.md at {normal or '.'}/ (a path "
-                              "relative to this eval file); fix the path")
+            raise ConfigError(
+                f"{doc.at(*where, i)}: skill {path!r}: no SKILL.md at {normal or '.'}/ (a path "
+                "relative to this eval file); fix the path"
+            )
         out[by_folder.get(normal, Path(normal).name or root.name)] = normal
     return out
 
 
-def _files(root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder: str) -> list[tuple[str, str]]:
+def _files(
+    root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder: str
+) -> list[tuple[str, str]]:
     """`environment.files`: `{src, dest}`, `src` relative to the eval file (a file or a folder,
     which must exist), `dest` relative to the workspace; both must stay inside."""
     if raw is None:
@@ -444,9 +596,15 @@ def _files(root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder
         raise ConfigError(f"{doc.at(*where)}: files: a list of {{src, dest}}")
     out: list[tuple[str, str]] = []
     for i, entry in enumerate(raw):
-        if not isinstance(entry, dict) or not isinstance(entry.get("src"), str) or not isinstance(entry.get("dest"), str):
-            raise ConfigError(f"{doc.at(*where, i)}: environment-file-missing-field: each file is {{src, dest}} "
-                              "(both required since Vally 0.10)")
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("src"), str)
+            or not isinstance(entry.get("dest"), str)
+        ):
+            raise ConfigError(
+                f"{doc.at(*where, i)}: environment-file-missing-field: each file is {{src, dest}} "
+                "(both required since Vally 0.10)"
+            )
         src = _normal(Path(folder, entry["src"]).as_posix() if folder else entry["src"])
         dest = _normal(entry["dest"])
         if src is None or entry["src"].startswith("/"):
@@ -454,8 +612,10 @@ def _files(root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder
         if dest is None or entry["dest"].startswith("/"):
             raise ConfigError(f"{doc.at(*where, i, 'dest')}: {entry['dest']!r} leaves the workspace")
         if not (root / src).exists():
-            raise ConfigError(f"{doc.at(*where, i, 'src')}: environment-file-not-found: {src} (relative to the "
-                              "eval file) does not exist")
+            raise ConfigError(
+                f"{doc.at(*where, i, 'src')}: environment-file-not-found: {src} (relative to the "
+                "eval file) does not exist"
+            )
         out.append((src, dest or "."))
     return out
 
@@ -478,12 +638,14 @@ def _constraints(doc: Json, raw: Any, where: tuple[str | int, ...], skipped: dic
     if raw is None:
         return
     if not isinstance(raw, dict):
-        raise ConfigError(f"{doc.at(*where)}: constraints: a mapping (max_turns, max_tokens, max_duration, "
-                          "expect_tools)")
+        raise ConfigError(
+            f"{doc.at(*where)}: constraints: a mapping (max_turns, max_tokens, max_duration, expect_tools)"
+        )
     for k, v in raw.items():
         if k not in CONSTRAINT_KEYS:
-            raise ConfigError(f"{doc.at(*where, k)}: unknown constraint {k!r}; constraints are "
-                              f"{', '.join(CONSTRAINT_KEYS)}")
+            raise ConfigError(
+                f"{doc.at(*where, k)}: unknown constraint {k!r}; constraints are {', '.join(CONSTRAINT_KEYS)}"
+            )
         if k == "max_duration":
             duration(v, doc.at(*where, k))
     skipped["constraints"] = "not enforced here (the case's timeout applies)"
