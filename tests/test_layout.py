@@ -196,16 +196,21 @@ def _as_engine(text: str, name: str) -> bool:
 
 def test_every_grader_type_has_one_model_and_one_grading() -> None:
     """A `claude plugin eval` grader type is its model in graders.py and its function in the one
-    dispatch of pipeline/plugin_eval.py; every outcome is one type, `Check`."""
+    dispatch of pipeline/plugin_eval.py; a Vally grader type is in the catalog of
+    vally/grader_model.py and the one dispatch of vally/grading.py; every outcome is one type,
+    `Check`."""
     from aam_eval_action.graders import KINDS
     from aam_eval_action.pipeline.plugin_eval import GRADE
+    from aam_eval_action.vally import grading
+    from aam_eval_action.vally.grader_model import TYPES
 
     assert set(GRADE) == set(KINDS.values())
+    assert set(grading.GRADE) == set(TYPES)
     pipeline = PACKAGE / "pipeline"
     deciding = [f"{p.name}:{n}" for p in sorted(pipeline.glob("*.py"))
                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
                 if re.search(r"\b(if|elif|else|and|or|not)\s+loaded\.graders\b|loaded\.graders\s+else", line)]
-    assert deciding == ["grade.py:" + str(_line_of(pipeline / "grade.py", "return SCORE if loaded.graders"))], (
+    assert deciding == ["grade.py:" + str(_line_of(pipeline / "grade.py", "if not loaded.graders:"))], (
         "how a case is graded is decided in pipeline/grade.scoring_of alone: " + ", ".join(deciding))
     results = [p.name for p in PACKAGE.rglob("*.py")
                if re.search(r"^class \w*(GraderResult|Graded\w+)\b", p.read_text(encoding="utf-8"), re.M)]

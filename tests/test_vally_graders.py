@@ -19,8 +19,10 @@ from aam_eval_action.pipeline.plugin_eval import RunInputs, grade_run
 from aam_eval_action.session import ConversationTurn, FileChange, Session, ToolCall, Usage
 from aam_eval_action.spec import Case
 from aam_eval_action.testing.packages import write_package
+from aam_eval_action.vally.grader_kit import diff_text, parse_duration
 from aam_eval_action.vally.grader_model import VallyGrader
-from aam_eval_action.vally.grading import diff_text, glob_regex, grade, judge_prompt, parse_duration
+from aam_eval_action.vally.grading import glob_regex, grade
+from aam_eval_action.vally.judges import judge_prompt
 
 
 def session(engine: str = "copilot", **fields: Any) -> Session:
@@ -223,7 +225,7 @@ def test_skill_invocation_compares_exact_names() -> None:
         check("skill-invocation", s, required=["pdf"], disallowed=["pdf"])
     run = RunInputs(s, engine="claude-code")
     both = grader("skill-invocation", required=["pdf"], disallowed=["pdf"])
-    thrown = grade_run([both], run)[0]  # through plugin_eval, as a throwing grader fails
+    thrown = grade_run([both], run, grade=grade)[0]  # through plugin_eval, as a throwing grader fails
     assert not thrown.passed and thrown.detail.startswith("grader threw: A skill cannot appear in both lists")
 
 

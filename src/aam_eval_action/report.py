@@ -48,7 +48,6 @@ from aam_eval_action.report_model import (
     ListingView,
     PackageInfo,
     PairSummary,
-    Part,
     PluginSummary,
     ReplayDivergence,
     ReplayMiss,
@@ -65,6 +64,7 @@ from aam_eval_action.report_model import (
     Verdict,
     VolatileMask,
 )
+from aam_eval_action.report_part import Part
 
 __all__ = [
     "REPORT_VERSION",

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from aam_eval_action.report_part import Part
 from aam_eval_action.session import SelfCheck
+from aam_eval_action.vally.report_model import VallyEval, VallyItem
 
 if TYPE_CHECKING:
     pass
@@ -23,12 +25,6 @@ STAMP_FORMAT = "%Y-%m-%dT%H-%M-%SZ"
 """Timestamp in report ids and default report file names (no colons: safe in file names)."""
 Verdict = Literal["PASS", "FAIL", "SKIP", "ERROR"]
 CheckResult = Literal["PASS", "FAIL", "SKIP"]
-
-
-class Part(BaseModel):
-    """Base for report parts: extra keys from other versions are kept, not refused."""
-
-    model_config = ConfigDict(extra="allow")
 
 
 class SandboxInfo(Part):
@@ -293,45 +289,6 @@ class JudgeVerdict(Part):
     """Whether the judge call came from a cassette (additive)."""
     votes: list[JudgeVote] | None = None
     """Every vote, in the order asked, when `judge.votes` is above 1; the majority is `result` (additive)."""
-
-
-class VallyItem(Part):
-    """A Vally stimulus: its names as Vally gives them, and its eval's threshold."""
-
-    eval: str
-    stimulus: str
-    threshold: float | None = None
-    """The eval's `scoring.threshold` (None: every grader must pass)."""
-
-    @property
-    def item_id(self) -> str:
-        return f"{self.eval}::{self.stimulus}"
-
-
-class VallyEval(Part):
-    """One Vally eval's numbers, as Vally's scoring page defines them
-    (https://microsoft.github.io/vally/concepts/scoring/, reference/scoring-functions)."""
-
-    name: str
-    file: str
-    passed: bool
-    """Its mean stimulus score reaches the threshold; with none, every stimulus passed."""
-    scoring_applied: bool
-    """A threshold was set (else the binary verdicts decide)."""
-    overall_score: float
-    """The mean of its stimuli's scores."""
-    threshold: float | None = None
-    stimuli_run: int
-    """Stimuli that were graded (not errored)."""
-    stimuli_total: int
-    pass_rate: float
-    """The mean over its stimuli of each one's share of passing trials."""
-    k: int | None = None
-    """Trials per stimulus, when every stimulus ran the same number and at least 2."""
-    pass_at_k: float | None = None
-    """The mean over its stimuli of 1 − C(n−c, k) / C(n, k) (unbiased; k = n)."""
-    pass_hat_k: float | None = None
-    """The mean over its stimuli of pᵏ, p = c / n (pass^k, as Vally computes it)."""
 
 
 class GraderOutcome(Part):

@@ -77,7 +77,7 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
         result.source, result.skipped_checks = loaded.source, skipped or None
     if loaded.item is not None:
         from aam_eval_action.pipeline.grade import vally_threshold
-        from aam_eval_action.report_model import VallyItem
+        from aam_eval_action.vally.report_model import VallyItem
 
         result.vally = VallyItem(eval=loaded.item[0], stimulus=loaded.item[1],
                                  threshold=vally_threshold(loaded)[1])

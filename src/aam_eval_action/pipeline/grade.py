@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aam_eval_action.graders import PluginGrader
 from aam_eval_action.labels import digest
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline import plugin_eval
@@ -184,7 +185,8 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
                                 command_env=check_inputs(ctx, loaded, session).command_env)
     try:
         arm = ("without" if judge.variant else "with") if ctx.settings.two_arms(loaded) else None
-        results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget, ApiDown))
+        results = plugin_eval.grade_run(loaded.graders, run, arm, passthrough=(Miss, OverBudget, ApiDown),
+                                        grade=_grade_one)
     except Miss as miss:
         return Graded("ERROR", [], not_asked("no recorded judge answer"), miss.message, miss=miss)
     except ApiDown as down:  # not run: never a verdict
@@ -195,6 +197,17 @@ def grade_by_score(ctx: CaseContext, loaded: LoadedCase, session: Session, judge
     error = None if passed else "; ".join(f"{r.name}: {r.detail}" for r in failed) or f"score {score:.2f}"
     return Graded("PASS" if passed else "FAIL", results, not_asked("graded by its graders"), error,
                   score=score)
+
+
+def _grade_one(grader: PluginGrader, run: plugin_eval.RunInputs) -> Check:
+    """A Vally grader as its catalog page defines it (`vally/grading.py`); the others as
+    `claude plugin eval` grades them."""
+    from aam_eval_action.vally import grading
+    from aam_eval_action.vally.grader_model import VallyGrader
+
+    if isinstance(grader, VallyGrader):
+        return grading.grade(grader, run)
+    return plugin_eval.grade_one(grader, run)
 
 
 def vally_threshold(loaded: LoadedCase) -> tuple[bool, float | None]:

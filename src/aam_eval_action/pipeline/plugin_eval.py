@@ -62,7 +62,6 @@ from aam_eval_action.graders import (
 from aam_eval_action.pipeline.checks import Check
 from aam_eval_action.session import Session, ToolCall
 from aam_eval_action.tools import CLAUDE_TOOLS, neutral_names
-from aam_eval_action.vally.grader_model import VallyGrader
 
 JUDGE_SYSTEM = "You are a strict, terse evaluation judge for coding-agent traces."
 VOTES = 3
@@ -102,7 +101,8 @@ class RunInputs:
 
 
 def grade_run(graders: Sequence[PluginGrader], run: RunInputs, arm: str | None = None,
-              passthrough: tuple[type[BaseException], ...] = ()) -> list[Check]:
+              passthrough: tuple[type[BaseException], ...] = (),
+              grade: Callable[[PluginGrader, RunInputs], Check] | None = None) -> list[Check]:
     """Every grader of the case on one run of `arm` (`with`, `without`, or None: one arm). A
     grader that throws fails with why, as there; `passthrough` exceptions (a replay miss, the
     budget) stop the grading instead."""
@@ -114,7 +114,7 @@ def grade_run(graders: Sequence[PluginGrader], run: RunInputs, arm: str | None =
     out = []
     for grader in chosen:
         try:
-            result = _grade(grader, run)
+            result = (grade or grade_one)(grader, run)
         except passthrough:
             raise
         except _Unavailable as exc:
@@ -150,13 +150,7 @@ def _failed(grader: PluginGrader, why: str, *, scored: bool = True) -> Check:
     return outcome(grader, False, why, scored=scored)
 
 
-def _vally(grader: VallyGrader, run: RunInputs) -> Check:
-    from aam_eval_action.vally import grading
-
-    return grading.grade(grader, run)
-
-
-def _grade(grader: PluginGrader, run: RunInputs) -> Check:
+def grade_one(grader: PluginGrader, run: RunInputs) -> Check:
     """One grader on one run: the grading function of its type."""
     grade: Callable[[Any, RunInputs], Check] = GRADE[type(grader)]
     return grade(grader, run)
@@ -525,6 +519,5 @@ def _baseline(grader: BaselineGrader, run: RunInputs) -> Check:
 GRADE: dict[type, Callable[[Any, RunInputs], Check]] = {
     RegexGrader: _regex, ToolUsedGrader: _tool_used, ToolOrderGrader: _tool_order,
     FileExistsGrader: _file_exists, LlmGrader: _llm, BaselineGrader: _baseline,
-    VallyGrader: lambda grader, run: _vally(grader, run),
 }
 """Each grader type's grading: a new type is its model in `graders.py` and its function here."""

@@ -20,7 +20,8 @@ import json
 from collections import defaultdict
 from math import comb
 
-from aam_eval_action.report_model import CaseResult, Report, VallyEval
+from aam_eval_action.report_model import CaseResult, Report
+from aam_eval_action.vally.report_model import VallyEval
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
