@@ -70,7 +70,7 @@ def test_every_stimulus_of_the_corpus_is_listed_or_its_file_refused_with_why() -
             written = yaml.safe_load((repo / spec.rel).read_text())["stimuli"]
             assert spec.error or [s.name for s in spec.stimuli] == [s["name"] for s in written], spec.rel
         listed += len(r.stimuli)
-    assert listed == 695
+    assert listed == 756
 
 
 def test_a_suite_selects_as_vally_does() -> None:
@@ -251,3 +251,31 @@ def test_hostile_or_broken_environments_are_refused(tmp_path: Path, text: str, w
     root = _project(tmp_path, {"skills/greet/SKILL.md": SKILL.format(n="greet"), "evals/a/eval.yaml": text})
     names, errors = _load(root)
     assert not names and len(errors) == 1 and why in errors[0], errors
+
+
+def test_an_experiment_of_skills_against_none_runs_each_stimulus_with_and_without_them() -> None:
+    """dotnet/skills' experiment (`baseline` with no skills, `skilled` with the one under test,
+    `${eval.grandparent}`/`${eval.parent}` in its path, `!(agent.*)` in its globs): its evals,
+    which no `.vally.yaml` finds, are read with the skilled variant's skill and run in both arms;
+    an experiment comparing two versions of a skill is listed with why it is no pair."""
+    from aam_eval_action.vally.layout import read as read_layout
+    from aam_eval_action.vally.project import read_project
+
+    repo = CORPUS / "elvisw__dotnet-skills"
+    project = read_project(repo, read_layout(repo).skill_dirs)
+    [ex] = project.experiments
+    assert ex.why_not is None and not any("/agent." in rel for rel in ex.evals) and len(ex.evals) == 17
+    stimuli = project.stimuli()
+    assert len(stimuli) == 61 and all(s.case is not None and s.case.with_and_without for s in stimuli)
+    scripts = next(s for s in stimuli if s.rel == "tests/dotnet-advanced/csharp-scripts/eval.yaml")
+    assert scripts.skills == {"csharp-scripts": "plugins/dotnet-advanced/skills/csharp-scripts"}
+    assert scripts.case is not None and scripts.case.target == "skill:csharp-scripts"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(repo), "--dry-run"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    listed = [line for line in done.stdout.splitlines() if "  target skill:" in line]
+    assert len(listed) == 61 and all(" · baseline " in line for line in listed), done.stdout[-2000:]
+    heaths = read_project(CORPUS / "heaths__plugins", read_layout(CORPUS / "heaths__plugins").skill_dirs)
+    assert heaths.experiments[0].why_not == ("neither variant runs without skills: two versions of a skill are "
+                                             "compared, not its lift")
+    assert not any(s.case is not None and s.case.with_and_without for s in heaths.stimuli())

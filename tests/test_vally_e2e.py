@@ -21,6 +21,7 @@ import pytest
 
 from conftest import ROOT, installed
 from support.agent_clis import ensure_pinned_clis
+from support.repeats import repeated
 
 FIXTURE = ROOT / "tests/fixtures/vally-pkg"
 KEY = "sk-ant-CANARY-vally-5e1b"
@@ -202,3 +203,31 @@ def test_a_vally_project_records_on_copilot_replays_for_nothing_and_reexecutes_a
     ), log
     assert {t: c["verdict"] for t, c in by.items()} == {t: c["verdict"] for t, c in cases.items()}, log
     assert lines[-1]["passed"] is True
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("engine", repeated(["claude-code"], ["codex", "gemini-cli"]))
+def test_the_same_stimuli_on_another_engine_load_their_skills_its_way(tmp_path: Path, engine: str) -> None:
+    """Asked for another engine, every stimulus runs there, its skills installed where that CLI
+    reads skills, and its graders give the same verdicts (Copilot's tool names match that CLI's
+    calls). Claude Code here; Codex and Gemini CLI in bench/bench_repeats.py."""
+    from aam_eval_action.testing.model_server import ModelServer, load_scenarios
+
+    installed(engine)
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    keys = {"ANTHROPIC_API_KEY": KEY, "OPENAI_API_KEY": KEY, "GEMINI_API_KEY": KEY}
+    with ModelServer(load_scenarios(ROOT / "tests/fixtures/vally-pkg-scenarios.yaml"), api_key=KEY) as server:
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env |= {"PATH": ensure_pinned_clis(), "ANTHROPIC_BASE_URL": server.url, "OPENAI_BASE_URL": server.url + "/v1",
+                "GOOGLE_GEMINI_BASE_URL": server.url, **keys}
+        done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(pkg), "--record",
+                               "--no-self-check", "--engine", engine, "-o", str(tmp_path / "report.json")],
+                              env=env, capture_output=True, text=True, timeout=600, check=False)
+    report = json.loads((tmp_path / "report.json").read_text())
+    cases = {c["title"]: c for c in report["cases"]}
+    assert {t: c["verdict"] for t, c in cases.items()} == {
+        "Greets Ada": "PASS", "Greets twice": "PASS", "Judged greeting": "FAIL", "Summarises the meeting": "PASS",
+    }, done.stdout + done.stderr
+    for title in GRADERS:
+        failed = [(g["name"], g["explanation"]) for g in cases[title]["graders"] if not g["passed"]]
+        assert not failed, (title, failed)

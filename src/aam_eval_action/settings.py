@@ -196,8 +196,9 @@ class RunSettings:
         execution = loaded.case.execution
         resumes = execution is not None and execution.history is not None
         named = not resumes or self.ablation_named
-        vally = any(g.type in VALLY_TYPES for g in loaded.graders)  # one arm, as `vally eval` runs
-        return bool(loaded.graders) and not vally and self.ablation == "with-without" and named
+        if any(g.type in VALLY_TYPES for g in loaded.graders):  # one arm, as `vally eval` runs, unless
+            return loaded.case.with_and_without  # an experiment runs it without its skills too
+        return bool(loaded.graders) and self.ablation == "with-without" and named
 
     @property
     def config(self) -> EvalConfig:

@@ -689,6 +689,18 @@ class Case(Strict):
     def setup_commands(self) -> tuple[str, ...]:
         return self._commands
 
+    _both_arms: bool = PrivateAttr(default=False)
+    """A Vally stimulus an experiment runs with and without its skills."""
+
+    @property
+    def with_and_without(self) -> bool:
+        return self._both_arms
+
+    def both_arms(self) -> Case:
+        """This case run with its skills and without them (a Vally without/with experiment)."""
+        self._both_arms = True
+        return self
+
     def staging(self, files: list[tuple[str, str]], commands: list[str]) -> Case:
         """This case with files copied into its workspace and commands run there first."""
         self._staged = tuple(files)

@@ -31,6 +31,8 @@ class RepoReading:
     suites: dict[str, int]
     """Suite → the stimuli it selects."""
     config_problems: list[str]
+    experiments: str
+    """Each experiment file: the stimuli it runs with and without their skills, or why none."""
 
 
 def repos() -> list[Path]:
@@ -69,6 +71,16 @@ def read(repo: Path) -> RepoReading:
         unseen=unseen,
         suites={n: len(project.selected(n)) for n in project.suites()},
         config_problems=[_short(p) for p in project.problems],
+        experiments="<br>".join(
+            f"`{ex.rel}`: "
+            + (
+                f"not a without/with pair: {ex.why_not}"
+                if ex.why_not
+                else f"{sum(s.experiment == ex.rel for s in project.stimuli())} stimuli with and without "
+                "their skills"
+            )
+            for ex in project.experiments
+        ),
     )
 
 
@@ -80,7 +92,7 @@ def _why_unseen(project: object, rel: str, names: set[str]) -> str:
     name = rel.rsplit("/", 1)[-1]
     inside = any(re.match(_fn(owner.under(e.rstrip("/"))) + "/", rel) for e in owner.evals)
     if not inside:
-        return f"outside paths.evals ({', '.join(owner.evals)})"
+        return f"outside paths.evals ({', '.join(owner.evals)}) and named by no experiment"
     if not any(re.fullmatch(_fn(n), name) for n in owner.names):
         return f"name not in evalFilenames ({', '.join(owner.names)})"
     return "under a config that could not be read"
@@ -105,8 +117,8 @@ def _reason(error: str) -> str:
 def table() -> str:
     lines = [
         "| Repository | Commit | Specs read | Stimuli listed | Specs refused, why | Not discovered by Vally, why | "
-        "Suites: stimuli selected |",
-        "|---|---|---|---|---|---|---|",
+        "Suites: stimuli selected | Experiments |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for repo in repos():
         r = read(repo)
@@ -122,7 +134,7 @@ def table() -> str:
         suites = ", ".join(f"{_cell(n)} {c}" for n, c in r.suites.items()) or "none"
         lines.append(
             f"| {r.repository} | `{r.commit}` | {r.specs - len(r.refused)} of {r.specs} | "
-            f"{len(r.stimuli)} | {refused} | {unseen} | {suites} |"
+            f"{len(r.stimuli)} | {refused} | {unseen} | {suites} | {_cell(r.experiments) or 'none'} |"
         )
     return "\n".join(lines)
 

@@ -110,10 +110,13 @@ def _here(root: Path) -> Repo | None:
     if hosts:
         plugin = read_plugin(root, "", hosts, root.name)
         return Repo(root, plugin.kind, [plugin], source=hosts[0].manifest)
-    if (root / ".vally.yaml").is_file():  # a Vally project: its skills where its config and specs say
+    from aam_eval_action.vally.layout import is_project
+
+    source = is_project(root)
+    if source is not None:  # a Vally project: its skills where its config, specs and experiments say
         from aam_eval_action.vally.layout import read as read_vally
 
-        return Repo(root, "skills", [read_vally(root)], source=".vally.yaml")
+        return Repo(root, "skills", [read_vally(root)], source=source)
     skills = skills_folder.read(root)
     if skills is not None:
         return Repo(root, "skills", [skills])

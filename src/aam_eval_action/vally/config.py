@@ -78,7 +78,7 @@ class VallyConfig:
 def configs(root: Path) -> tuple[list[VallyConfig], list[str]]:
     """Every `.vally.yaml` of the repository, the root's first (Vally's defaults at the root when
     it has none), and the error of each one that cannot be read."""
-    found = sorted(_walk(root, lambda p: p.name == CONFIG), key=lambda rel: (rel.count("/"), rel))
+    found = sorted(walk(root, lambda p: p.name == CONFIG), key=lambda rel: (rel.count("/"), rel))
     out: list[VallyConfig] = [] if CONFIG in found else [VallyConfig("", None)]  # defaults at the root
     problems: list[str] = []
     for rel in found:
@@ -186,7 +186,7 @@ def _inside(doc: Json, path: str, loc: tuple[str | int, ...], written: str) -> N
         raise ConfigError(f"{doc.at(*loc)}: {written!r} leaves the repository; give a path inside it")
 
 
-def _walk(root: Path, wanted: Any, start: str = "") -> list[str]:
+def walk(root: Path, wanted: Any, start: str = "") -> list[str]:
     """Files under `start` (relative to root) that `wanted(path)` takes; no link is followed."""
     found: list[str] = []
     base = root / start if start else root
@@ -220,7 +220,7 @@ def eval_files(root: Path, config: VallyConfig) -> list[str]:
                 p.relative_to(root).as_posix() for p in root.glob(start) if p.is_dir() and not p.is_symlink()
             )
         for one in starts:
-            found += _walk(root, lambda p: any(fnmatch.fnmatchcase(p.name, n) for n in config.names), one)
+            found += walk(root, lambda p: any(fnmatch.fnmatchcase(p.name, n) for n in config.names), one)
     return list(dict.fromkeys(found))
 
 

@@ -9,6 +9,7 @@ from aam_eval_action.layouts import skills_folder
 from aam_eval_action.layouts.common import lint_skill, skill_folders
 from aam_eval_action.package import Finding, PackageLayout
 from aam_eval_action.vally import config as vally_config
+from aam_eval_action.vally import experiment
 
 
 def skills(root: Path) -> dict[str, str]:
@@ -28,6 +29,18 @@ def skills(root: Path) -> dict[str, str]:
         for name, rel in stimulus.skills.items():
             found.setdefault(name, rel)
     return found
+
+
+def is_project(root: Path) -> str | None:
+    """The file that makes `root` a Vally project: its `.vally.yaml`, or an experiment file at
+    its top (dotnet/skills keeps no `.vally.yaml`); None when there is neither."""
+    if (root / vally_config.CONFIG).is_file():
+        return vally_config.CONFIG
+    try:
+        found = sorted(p.name for p in root.iterdir() if p.is_file() and experiment.NAMES.fullmatch(p.name))
+    except OSError:
+        return None
+    return found[0] if found else None
 
 
 def read(root: Path) -> PackageLayout:

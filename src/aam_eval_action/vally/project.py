@@ -3,13 +3,15 @@ what each named suite selects."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aam_eval_action.errors import ConfigError, UsageError
 from aam_eval_action.importers.common import case_name
 from aam_eval_action.vally import config as vally_config
+from aam_eval_action.vally import experiment
 from aam_eval_action.vally.config import Suite, VallyConfig
+from aam_eval_action.vally.experiment import Experiment
 from aam_eval_action.vally.spec import SpecFile, Stimulus, is_spec, read
 
 
@@ -19,7 +21,8 @@ class Project:
     configs: list[VallyConfig]
     files: list[SpecFile]
     problems: list[str]
-    """Configs that could not be read."""
+    """Configs and experiment files that could not be read."""
+    experiments: list[Experiment] = field(default_factory=list)
 
     def stimuli(self) -> list[Stimulus]:
         return [s for f in self.files for s in f.stimuli]
@@ -77,8 +80,37 @@ def read_project(root: Path, skills: dict[str, str]) -> Project:
             seen.add(rel)
             if _is_spec_file(root, rel):
                 files.append(read(root, rel, config, skills))
+    experiments = _experiments(root, configs, skills, files, seen, problems)
     _unique(files)
-    return Project(root, configs, files, problems)
+    return Project(root, configs, files, problems, experiments)
+
+
+def _experiments(root: Path, configs: list[VallyConfig], skills: dict[str, str], files: list[SpecFile],
+                 seen: set[str], problems: list[str]) -> list[Experiment]:
+    """The experiment files: a without/with pair's evals read with its skilled variant (those no
+    config found) and run with and without their skills; another kind only listed, with why."""
+    found: list[Experiment] = []
+    for rel in experiment.find(root):
+        try:
+            ex = experiment.read(root, rel)
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        found.append(ex)
+        if ex.why_not is not None:
+            continue
+        for eval_rel in ex.evals:
+            if eval_rel in seen:
+                for spec in (f for f in files if f.rel == eval_rel):
+                    for s in spec.stimuli:
+                        if s.case is not None:
+                            s.case.both_arms()
+                            s.experiment = ex.rel
+                continue
+            if _is_spec_file(root, eval_rel):
+                seen.add(eval_rel)
+                files.append(read(root, eval_rel, vally_config.owner(configs, eval_rel), skills, ex))
+    return found
 
 
 def _is_spec_file(root: Path, rel: str) -> bool:

@@ -32,6 +32,7 @@ from aam_eval_action.importers.common import build, case_name
 from aam_eval_action.layouts.common import Json, load_json
 from aam_eval_action.spec import Case
 from aam_eval_action.vally.config import VallyConfig
+from aam_eval_action.vally.experiment import Experiment, skills_for
 from aam_eval_action.vally.grader_model import TYPES, VallyGrader
 
 FORMAT = "vally"
@@ -130,6 +131,8 @@ class Stimulus:
     error: str | None = None
     skills: dict[str, str] = field(default_factory=dict)
     """The skills its environment names: name → folder (relative to the repository)."""
+    experiment: str | None = None
+    """The experiment file that runs it with and without its skills."""
 
     @property
     def item_id(self) -> str:
@@ -147,15 +150,18 @@ class SpecFile:
     error: str | None = None
 
 
-def read(root: Path, rel: str, config: VallyConfig, skills: dict[str, str]) -> SpecFile:
+def read(root: Path, rel: str, config: VallyConfig, skills: dict[str, str],
+         variant: Experiment | None = None) -> SpecFile:
     """The spec at `rel`: every stimulus, or the file's error. `skills`: the repository's skills
-    (name → folder), which the stimuli's `environment.skills` name by path."""
+    (name → folder), which the stimuli's `environment.skills` name by path. `variant`: an
+    experiment whose skilled variant's skills and overrides apply, its stimuli run with and
+    without them."""
     try:
         doc = load_json(root, rel)
     except ConfigError as exc:
         return SpecFile(rel, Path(rel).stem, error=str(exc))
     try:
-        return _read(root, doc, config, skills)
+        return _read(root, doc, config, skills, variant)
     except ConfigError as exc:
         name = doc.data.get("name") if isinstance(doc.data, dict) else None
         return SpecFile(rel, str(name or _default_name(rel)), error=str(exc))
@@ -166,7 +172,8 @@ def _default_name(rel: str) -> str:
     return parts[-2] if len(parts) > 1 and parts[-1] in ("eval.yaml", "eval.yml") else Path(rel).stem
 
 
-def _read(root: Path, doc: Json, config: VallyConfig, skills: dict[str, str]) -> SpecFile:
+def _read(root: Path, doc: Json, config: VallyConfig, skills: dict[str, str],
+          variant: Experiment | None = None) -> SpecFile:
     data = doc.data
     if not is_spec(data):
         raise ConfigError(f"{doc.at()}: not a Vally spec: no stimuli")
@@ -176,9 +183,17 @@ def _read(root: Path, doc: Json, config: VallyConfig, skills: dict[str, str]) ->
         raise ConfigError(f"{doc.at('stimuli')}: stimuli: a list of at least one stimulus")
     noted = {f"{k}": "not a field of Vally's eval spec (0.17): not read" for k in data if k not in TOP_KEYS}
     settings = _settings(doc, data)
+    if variant is not None:  # "overrides merge on top of the eval spec's defaults" (experiment-file)
+        kept = ("runs", "timeout")
+        noted |= {f"experiment {variant.name}: overrides.{k}": "the run's own is used"
+                  for k in variant.overrides if k not in kept}
+        given = {k: v for k, v in variant.overrides.items() if k in kept}
+        settings |= _checked_settings(doc, given, ("defaults",))
     scoring = _scoring(doc, data.get("scoring"))
     tags = _tags(doc, data.get("tags"), ("tags",))
     root_env = _environment(doc, data.get("environment"), ("environment",), config)
+    if variant is not None:
+        root_env = {**root_env, "skills": skills_for(variant, doc.rel)}
     used: set[str] = set()
     names: dict[str, int] = {}
     out = SpecFile(doc.rel, eval_name)
@@ -204,23 +219,14 @@ def _read(root: Path, doc: Json, config: VallyConfig, skills: dict[str, str]) ->
             )
         names[name] = i
         graders = _graders(doc, raw.get("graders"), where, scoring, used, raw.get("rubric"))
-        out.stimuli.append(
-            _stimulus(
-                root,
-                doc,
-                raw,
-                where,
-                eval_name,
-                tags,
-                settings,
-                scoring[1],
-                graders,
-                root_env,
-                config,
-                skills,
-                dict(noted),
-            )
+        stimulus = _stimulus(
+            root, doc, raw, where, eval_name, tags, settings, scoring[1], graders, root_env, config, skills,
+            dict(noted),
         )
+        if variant is not None and stimulus.case is not None:
+            stimulus.case.both_arms()
+            stimulus.experiment = variant.rel
+        out.stimuli.append(stimulus)
     unused = [t for t in scoring[0] if t not in used]
     if unused:
         raise ConfigError(
