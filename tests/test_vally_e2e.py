@@ -109,7 +109,13 @@ def test_a_vally_project_records_on_copilot_replays_for_nothing_and_reexecutes_a
         judged = [
             r for r in server.requests if "You are grading the work of a coding agent" in json.dumps(r.body)
         ]
+        # The stimulus's own MCP server, started by the CLI in its sandbox: its tool is offered.
+        offered = {
+            str(t.get("name")) for r in server.requests if "Greet Ada" in json.dumps(r.body)
+            for t in r.body.get("tools") or [] if isinstance(t, dict)
+        }
     assert live["config"]["engine"] == "copilot", log  # Vally's executor, copilot-sdk
+    assert any("echo" in str(name) for name in offered), sorted(map(str, offered))
     cases = {c["title"]: c for c in live["cases"]}
     assert {t: c["verdict"] for t, c in cases.items()} == {
         "Greets Ada": "PASS",

@@ -172,7 +172,7 @@ def load_repo(root: Path, plugins: list[str] | None = None) -> LoadedRepo:
                           "nothing to run")
     hosts = [h for p in repo.packages for h in p.hosts]
     # A Vally project runs on Copilot CLI, as Vally's default executor (copilot-sdk) does.
-    vally = repo.source is not None and (repo.source == ".vally.yaml" or repo.source.endswith("experiment.yaml"))
+    vally = repo.source is not None and repo.source.endswith((".vally.yaml", "experiment.yaml"))
     engine = engine_for_hosts(["copilot"] if vally else hosts)
     config, lines = _config(repo.root, required=repo.kind == "aam", engine=engine)
     several = len(repo.packages) > 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -689,6 +690,12 @@ class Case(Strict):
     def setup_commands(self) -> tuple[str, ...]:
         return self._commands
 
+    _env: tuple[tuple[str, str], ...] = PrivateAttr(default=())
+    """A Vally stimulus's `environment.env`: set for the CLI (never a key, a base URL, a proxy
+    or the process's own variables: refused where the file is read)."""
+    _mcp: tuple[tuple[str, str], ...] = PrivateAttr(default=())
+    """A Vally stimulus's `environment.mcpServers`: name → its stdio server as JSON, started by
+    the CLI inside the session's sandbox."""
     _both_arms: bool = PrivateAttr(default=False)
     """A Vally stimulus an experiment runs with and without its skills."""
 
@@ -699,6 +706,20 @@ class Case(Strict):
     def both_arms(self) -> Case:
         """This case run with its skills and without them (a Vally without/with experiment)."""
         self._both_arms = True
+        return self
+
+    @property
+    def session_env(self) -> dict[str, str]:
+        return dict(self._env)
+
+    @property
+    def mcp_servers(self) -> dict[str, Any]:
+        return {name: json.loads(server) for name, server in self._mcp}
+
+    def with_session(self, env: dict[str, str], mcp: dict[str, Any]) -> Case:
+        """This case with variables set for its CLI and MCP servers the CLI starts."""
+        self._env = tuple(sorted(env.items()))
+        self._mcp = tuple(sorted((n, json.dumps(s, sort_keys=True)) for n, s in mcp.items()))
         return self
 
     def staging(self, files: list[tuple[str, str]], commands: list[str]) -> Case:

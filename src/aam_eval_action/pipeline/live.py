@@ -146,6 +146,7 @@ def _run_session(
             for plugin in plugins:
                 plugin_servers(plugin, layout)
             engine.add_mcp_servers(ws.root, served.standalone)
+        engine.add_mcp_servers(ws.root, loaded.case.mcp_servers)  # a Vally stimulus's, if any
         unstaged = workspace.snapshot(ws.root)
         stage(ctx, layout, loaded, ws)
         before = workspace.snapshot(ws.root)
@@ -156,6 +157,7 @@ def _run_session(
         agents, relay = mock_agents(ctx, loaded, served)
         with proxy, relay:
             env = {k: v for k, v in s.agent_env.items() if k not in KEY_VARS}  # no provider's key
+            env |= loaded.case.session_env  # checked where read: no key, URL, proxy or process variable
             env |= proxy_env(s.engine, proxy.url, s.model)
             env[PROVIDERS[engine.provider_for(s.model)].key_var] = route.key or SESSION_KEY
             execution = loaded.case.execution

@@ -89,6 +89,10 @@ def agent_fingerprint(
         for path in found:
             inputs[f"staged:{dest}/{path.relative_to(source).as_posix()}" if source.is_dir() else
                    f"staged:{dest}"] = file_hash(path) if path.is_file() else "missing"
+    if case.session_env:  # a Vally stimulus's environment.env and MCP servers reach the agent
+        inputs["session-env"] = _h(json.dumps(case.session_env, sort_keys=True).encode())
+    if case.mcp_servers:
+        inputs["mcp-servers"] = _h(json.dumps(case.mcp_servers, sort_keys=True).encode())
     if case.setup_commands:
         inputs["setup-commands"] = _h(json.dumps(list(case.setup_commands)).encode())
     for rel in layout.files_for(installs_for(layout, case)):

@@ -134,6 +134,13 @@ def files_before(run: RunInputs) -> dict[str, str | None]:
     for rel in case.input.workspace_files:
         source = workspace_file_source(layout, rel)
         found[rel] = read_text(source) if source else ""
+    for src, dest in case.staged_files:  # a stimulus's environment.files, copied in before the run
+        source = layout.root / src
+        if source.is_dir():
+            for path in sorted(p for p in source.rglob("*") if p.is_file()):
+                found[f"{dest}/{path.relative_to(source).as_posix()}".removeprefix("./")] = read_text(path)
+        else:
+            found[dest] = read_text(source)
     return found
 
 
@@ -144,24 +151,40 @@ def read_text(path: Path) -> str | None:
         return None
 
 
+def changes(run: RunInputs) -> list[tuple[str, str, str | None, str | None]]:
+    """(path, created | modified | deleted, before, after) of each file the agent changed: a
+    file staged before the run (a stimulus's `environment.files`) counts only if the agent
+    changed it."""
+    before = files_before(run)
+    out: list[tuple[str, str, str | None, str | None]] = []
+    staged = set(run.session.staged)
+    for change in sorted(run.session.files, key=lambda c: c.path):
+        path, status = change.path, str(change.status)
+        if path in staged:  # there before the agent started
+            if status != "deleted" and change.text is not None and change.text == before.get(path):
+                continue
+            status = "deleted" if status == "deleted" else "modified"
+        old = None if status == "created" else before.get(path)
+        out.append((path, status, old, None if status == "deleted" else change.text))
+    return out
+
+
 def diff_text(run: RunInputs) -> str:
     """The run's file changes as a unified diff. The "before" side is known for the case's own
-    files (its `input.files` and workspace files); any other file the run modified or deleted
-    had a before the record does not keep, so its whole end text shows as `+` lines."""
-    before, out = files_before(run), []
-    for change in sorted(run.session.files, key=lambda c: c.path):
-        path, status = change.path, change.status
-        old = None if status == "created" else before.get(path)
+    files (its `input.files`, workspace files and a stimulus's `environment.files`); any other
+    file the run modified or deleted had a before the record does not keep, so its whole end
+    text shows as `+` lines."""
+    out: list[str] = []
+    for path, status, old, new in changes(run):
         out += [
             f"diff --git a/{path} b/{path}",
             f"--- {'/dev/null' if status == 'created' else 'a/' + path}",
             f"+++ {'/dev/null' if status == 'deleted' else 'b/' + path}",
         ]
-        if status != "deleted" and change.text is None:
+        if status != "deleted" and new is None:
             out.append("Binary files differ")
             continue
-        new = "" if status == "deleted" else change.text or ""
-        lines = difflib.unified_diff((old or "").splitlines(), new.splitlines(), lineterm="", n=3)
+        lines = difflib.unified_diff((old or "").splitlines(), (new or "").splitlines(), lineterm="", n=3)
         out += list(lines)[2:]
     return "\n".join(out)
 

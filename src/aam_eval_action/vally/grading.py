@@ -32,6 +32,7 @@ from aam_eval_action.vally.commands import grade_program, grade_run_command
 from aam_eval_action.vally.grader_kit import (
     NotGraded,
     Refused,
+    changes,
     compact_json,
     contains,
     diff_text,
@@ -259,7 +260,7 @@ def _diff(grader: VallyGrader, run: RunInputs) -> Check:
         else ""
     )
     if grader.type == "diff-empty":
-        changed = [c.path for c in run.session.files]
+        changed = [path for path, _, _, _ in changes(run)]
         detail = f"{len(changed)} file(s) changed: {_named(changed)}" if changed else "No file changes"
         return result(grader, not changed, detail + note)
     text = diff_text(run)

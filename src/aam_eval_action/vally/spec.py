@@ -489,13 +489,10 @@ def _stimulus(
     named_skills = _skills(root, doc, env.get("skills"), (*where, "environment", "skills"), folder, skills)
     named = list(named_skills)
     _constraints(doc, raw.get("constraints"), (*where, "constraints"), skipped)
-    for key, why in (
-        ("mcpServers", "its MCP servers are not started (not yet supported here)"),
-        ("git", "a git worktree or clone is not staged (not yet supported here)"),
-        ("env", "its environment variables are not set (not yet supported here)"),
-    ):
-        if env.get(key):
-            skipped[f"environment.{key}"] = why
+    if env.get("git"):
+        skipped["environment.git"] = "a git worktree or clone is not staged (not yet supported here)"
+    session_env = _session_env(doc, env.get("env"), (*where, "environment", "env"))
+    servers = _servers(doc, env.get("mcpServers"), (*where, "environment", "mcpServers"))
     staged = _files(root, doc, env.get("files"), (*where, "environment", "files"), folder)
     commands = env.get("commands") or []
     if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
@@ -525,7 +522,7 @@ def _stimulus(
         )
     else:
         skipped["environment.skills"] = "no skill named: Vally loads none; the package's skills are installed"
-    case = build(doc, where, fields).staging(staged, commands)
+    case = build(doc, where, fields).staging(staged, commands).with_session(session_env, servers)
     line = doc.line(*where)
     return Stimulus(
         eval_name,
@@ -655,3 +652,61 @@ def _constraints(doc: Json, raw: Any, where: tuple[str | int, ...], skipped: dic
         if k == "max_duration":
             duration(v, doc.at(*where, k))
     skipped["constraints"] = "not enforced here (the case's timeout applies)"
+
+
+FORBIDDEN_ENV = re.compile(
+    r"(?i)^(PATH|HOME|SHELL|USER|TMPDIR|PWD|LD_\w*|DYLD_\w*|NODE_\w*|NPM_CONFIG_\w*|PYTHON\w*|BASH_ENV|ENV|"
+    r"\w*PROXY|SSL_CERT_\w*|REQUESTS_CA_BUNDLE|XDG_\w*|\w*_API_KEY|\w*_BASE_URL|ANTHROPIC_\w*|OPENAI_\w*|"
+    r"GEMINI_\w*|GOOGLE_\w*|CLAUDE_\w*|CODEX_\w*|COPILOT_\w*|GITHUB_\w*|GH_\w*|AAM_\w*)$"
+)
+"""Variables a repository may not set for the CLI: where its model calls go and with what key,
+its proxy and certificates, and how the process itself starts."""
+
+
+def _session_env(doc: Json, raw: Any, where: tuple[str | int, ...]) -> dict[str, str]:
+    """`environment.env`: names and text values; a name that would steer the CLI's model calls,
+    keys or process is refused (everything in the repository is untrusted on a pull request)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{doc.at(*where)}: env: a mapping of NAME → value")
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+            raise ConfigError(f"{doc.at(*where, str(name))}: env: {name!r} is not a variable name")
+        if FORBIDDEN_ENV.match(name):
+            raise ConfigError(
+                f"{doc.at(*where, name)}: env.{name}: not settable from an eval file (it would steer the "
+                "CLI's model calls, keys or process); set it in eval-config or the runner"
+            )
+        if not isinstance(value, str | int | float | bool):
+            raise ConfigError(f"{doc.at(*where, name)}: env.{name}: a text value")
+        out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def _servers(doc: Json, raw: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
+    """`environment.mcpServers`: stdio servers `{command, args, env, timeout}`, which the CLI
+    starts inside the session's sandbox (as a package's own MCP servers)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{doc.at(*where)}: mcpServers: a mapping of name → {{type: stdio, command, args}}")
+    out: dict[str, Any] = {}
+    for name, server in raw.items():
+        at = (*where, str(name))
+        command = server.get("command") if isinstance(server, dict) else None
+        if not isinstance(server, dict) or not isinstance(command, str) or not command:
+            raise ConfigError(f"{doc.at(*at)}: mcpServers.{name}: a stdio server needs a command")
+        if server.get("type", "stdio") != "stdio":
+            raise ConfigError(f"{doc.at(*at, 'type')}: mcpServers.{name}: only stdio servers start here")
+        args = server.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
+            raise ConfigError(f"{doc.at(*at, 'args')}: mcpServers.{name}.args: a list of arguments")
+        entry: dict[str, Any] = {"command": server["command"], "args": [str(a) for a in args]}
+        if server.get("env") is not None:
+            entry["env"] = _session_env(doc, server["env"], (*at, "env"))
+        if "timeout" in server:
+            duration(server["timeout"], doc.at(*at, "timeout"))
+        out[str(name)] = entry
+    return out
