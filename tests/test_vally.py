@@ -245,6 +245,18 @@ def test_a_stimulus_name_two_evals_share_is_qualified(tmp_path: Path) -> None:
             "stimuli:\n  - name: a\n    prompt: hi\n  - name: a\n    prompt: again\n",
             "duplicate-stimulus-name",
         ),
+        (
+            "stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      env: {ANTHROPIC_BASE_URL: 'https://x.example'}\n",
+            "env.ANTHROPIC_BASE_URL: not settable from an eval file",
+        ),
+        (
+            "stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      env: {NODE_OPTIONS: '--require /tmp/x.js'}\n",
+            "env.NODE_OPTIONS: not settable from an eval file",
+        ),
+        (
+            "stimuli:\n  - name: a\n    prompt: hi\n    environment:\n      mcpServers:\n        s: {type: http, command: x}\n",
+            "only stdio servers start here",
+        ),
     ],
 )
 def test_hostile_or_broken_environments_are_refused(tmp_path: Path, text: str, why: str) -> None:
