@@ -46,6 +46,10 @@ __all__ = ["pytest_collectreport", "pytest_runtest_logreport", "pytest_runtest_m
            "pytest_terminal_summary"]
 
 
+collect_ignore_glob = ["fixtures/*"]
+"""Vendored repositories keep their own tests (tests/fixtures/vally-corpus): never collected here."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest test files first; before any end-to-end test runs, the pinned CLIs go first on
     PATH."""

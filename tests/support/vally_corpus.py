@@ -6,6 +6,7 @@ table docs/vally.md keeps of it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -39,6 +40,7 @@ def repos() -> list[Path]:
     return sorted(p for p in CORPUS.iterdir() if (p / "SOURCE.json").is_file())
 
 
+@functools.cache
 def read(repo: Path) -> RepoReading:
     import yaml
 
