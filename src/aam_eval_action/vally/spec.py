@@ -488,7 +488,7 @@ def _stimulus(
     folder = doc.rel.rsplit("/", 1)[0] if "/" in doc.rel else ""
     named_skills = _skills(root, doc, env.get("skills"), (*where, "environment", "skills"), folder, skills)
     named = list(named_skills)
-    _constraints(doc, raw.get("constraints"), (*where, "constraints"), skipped)
+    max_turns, max_duration = _constraints(doc, raw.get("constraints"), (*where, "constraints"), skipped)
     if env.get("git"):
         skipped["environment.git"] = "a git worktree or clone is not staged (not yet supported here)"
     session_env = _session_env(doc, env.get("env"), (*where, "environment", "env"))
@@ -510,8 +510,10 @@ def _stimulus(
         "input": {"prompt": prompt, **({"turns": later} if later else {})},
         "tags": list(dict.fromkeys(t for k, vs in tags.items() for v in vs if (t := _case_tag(k, v)))),
         "repeat": runs if runs >= 1 else None,
-        "timeout": merged.get("timeout", 120.0),
+        "timeout": min(merged.get("timeout", 120.0), max_duration or float("inf")),
     }
+    if max_turns is not None:  # the CLI's own turn limit (Claude Code, Gemini CLI; the others say so)
+        fields["execution"] = {"max-turns": max_turns}
     if len(named) == 1:
         fields["target"] = f"skill:{named[0]}"
     elif named:
@@ -637,21 +639,32 @@ def _normal(rel: str) -> str | None:
     return "/".join(parts)
 
 
-def _constraints(doc: Json, raw: Any, where: tuple[str | int, ...], skipped: dict[str, str]) -> None:
+def _constraints(
+    doc: Json, raw: Any, where: tuple[str | int, ...], skipped: dict[str, str]
+) -> tuple[int | None, float | None]:
+    """(max_turns, max_duration in seconds): the limits this project enforces (the CLI's own
+    turn limit, where it has one; the session's timeout). The others are listed as not honoured."""
     if raw is None:
-        return
+        return None, None
     if not isinstance(raw, dict):
         raise ConfigError(
             f"{doc.at(*where)}: constraints: a mapping (max_turns, max_tokens, max_duration, expect_tools)"
         )
+    turns, seconds = None, None
     for k, v in raw.items():
         if k not in CONSTRAINT_KEYS:
             raise ConfigError(
                 f"{doc.at(*where, k)}: unknown constraint {k!r}; constraints are {', '.join(CONSTRAINT_KEYS)}"
             )
         if k == "max_duration":
-            duration(v, doc.at(*where, k))
-    skipped["constraints"] = "not enforced here (the case's timeout applies)"
+            seconds = duration(v, doc.at(*where, k))
+        elif k == "max_turns":
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 200:
+                raise ConfigError(f"{doc.at(*where, k)}: max_turns: a whole number from 1 to 200")
+            turns = v
+        else:
+            skipped[f"constraints.{k}"] = "not enforced here"
+    return turns, seconds
 
 
 FORBIDDEN_ENV = re.compile(
