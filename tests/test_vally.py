@@ -5,14 +5,11 @@ Vally's lint, each with its file and line, one broken file hiding no other."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, aam_eval
 from support.vally_corpus import BEGIN, CORPUS, END, read, repos, table
 
 
@@ -91,55 +88,17 @@ def test_a_suite_selects_as_vally_does() -> None:
     assert tools.suites["pr-gate"] == 156 and tools.suites["unit"] == 132
 
 
-def test_run_dry_run_lists_a_suite_under_the_stimuli_names(tmp_path: Path) -> None:
+def test_run_dry_run_lists_a_suite_under_the_stimuli_names() -> None:
     repo = CORPUS / "Azure__azure-functions-skills"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aam_eval_action",
-            "run",
-            "--package",
-            str(repo),
-            "--dry-run",
-            "--suite",
-            "triggers",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    shown = [line.split("  target")[0] for line in done.stdout.splitlines() if "  target skill:" in line]
-    assert len(shown) == 7 and "Routing — create TypeScript HTTP function" in shown, done.stdout
-    assert "live (no cassette recorded for engine copilot" in done.stdout  # Vally's executor: Copilot CLI
-    assert "baseline" not in done.stdout  # one arm, as `vally eval` runs
-    wrong = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aam_eval_action",
-            "run",
-            "--package",
-            str(repo),
-            "--dry-run",
-            "--suite",
-            "nightly",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert (
-        wrong.returncode != 0
-        and "no such suite in .vally.yaml (suites: full, integration, live, pr, smoke, triggers)"
-        in wrong.stderr
-    )
+    done = aam_eval("run", "--package", str(repo), "--dry-run", "--suite", "triggers")
+    assert done.code == 0, done.err
+    shown = [line.split("  target")[0] for line in done.out.splitlines() if "  target skill:" in line]
+    assert len(shown) == 7 and "Routing — create TypeScript HTTP function" in shown, done.out
+    assert "live (no cassette recorded for engine copilot" in done.out  # Vally's executor: Copilot CLI
+    assert "baseline" not in done.out  # one arm, as `vally eval` runs
+    wrong = aam_eval("run", "--package", str(repo), "--dry-run", "--suite", "nightly")
+    assert wrong.code != 0, wrong.out
+    assert "no such suite in .vally.yaml (suites: full, integration, live, pr, smoke, triggers)" in wrong.err
 
 
 REFUSED = {
@@ -282,11 +241,9 @@ def test_an_experiment_of_skills_against_none_runs_each_stimulus_with_and_withou
     scripts = next(s for s in stimuli if s.rel == "tests/dotnet-advanced/csharp-scripts/eval.yaml")
     assert scripts.skills == {"csharp-scripts": "plugins/dotnet-advanced/skills/csharp-scripts"}
     assert scripts.case is not None and scripts.case.target == "skill:csharp-scripts"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    done = subprocess.run([sys.executable, "-m", "aam_eval_action", "run", "--package", str(repo), "--dry-run"],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
-    listed = [line for line in done.stdout.splitlines() if "  target skill:" in line]
-    assert len(listed) == 61 and all(" · baseline " in line for line in listed), done.stdout[-2000:]
+    done = aam_eval("run", "--package", str(repo), "--dry-run")
+    listed = [line for line in done.out.splitlines() if "  target skill:" in line]
+    assert len(listed) == 61 and all(" · baseline " in line for line in listed), done.out[-2000:]
     heaths = read_project(CORPUS / "heaths__plugins", read_layout(CORPUS / "heaths__plugins").skill_dirs)
     assert heaths.experiments[0].why_not == ("neither variant runs without skills: two versions of a skill are "
                                              "compared, not its lift")

@@ -24,6 +24,16 @@ from support.agent_clis import ensure_pinned_clis
 from support.repeats import repeated
 
 FIXTURE = ROOT / "tests/fixtures/vally-pkg"
+ECHO_SERVER = ROOT / "tests/fixtures/engine-mcp-pkg/scripts/echo_mcp.py"
+
+
+def _package(tmp_path: Path) -> Path:
+    """A copy of the fixture, with the stdio MCP server one stimulus stages (the engines' tests' own)."""
+    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    servers = pkg / "evals/greetings/servers"
+    servers.mkdir()
+    shutil.copyfile(ECHO_SERVER, servers / "echo_mcp.py")
+    return pkg
 KEY = "sk-ant-CANARY-vally-5e1b"
 GRADERS = {
     "Greets Ada": [
@@ -102,7 +112,7 @@ def test_a_vally_project_records_on_copilot_replays_for_nothing_and_reexecutes_a
     from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
     installed("copilot")
-    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    pkg = _package(tmp_path)
     scenarios = load_scenarios(ROOT / "tests/fixtures/vally-pkg-scenarios.yaml")
     with ModelServer(scenarios, api_key=KEY) as server:
         live, log, lines = _run(pkg, "--record", live=server.url)
@@ -220,7 +230,7 @@ def test_the_same_stimuli_on_another_engine_load_their_skills_its_way(tmp_path: 
     from aam_eval_action.testing.model_server import ModelServer, load_scenarios
 
     installed(engine)
-    pkg = Path(shutil.copytree(FIXTURE, tmp_path / "pkg"))
+    pkg = _package(tmp_path)
     keys = {"ANTHROPIC_API_KEY": KEY, "OPENAI_API_KEY": KEY, "GEMINI_API_KEY": KEY}
     with ModelServer(load_scenarios(ROOT / "tests/fixtures/vally-pkg-scenarios.yaml"), api_key=KEY) as server:
         env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}

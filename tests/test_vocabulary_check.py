@@ -128,9 +128,9 @@ def test_the_command_runs_without_network_when_the_sandbox_has_none(tmp_path: Pa
     session = Session(engine="claude-code", model_provider="anthropic")
     inputs = CheckInputs(FinishedWorkspace(read_package(pkg), case, session), Sandbox(network=False),
                          command_env={"PATH": "/usr/bin:/bin"})
-    from aam_eval_action.pipeline.finished import _no_network_prefix
+    from aam_eval_action.pipeline.finished import no_network_prefix
 
-    if not _no_network_prefix(False):
+    if not no_network_prefix(False):
         pytest.skip("unshare into a network namespace is not permitted here")
     checks = run_checks(case.expected, session, inputs)
     assert checks[0].passed  # only the loopback interface is left

@@ -89,7 +89,7 @@ def run_command(
     files = [f for f in finished.session.files if inside(f.path)]
     try:
         workspace.restore(ws.root, files)
-        argv = [*_no_network_prefix(network), "/bin/sh", "-c", check.run]
+        argv = [*no_network_prefix(network), "/bin/sh", "-c", check.run]
         path = ":".join(p for p in (env.get("PATH"), SYSTEM_PATH) if p)
         done = run_process(argv, cwd=ws.root, env={**env, "HOME": str(ws.home), "PATH": path},
                            timeout=check.timeout)
@@ -109,7 +109,7 @@ def run_command(
     return CommandResult(False, detail)
 
 
-def _no_network_prefix(network: bool) -> list[str]:
+def no_network_prefix(network: bool) -> list[str]:
     """`unshare` into a network namespace without interfaces when the sandbox has no network."""
     tool = None if network else _unshare()
     return [tool, "--user", "--map-root-user", "--net"] if tool else []

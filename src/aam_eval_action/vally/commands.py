@@ -11,7 +11,7 @@ from typing import Any
 from aam_eval_action.engines.process import Completed, run_process
 from aam_eval_action.pipeline import workspace
 from aam_eval_action.pipeline.checks import Check
-from aam_eval_action.pipeline.finished import HASH_ONLY, SYSTEM_PATH, _no_network_prefix, inside
+from aam_eval_action.pipeline.finished import HASH_ONLY, SYSTEM_PATH, inside, no_network_prefix
 from aam_eval_action.pipeline.plugin_eval import RunInputs
 from aam_eval_action.session import TOOL_RESULT_CAP, ToolCall, cap
 from aam_eval_action.vally.grader_kit import (
@@ -59,7 +59,8 @@ def _execute(
 ) -> Completed:
     """`argv` in a fresh copy of the finished workspace (without network unless the case has
     it), with the run's command environment and the grader's `env`; for `program`, the two
-    EVALUATE_* variables and the input file (beside the workspace, not in it)."""
+    EVALUATE_* variables and the input file (beside the workspace, not in it). A command that
+    cannot start fails the grader with why."""
     finished = run.finished
     ws = workspace.create(finished.layout, finished.case)
     try:
@@ -72,22 +73,11 @@ def _execute(
             given.write_text(json.dumps(program_input, ensure_ascii=False), encoding="utf-8")
             env |= {"EVALUATE_WORKSPACE": str(ws.root), "EVALUATE_GRADER_INPUT": str(given)}
         cwd = _cwd(ws.root, grader.options.get("sub_path"))
-        return run_process([*_no_network_prefix(run.network), *argv], cwd=cwd, env=env, timeout=timeout)
-    finally:
-        ws.cleanup()
-
-
-def _ran(
-    grader: VallyGrader,
-    run: RunInputs,
-    argv: list[str],
-    timeout: float,
-    program_input: dict[str, Any] | None = None,
-) -> Completed:
-    try:
-        return _execute(grader, run, argv, timeout, program_input)
+        return run_process([*no_network_prefix(run.network), *argv], cwd=cwd, env=env, timeout=timeout)
     except OSError as exc:
         raise Refused(f"could not run {argv[0]}: {exc}") from None
+    finally:
+        ws.cleanup()
 
 
 def _hash_only_note(run: RunInputs) -> str:
@@ -117,7 +107,7 @@ def grade_run_command(grader: VallyGrader, run: RunInputs) -> Check:
     expected = int(o.get("expected_exit_code", 0))
     matches = [(js_regex(p), p) for p in strings(o.get("stdout_matches"))]
     not_matches = [(js_regex(p), p) for p in strings(o.get("stdout_not_matches"))]
-    done = _ran(grader, run, argv, timeout)
+    done = _execute(grader, run, argv, timeout)
     out, err = done.stdout, done.stderr
     problems = (
         [f"timed out after {timeout:g}s"]
@@ -180,7 +170,7 @@ def grade_program(grader: VallyGrader, run: RunInputs) -> Check:
     program, args = str(option(grader, "program")), [str(a) for a in o.get("args") or []]
     argv = ["/bin/sh", "-c", " ".join([program, *args])] if o.get("shell") is True else [program, *args]
     timeout = parse_duration(o.get("timeout", "60s"))
-    done = _ran(grader, run, argv, timeout, _program_input(grader, run))
+    done = _execute(grader, run, argv, timeout, _program_input(grader, run))
     if done.timed_out:
         return result(grader, False, f"timed out after {timeout:g}s")
     printed = done.stdout.strip()

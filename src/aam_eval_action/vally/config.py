@@ -237,48 +237,44 @@ def owner(configs_: list[VallyConfig], rel: str) -> VallyConfig:
 
 def glob_matches(pattern: str, rel: str) -> bool:
     """Whether a suite's `evals` glob (relative to its config) takes `rel` (relative to the
-    same folder): `*` and `?` within a name, `**` across folders, `{a,b}`; never into a
-    dot-folder, as Node's glob without `dot`. A glob naming a folder takes what is in it."""
-    parts = rel.split("/")
-    if any(p.startswith(".") for p in parts[:-1]) and not pattern.startswith("."):
-        hidden = [p for p in parts[:-1] if p.startswith(".")]
-        if not all(h in pattern.split("/") for h in hidden):
-            return False
-    pattern = pattern.removeprefix("./").rstrip("/")
-    for alternative in _braces(pattern):
-        regex = _glob_regex(alternative)
-        if re.fullmatch(regex, rel) or re.fullmatch(regex + r"/.+", rel):
-            return True
-    return False
+    same folder); a glob naming a folder takes what is in it."""
+    regex = glob_regex(pattern.removeprefix("./").rstrip("/"))
+    return regex.fullmatch(rel) is not None or re.fullmatch(regex.pattern + r"/.+", rel) is not None
 
 
-def _braces(pattern: str) -> list[str]:
-    match = re.search(r"\{([^{}]*)\}", pattern)
-    if match is None:
-        return [pattern]
-    out: list[str] = []
-    for choice in match.group(1).split(","):
-        out += _braces(pattern[: match.start()] + choice + pattern[match.end() :])
-    return out
-
-
-def _glob_regex(pattern: str) -> str:
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A Node glob (`glob` without `dot`): `*` and `?` within a name, `**` across folders,
+    `{a,b}`, and extglob's `!(a|b)` (a name that is none of those); a wildcard never matches a
+    name that starts with a dot, so a dot-folder is entered only where the pattern names it."""
     out = ""
     i = 0
     while i < len(pattern):
-        if pattern.startswith("**/", i):
+        if pattern.startswith("!(", i):
+            end = pattern.index(")", i)
+            choices = "|".join(_literal(c) for c in pattern[i + 2:end].split("|"))
+            out += rf"(?!(?:{choices})(?:/|$))[^/.][^/]*"
+            i = end + 1
+        elif pattern.startswith("**/", i):
             out += r"(?:[^/.][^/]*/)*"
             i += 3
         elif pattern.startswith("**", i):
             out += r"(?:[^/.][^/]*(?:/[^/.][^/]*)*)?"
             i += 2
         elif pattern[i] == "*":
-            out += r"[^/]*"
+            out += r"(?:[^/.][^/]*)?" if i == 0 or pattern[i - 1] == "/" else r"[^/]*"
             i += 1
         elif pattern[i] == "?":
             out += r"[^/]"
             i += 1
+        elif pattern[i] == "{" and "}" in pattern[i:]:
+            end = pattern.index("}", i)
+            out += "(?:" + "|".join(_literal(c) for c in pattern[i + 1:end].split(",")) + ")"
+            i = end + 1
         else:
             out += re.escape(pattern[i])
             i += 1
-    return out
+    return re.compile(out)
+
+
+def _literal(text: str) -> str:
+    return re.escape(text).replace(r"\*", "[^/]*").replace(r"\?", "[^/]")

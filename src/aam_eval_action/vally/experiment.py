@@ -127,45 +127,12 @@ def skills_for(experiment: Experiment, eval_rel: str) -> list[str]:
 
 
 def _glob(root: Path, folder: str, pattern: str) -> list[str]:
-    """Files a pattern takes (relative to the experiment's folder): `*`, `**`, `?`, `{a,b}` and
-    Node's `!(a|b)`, a segment that is none of those."""
+    """Files a pattern takes (relative to the experiment's folder), as Node's glob takes them."""
     base = root / folder if folder else root
-    regex = _regex(pattern.removeprefix("./"))
+    regex = vally_config.glob_regex(pattern.removeprefix("./"))
     found = []
     for rel in vally_config.walk(root, lambda p: p.name.endswith((".yaml", ".yml")), folder):
-        inner = rel[len(folder) + 1 :] if folder else rel
+        inner = rel[len(folder) + 1:] if folder else rel
         if regex.fullmatch(inner) and (base / inner).is_file():
             found.append(rel)
     return found
-
-
-def _regex(pattern: str) -> re.Pattern[str]:
-    out = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("!(", i):
-            end = pattern.index(")", i)
-            choices = "|".join(_segment(c) for c in pattern[i + 2 : end].split("|"))
-            out += rf"(?!(?:{choices})(?:/|$))[^/]*"
-            i = end + 1
-        elif pattern.startswith("**/", i):
-            out += r"(?:[^/]+/)*"
-            i += 3
-        elif pattern[i] == "*":
-            out += r"[^/]*"
-            i += 1
-        elif pattern[i] == "?":
-            out += r"[^/]"
-            i += 1
-        elif pattern[i] == "{":
-            end = pattern.index("}", i)
-            out += "(?:" + "|".join(_segment(c) for c in pattern[i + 1 : end].split(",")) + ")"
-            i = end + 1
-        else:
-            out += re.escape(pattern[i])
-            i += 1
-    return re.compile(out)
-
-
-def _segment(text: str) -> str:
-    return re.escape(text).replace(r"\*", "[^/]*").replace(r"\?", "[^/]")

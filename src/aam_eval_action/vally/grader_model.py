@@ -9,42 +9,10 @@ The types are the built-in catalog's (https://microsoft.github.io/vally/referenc
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TYPES = (
-    "completed",
-    "exit-success",
-    "error-count",
-    "wall-time",
-    "tool-call-count",
-    "turn-count",
-    "token-budget",
-    "output-contains",
-    "output-not-contains",
-    "output-matches",
-    "output-not-matches",
-    "transcript-contains",
-    "transcript-matches",
-    "file-exists",
-    "file-not-exists",
-    "file-contains",
-    "file-not-contains",
-    "file-matches",
-    "file-not-matches",
-    "diff-contains",
-    "diff-not-contains",
-    "diff-empty",
-    "tool-calls",
-    "skill-invocation",
-    "run-command",
-    "program",
-    "prompt",
-    "panel",
-    "pairwise",
-)
-"""Every built-in grader type this project reads."""
 VallyType = Literal[
     "completed",
     "exit-success",
@@ -76,6 +44,8 @@ VallyType = Literal[
     "panel",
     "pairwise",
 ]
+TYPES: tuple[str, ...] = get_args(VallyType)
+"""Every built-in grader type this project reads."""
 JUDGED = ("prompt", "panel")
 """The types that ask an LLM judge."""
 
