@@ -5,6 +5,7 @@ Vally's lint, each with its file and line, one broken file hiding no other."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,39 @@ def test_an_experiment_of_skills_against_none_runs_each_stimulus_with_and_withou
     assert heaths.experiments[0].why_not == ("neither variant runs without skills: two versions of a skill are "
                                              "compared, not its lift")
     assert not any(s.case is not None and s.case.with_and_without for s in heaths.stimuli())
+
+
+def test_a_git_worktree_stages_that_repository_at_its_ref_and_its_tree_is_in_the_fingerprint(tmp_path: Path) -> None:
+    """`environment.git {type: worktree, source, ref}`: the workspace starts from the source
+    repository's files at `ref` (not its working tree); the ref's tree is an input of the
+    recording, so a new commit there re-executes; a clone from a URL is refused."""
+    from aam_eval_action.loader import load_repo
+    from aam_eval_action.replay.fingerprint import agent_fingerprint
+    from aam_eval_action.vally import git_tree
+
+    spec = ("stimuli:\n  - name: Reads the spec\n    prompt: read api.md\n    environment:\n      git:\n"
+            "        type: worktree\n        source: ../../cache/specs\n        ref: main\n")
+    root = _project(tmp_path, {"skills/greet/SKILL.md": SKILL.format(n="greet"), "evals/a/eval.yaml": spec,
+                               "cache/specs/api.md": "v1\n"})
+    specs = root / "cache/specs"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(specs)]
+    for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-qm", "v1"]):
+        subprocess.run([*git, *args], check=True)
+    (specs / "api.md").write_text("uncommitted\n")
+    [package] = load_repo(root).packages
+    [loaded] = package.cases
+    assert loaded.case.git_tree == ("cache/specs", "main")
+    git_tree.export(root, "cache/specs", "main", tmp_path / "ws")
+    assert (tmp_path / "ws/api.md").read_text() == "v1\n"
+
+    def fingerprint() -> str:
+        return agent_fingerprint(package.layout, loaded.case, package.config, "copilot", "m").digest
+
+    before = fingerprint()
+    subprocess.run([*git, "commit", "-qam", "v2"], check=True)
+    assert fingerprint() != before
+    clone = spec.replace("type: worktree", "type: clone").replace("source: ../../cache/specs",
+                                                                  "url: https://example.com/x.git")
+    (root / "evals/a/eval.yaml").write_text(clone)
+    _, errors = _load(root)
+    assert len(errors) == 1 and "a clone from a URL is not made here" in errors[0], errors

@@ -696,6 +696,9 @@ class Case(Strict):
     _mcp: tuple[tuple[str, str], ...] = PrivateAttr(default=())
     """A Vally stimulus's `environment.mcpServers`: name → its stdio server as JSON, started by
     the CLI inside the session's sandbox."""
+    _git: tuple[str, str] | None = PrivateAttr(default=None)
+    """A Vally stimulus's `environment.git`: (a git repository of the repository, relative to
+    it; the ref) whose tree at that ref the workspace starts from."""
     _both_arms: bool = PrivateAttr(default=False)
     """A Vally stimulus an experiment runs with and without its skills."""
 
@@ -715,6 +718,15 @@ class Case(Strict):
     @property
     def mcp_servers(self) -> dict[str, Any]:
         return {name: json.loads(server) for name, server in self._mcp}
+
+    @property
+    def git_tree(self) -> tuple[str, str] | None:
+        return self._git
+
+    def from_git(self, source: str, ref: str) -> Case:
+        """This case's workspace starting from `source`'s tree at `ref`."""
+        self._git = (source, ref)
+        return self
 
     def with_session(self, env: dict[str, str], mcp: dict[str, Any]) -> Case:
         """This case with variables set for its CLI and MCP servers the CLI starts."""

@@ -339,6 +339,10 @@ def stage(ctx: CaseContext, layout: PackageLayout, loaded: LoadedCase, ws: works
     fails the case with its exit status and the end of its stderr."""
     from aam_eval_action.engines.process import run_process
 
+    if loaded.case.git_tree is not None:  # a Vally stimulus's environment.git
+        from aam_eval_action.vally import git_tree
+
+        git_tree.export(layout.root, *loaded.case.git_tree, ws.root)
     copy_staged(layout, loaded, ws.root)
     execution = loaded.case.execution
     s = ctx.settings

@@ -89,6 +89,10 @@ def agent_fingerprint(
         for path in found:
             inputs[f"staged:{dest}/{path.relative_to(source).as_posix()}" if source.is_dir() else
                    f"staged:{dest}"] = file_hash(path) if path.is_file() else "missing"
+    if case.git_tree is not None:  # the tree a Vally stimulus's workspace starts from
+        from aam_eval_action.vally import git_tree
+
+        inputs["git-tree"] = git_tree.tree(layout.root, *case.git_tree)
     if case.session_env:  # a Vally stimulus's environment.env and MCP servers reach the agent
         inputs["session-env"] = _h(json.dumps(case.session_env, sort_keys=True).encode())
     if case.mcp_servers:

@@ -489,8 +489,7 @@ def _stimulus(
     named_skills = _skills(root, doc, env.get("skills"), (*where, "environment", "skills"), folder, skills)
     named = list(named_skills)
     max_turns, max_duration = _constraints(doc, raw.get("constraints"), (*where, "constraints"), skipped)
-    if env.get("git"):
-        skipped["environment.git"] = "a git worktree or clone is not staged (not yet supported here)"
+    git = _git(root, doc, env.get("git"), (*where, "environment", "git"), folder)
     session_env = _session_env(doc, env.get("env"), (*where, "environment", "env"))
     servers = _servers(doc, env.get("mcpServers"), (*where, "environment", "mcpServers"))
     staged = _files(root, doc, env.get("files"), (*where, "environment", "files"), folder)
@@ -525,6 +524,8 @@ def _stimulus(
     else:
         skipped["environment.skills"] = "no skill named: Vally loads none; the package's skills are installed"
     case = build(doc, where, fields).staging(staged, commands).with_session(session_env, servers)
+    if git is not None:
+        case.from_git(*git)
     line = doc.line(*where)
     return Stimulus(
         eval_name,
@@ -723,3 +724,42 @@ def _servers(doc: Json, raw: Any, where: tuple[str | int, ...]) -> dict[str, Any
             duration(server["timeout"], doc.at(*at, "timeout"))
         out[str(name)] = entry
     return out
+
+
+GIT_KEYS = ("type", "source", "url", "ref", "shallow", "sparse")
+_REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}")
+
+
+def _git(
+    root: Path, doc: Json, raw: Any, where: tuple[str | int, ...], folder: str
+) -> tuple[str, str] | None:
+    """`environment.git` (release notes 0.9, 0.12: its fields are checked where the file is
+    read): a `worktree` of a git repository (`source`, relative to the eval file) at `ref`, or a
+    `clone` whose `url` is such a path. The workspace starts from that tree. A clone from a
+    remote URL is refused: the session has no network, and a key never goes to a host the
+    repository chose."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{doc.at(*where)}: git: a mapping (type, source or url, ref)")
+    for key in raw:
+        if key not in GIT_KEYS:
+            raise ConfigError(f"{doc.at(*where, key)}: git: unknown key {key!r}; git takes "
+                              f"{', '.join(GIT_KEYS)}")
+    kind = raw.get("type")
+    if kind not in ("worktree", "clone"):
+        raise ConfigError(f"{doc.at(*where, 'type')}: git.type: worktree or clone")
+    key = "source" if kind == "worktree" else "url"
+    given = raw.get(key)
+    if not isinstance(given, str) or not given.strip():
+        raise ConfigError(f"{doc.at(*where)}: git: a {kind} needs `{key}`")
+    if re.match(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:", given):
+        raise ConfigError(f"{doc.at(*where, key)}: git.{key}: {given!r}: a clone from a URL is not made "
+                          "here (the session has no network); point it at a repository inside this one")
+    source = _normal(Path(folder, given).as_posix() if folder else given)
+    if source is None or given.startswith("/"):
+        raise ConfigError(f"{doc.at(*where, key)}: git.{key}: {given!r} leaves the repository")
+    ref = raw.get("ref", "HEAD")
+    if not isinstance(ref, str) or not _REF.fullmatch(ref) or ".." in ref:
+        raise ConfigError(f"{doc.at(*where, 'ref')}: git.ref: a branch, tag or commit")
+    return source or ".", ref
