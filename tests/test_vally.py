@@ -285,3 +285,17 @@ def test_a_git_worktree_stages_that_repository_at_its_ref_and_its_tree_is_in_the
     (root / "evals/a/eval.yaml").write_text(clone)
     _, errors = _load(root)
     assert len(errors) == 1 and "a clone from a URL is not made here" in errors[0], errors
+
+
+def test_a_stimulus_naming_several_skills_installs_those_and_no_other(tmp_path: Path) -> None:
+    spec = ("stimuli:\n  - name: Both\n    prompt: hi\n    environment:\n"
+            "      skills: [../../skills/greet, ../../skills/notes]\n")
+    root = _project(tmp_path, {**{f"skills/{n}/SKILL.md": SKILL.format(n=n) for n in ("greet", "notes", "other")},
+                               "evals/a/eval.yaml": spec})
+    from aam_eval_action.loader import load_repo
+
+    [package] = load_repo(root).packages
+    [loaded] = package.cases
+    assert loaded.case.installs == "skills:greet,notes" and not loaded.skipped
+    assert package.layout.skills_for(loaded.case.installs) == ["greet", "notes"]
+    assert package.layout.files_for(loaded.case.installs) == ["skills/greet/SKILL.md", "skills/notes/SKILL.md"]

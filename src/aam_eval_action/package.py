@@ -27,6 +27,9 @@ Dialect = Literal["claude", "copilot", "gemini"]
 AgentFormat = Literal["aam", "claude", "copilot", "gemini"]
 Level = Literal["warning", "skipped"]
 
+SKILL_SET = "skills:"
+"""What a case that installs several named skills, and nothing else, installs: `skills:a,b`."""
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -138,6 +141,8 @@ class PackageLayout:
         if target and target.startswith("skill:"):
             name = target.split(":", 1)[1]
             return [name] if name in self.skill_dirs else []
+        if target and target.startswith(SKILL_SET):  # a Vally stimulus's skills, and only those
+            return [n for n in target[len(SKILL_SET):].split(",") if n in self.skill_dirs]
         return self.skills()
 
     # --- what reaches the agent ---
@@ -195,6 +200,8 @@ class PackageLayout:
 
     def baseline_label(self, target: str | None) -> str:
         """What the baseline leaves out, for fingerprints and messages."""
+        if target and target.startswith(SKILL_SET):
+            return f"without {target[len(SKILL_SET):]}"
         return f"without {target}" if target and target.startswith("skill:") else "without the package"
 
     def relative(self, path: Path) -> str:

@@ -699,6 +699,8 @@ class Case(Strict):
     _git: tuple[str, str] | None = PrivateAttr(default=None)
     """A Vally stimulus's `environment.git`: (a git repository of the repository, relative to
     it; the ref) whose tree at that ref the workspace starts from."""
+    _skill_set: tuple[str, ...] = PrivateAttr(default=())
+    """A Vally stimulus's skills when it names several: installed, and no other."""
     _both_arms: bool = PrivateAttr(default=False)
     """A Vally stimulus an experiment runs with and without its skills."""
 
@@ -722,6 +724,11 @@ class Case(Strict):
     @property
     def git_tree(self) -> tuple[str, str] | None:
         return self._git
+
+    def with_skills(self, names: list[str]) -> Case:
+        """This case installing these skills of the package, and no other."""
+        self._skill_set = tuple(names)
+        return self
 
     def from_git(self, source: str, ref: str) -> Case:
         """This case's workspace starting from `source`'s tree at `ref`."""
@@ -755,6 +762,8 @@ class Case(Strict):
         """The target whose files are installed (None: the whole package, as a trigger case among
         siblings needs)."""
         near_miss = self.expected.expected_skill not in (None, "none")
+        if self._skill_set:
+            return "skills:" + ",".join(self._skill_set)
         return None if self.install_all_skills or near_miss else self.target
 
     def imported_from(self, files_root: Path) -> Case:

@@ -513,19 +513,15 @@ def _stimulus(
     }
     if max_turns is not None:  # the CLI's own turn limit (Claude Code, Gemini CLI; the others say so)
         fields["execution"] = {"max-turns": max_turns}
-    if len(named) == 1:
+    if len(named) == 1 or named:
         fields["target"] = f"skill:{named[0]}"
-    elif named:
-        fields["target"] = f"skill:{named[0]}"
-        fields["install-all-skills"] = True
-        skipped["environment.skills"] = (
-            f"{len(named)} skills named: every skill of the package is installed, not only these"
-        )
     else:
         skipped["environment.skills"] = "no skill named: Vally loads none; the package's skills are installed"
     case = build(doc, where, fields).staging(staged, commands).with_session(session_env, servers)
     if git is not None:
         case.from_git(*git)
+    if len(named) > 1:
+        case.with_skills(named)
     line = doc.line(*where)
     return Stimulus(
         eval_name,
