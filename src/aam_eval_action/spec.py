@@ -699,8 +699,8 @@ class Case(Strict):
     _git: tuple[str, str] | None = PrivateAttr(default=None)
     """A Vally stimulus's `environment.git`: (a git repository of the repository, relative to
     it; the ref) whose tree at that ref the workspace starts from."""
-    _skill_set: tuple[str, ...] = PrivateAttr(default=())
-    """A Vally stimulus's skills when it names several: installed, and no other."""
+    _skill_set: tuple[str, ...] | None = PrivateAttr(default=None)
+    """A Vally stimulus's skills when it names several or none: installed, and no other."""
     _both_arms: bool = PrivateAttr(default=False)
     """A Vally stimulus an experiment runs with and without its skills."""
 
@@ -762,7 +762,7 @@ class Case(Strict):
         """The target whose files are installed (None: the whole package, as a trigger case among
         siblings needs)."""
         near_miss = self.expected.expected_skill not in (None, "none")
-        if self._skill_set:
+        if self._skill_set is not None:
             return "skills:" + ",".join(self._skill_set)
         return None if self.install_all_skills or near_miss else self.target
 

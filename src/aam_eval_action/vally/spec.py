@@ -515,12 +515,10 @@ def _stimulus(
         fields["execution"] = {"max-turns": max_turns}
     if len(named) == 1 or named:
         fields["target"] = f"skill:{named[0]}"
-    else:
-        skipped["environment.skills"] = "no skill named: Vally loads none; the package's skills are installed"
     case = build(doc, where, fields).staging(staged, commands).with_session(session_env, servers)
     if git is not None:
         case.from_git(*git)
-    if len(named) > 1:
+    if len(named) != 1:  # several, or none (Vally then loads none): those, and no other
         case.with_skills(named)
     line = doc.line(*where)
     return Stimulus(
