@@ -32,7 +32,7 @@ DOWN = "json-row-count"
 DOWN_PROMPT = "How many data rows does fixtures/sales.csv have?"
 UP = ("csv-summary-e2e",)
 UP_PROMPT = "Summarise fixtures/sales.csv"
-SAID = re.compile(r"the model API answered 529 (\w+) \d+ times; last at turn 1")
+SAID = re.compile(r"the model API answered 529 (\w+) (?:\d+ times|twice|once); last at turn 1")
 KIND = {"claude-code": "overloaded_error", "codex": "server_error", "copilot": "overloaded_error",
         "gemini-cli": "UNAVAILABLE"}
 """What each API calls a 529, as the scripted server answers it in each wire format."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, installed
+from conftest import ROOT, aam_eval, installed
 from support.agent_clis import ensure_pinned_clis
 from support.repeats import repeated
 
@@ -209,6 +209,12 @@ def test_a_vally_project_records_on_copilot_replays_for_nothing_and_reexecutes_a
             and "the skill tool result (greet) changed" in by[title]["error"]
         )
         assert "skill file skills/greet/SKILL.md changed" in by[title]["error"], by[title]["error"]
+    # The pull request's comment names each stimulus as its file does.
+    (tmp_path / "base.json").write_text(json.dumps(replay))
+    (tmp_path / "head.json").write_text(json.dumps(fork))
+    shown = aam_eval("diff", str(tmp_path / "base.json"), str(tmp_path / "head.json"), "--format", "markdown")
+    assert all(title in shown.out for title in ("Greets Ada", "Greets twice", "Judged greeting")), shown.out
+    assert "greets-ada" not in shown.out
     # With a key (`--mode auto`): they go on live from the turn that changed, graded as before.
     with ModelServer(scenarios, api_key=KEY) as server:
         auto, log, lines = _run(pkg, "--mode", "auto", live=server.url)
