@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ("tests/test_importers_e2e.py", "tests/test_init_e2e.py", "tests/test_engine_modes_e2e.py",
          "tests/test_self_check_e2e.py", "tests/test_subagents_e2e.py", "tests/test_conversation_e2e.py",
-         "tests/test_tune_e2e.py", "tests/test_vally_e2e.py")
+         "tests/test_tune_e2e.py", "tests/test_vally_e2e.py", "tests/test_claude_plugin_eval.py")
 """The test files with repeats."""
 
 

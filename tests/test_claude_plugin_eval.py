@@ -29,6 +29,7 @@ from aam_eval_action.importers import claude_plugin_eval as cpe
 from conftest import PINNED_CLAUDE, ROOT, aam_eval, installed
 from support.cpe_corpus import claude_plugin_eval as run_claude_plugin_eval
 from support.cpe_corpus import refusing_server
+from support.repeats import repeated
 
 FIXTURE = ROOT / "tests/fixtures/cpe-plugin"
 
@@ -583,9 +584,9 @@ def test_a_pull_request_that_edits_the_skill_shows_the_score_and_delta_changes(p
 
 
 @pytest.mark.cli
-@pytest.mark.parametrize("engine", ["codex", "copilot", "gemini-cli"])
+@pytest.mark.parametrize("engine", repeated(["codex"], ["copilot", "gemini-cli"]))
 def test_the_suite_runs_on_the_other_engines_with_the_names_mapped(engine: str, plugin: Path, tmp_path: Path) -> None:
-    """The same suite on Codex, Copilot CLI and Gemini CLI, recorded and then snapshot-replayed
+    """The same suite on Codex (here; Copilot CLI and Gemini CLI in bench/bench_repeats.py), recorded and then snapshot-replayed
     with no CLI: a grader's Claude Code tool name is matched by what it does on that engine
     (`Skill` is reading a SKILL.md on Codex, `skill` on Copilot, `activate_skill` on Gemini CLI),
     so each case scores as it does on Claude Code (one arm, as `--ablation none`)."""
@@ -1114,9 +1115,9 @@ def test_an_image_focus_is_shown_to_the_judge_as_there(plugin: Path, tmp_path: P
 
 
 @pytest.mark.cli
-@pytest.mark.parametrize("engine", ["codex", "copilot", "gemini-cli"])
+@pytest.mark.parametrize("engine", repeated(["codex"], ["copilot", "gemini-cli"]))
 def test_a_case_loads_every_plugin_it_lists_on_the_other_engines(engine: str, tmp_path: Path) -> None:
-    """On Codex, Copilot CLI and Gemini CLI, a case that lists two plugins gets both plugins'
+    """On Codex (here; Copilot CLI and Gemini CLI in bench/bench_repeats.py), a case that lists two plugins gets both plugins'
     skills, installed where that CLI reads project skills: the CLI lists both to the model; a
     case that lists one gets that one's alone."""
     from aam_eval_action.testing.model_server import ModelServer, listed_skills

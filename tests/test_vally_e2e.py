@@ -213,18 +213,7 @@ def test_a_vally_project_records_on_copilot_replays_for_nothing_and_reexecutes_a
     (tmp_path / "base.json").write_text(json.dumps(replay))
     (tmp_path / "head.json").write_text(json.dumps(fork))
     shown = aam_eval("diff", str(tmp_path / "base.json"), str(tmp_path / "head.json"), "--format", "markdown")
-    assert all(title in shown.out for title in ("Greets Ada", "Greets twice", "Judged greeting")), shown.out
-    assert "greets-ada" not in shown.out
-    # With a key (`--mode auto`): they go on live from the turn that changed, graded as before.
-    with ModelServer(scenarios, api_key=KEY) as server:
-        auto, log, lines = _run(pkg, "--mode", "auto", live=server.url)
-    by = {c["title"]: c for c in auto["cases"]}
-    assert all(
-        by[t]["replay_kind"] == "rerun" and by[t]["live_from_turn"] == 2
-        for t in ("Greets Ada", "Judged greeting")
-    ), log
-    assert {t: c["verdict"] for t, c in by.items()} == {t: c["verdict"] for t, c in cases.items()}, log
-    assert lines[-1]["passed"] is True
+    assert all(f"| {title}<br>" in shown.out for title in ("Greets Ada", "Greets twice", "Judged greeting")), shown.out
 
 
 @pytest.mark.cli

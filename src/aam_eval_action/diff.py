@@ -432,10 +432,10 @@ def _diverged(case: CaseResult) -> DivergedCase:
     found = case.miss.divergence if case.miss else None
     changes = case.miss.changes if case.miss else []
     if found is None:
-        return DivergedCase(name=case.name, recorded=case.error, changes=changes, file=case.file,
-                            line=case.line, user_turn=case.changed_at_turn)
+        return DivergedCase(name=case.name, title=case.title, recorded=case.error, changes=changes,
+                            file=case.file, line=case.line, user_turn=case.changed_at_turn)
     return DivergedCase(
-        name=case.name, turn=found.turn, tool=found.tool, tool_input=found.tool_input,
+        name=case.name, title=case.title, turn=found.turn, tool=found.tool, tool_input=found.tool_input,
         path=found.path or None, recorded=found.recorded, live=found.live, changes=changes,
         file=case.file, line=case.line, user_turn=changed_turn(case),
     )

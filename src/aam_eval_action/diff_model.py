@@ -259,6 +259,8 @@ class DivergedCase(BaseModel):
 
     name: str
     """Case name."""
+    title: str | None = None
+    """The name the case is written under, when not its id (a Vally stimulus's) (additive)."""
     turn: int | None = None
     """The model turn where it diverged."""
     tool: str | None = None
