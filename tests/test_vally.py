@@ -299,3 +299,26 @@ def test_a_stimulus_naming_several_skills_installs_those_and_no_other(tmp_path: 
     assert loaded.case.installs == "skills:greet,notes" and not loaded.skipped
     assert package.layout.skills_for(loaded.case.installs) == ["greet", "notes"]
     assert package.layout.files_for(loaded.case.installs) == ["skills/greet/SKILL.md", "skills/notes/SKILL.md"]
+
+
+def test_constraints_are_graded_as_their_catalog_graders(tmp_path: Path) -> None:
+    spec = ("scoring:\n  weights: {tool-calls: 2}\nstimuli:\n  - name: Limited\n    prompt: hi\n    graders:\n"
+            "      - type: tool-calls\n        config: {required: [view]}\n    constraints:\n"
+            "      max_turns: 4\n      max_tokens: 9000\n      max_duration: 90s\n      expect_tools: [bash]\n"
+            "      reject_tools: [web_fetch]\n      expect_skills: [greet]\n")
+    root = _project(tmp_path, {"skills/greet/SKILL.md": SKILL.format(n="greet"), "evals/a/eval.yaml": spec})
+    from aam_eval_action.loader import load_repo
+
+    [package] = load_repo(root).packages
+    [loaded] = package.cases
+    limits = {g.name: (g.type, g.options, g.weight) for g in loaded.graders if g.name.startswith("constraint-")}
+    assert limits == {
+        "constraint-max-turns": ("turn-count", {"max": 4}, 1.0),
+        "constraint-max-tokens": ("token-budget", {"max": 9000}, 1.0),
+        "constraint-max-duration": ("wall-time", {"max": "90s"}, 1.0),
+        "constraint-expect-tools": ("tool-calls", {"required": ["^bash$"]}, 2.0),
+        "constraint-reject-tools": ("tool-calls", {"disallowed": ["^web_fetch$"]}, 2.0),
+        "constraint-expect-skills": ("skill-invocation", {"required": ["greet"]}, 1.0),
+    }
+    assert loaded.case.timeout == 90 and loaded.case.execution is not None
+    assert loaded.case.execution.max_turns == 4 and "constraints" not in dict(loaded.skipped)

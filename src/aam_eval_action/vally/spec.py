@@ -221,7 +221,7 @@ def _read(root: Path, doc: Json, config: VallyConfig, skills: dict[str, str],
         graders = _graders(doc, raw.get("graders"), where, scoring, used, raw.get("rubric"))
         stimulus = _stimulus(
             root, doc, raw, where, eval_name, tags, settings, scoring[1], graders, root_env, config, skills,
-            dict(noted),
+            dict(noted), weights=scoring[0],
         )
         if variant is not None and stimulus.case is not None:
             stimulus.case.both_arms()
@@ -469,6 +469,7 @@ def _stimulus(
     config: VallyConfig,
     skills: dict[str, str],
     skipped: dict[str, str],
+    weights: dict[str, float] | None = None,
 ) -> Stimulus:
     name = str(raw["name"])
     tags = {**eval_tags, **_tags(doc, raw.get("tags"), (*where, "tags"))}
@@ -488,7 +489,9 @@ def _stimulus(
     folder = doc.rel.rsplit("/", 1)[0] if "/" in doc.rel else ""
     named_skills = _skills(root, doc, env.get("skills"), (*where, "environment", "skills"), folder, skills)
     named = list(named_skills)
-    max_turns, max_duration = _constraints(doc, raw.get("constraints"), (*where, "constraints"), skipped)
+    limited = _constraints(doc, raw.get("constraints"), (*where, "constraints"), (weights or {}, threshold))
+    max_turns, max_duration, limits = limited
+    graders = (*graders, *limits)
     git = _git(root, doc, env.get("git"), (*where, "environment", "git"), folder)
     session_env = _session_env(doc, env.get("env"), (*where, "environment", "env"))
     servers = _servers(doc, env.get("mcpServers"), (*where, "environment", "mcpServers"))
@@ -634,18 +637,33 @@ def _normal(rel: str) -> str | None:
     return "/".join(parts)
 
 
+CONSTRAINT_GRADERS: dict[str, tuple[str, str]] = {
+    "max_turns": ("turn-count", "max"),
+    "max_tokens": ("token-budget", "max"),
+    "max_duration": ("wall-time", "max"),
+    "expect_tools": ("tool-calls", "required"),
+    "reject_tools": ("tool-calls", "disallowed"),
+    "expect_skills": ("skill-invocation", "required"),
+    "reject_skills": ("skill-invocation", "disallowed"),
+}
+"""Each constraint as the catalog grader that checks it (Vally grades its behavioural
+constraints; 0.15 dropped their grader aliases for the canonical constraint names)."""
+
+
 def _constraints(
-    doc: Json, raw: Any, where: tuple[str | int, ...], skipped: dict[str, str]
-) -> tuple[int | None, float | None]:
-    """(max_turns, max_duration in seconds): the limits this project enforces (the CLI's own
-    turn limit, where it has one; the session's timeout). The others are listed as not honoured."""
+    doc: Json, raw: Any, where: tuple[str | int, ...], scoring: tuple[dict[str, float], float | None],
+) -> tuple[int | None, float | None, list[VallyGrader]]:
+    """(max_turns, max_duration in seconds, a grader per constraint): the CLI's own turn limit
+    where it has one, the session's timeout, and each constraint graded as its catalog grader
+    (`constraint-<name>`, weighted by that grader's type)."""
     if raw is None:
-        return None, None
+        return None, None, []
     if not isinstance(raw, dict):
         raise ConfigError(
             f"{doc.at(*where)}: constraints: a mapping (max_turns, max_tokens, max_duration, expect_tools)"
         )
     turns, seconds = None, None
+    graders: list[VallyGrader] = []
     for k, v in raw.items():
         if k not in CONSTRAINT_KEYS:
             raise ConfigError(
@@ -653,13 +671,18 @@ def _constraints(
             )
         if k == "max_duration":
             seconds = duration(v, doc.at(*where, k))
-        elif k == "max_turns":
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 200:
-                raise ConfigError(f"{doc.at(*where, k)}: max_turns: a whole number from 1 to 200")
-            turns = v
-        else:
-            skipped[f"constraints.{k}"] = "not enforced here"
-    return turns, seconds
+        elif k in ("max_turns", "max_tokens"):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1 or (k == "max_turns" and v > 200):
+                raise ConfigError(f"{doc.at(*where, k)}: {k}: a whole number of at least 1")
+            turns = v if k == "max_turns" else turns
+        elif not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise ConfigError(f"{doc.at(*where, k)}: {k}: a list of names")
+        kind, key = CONSTRAINT_GRADERS[k]
+        value = [f"^{re.escape(x)}$" for x in v] if kind == "tool-calls" else v
+        graders.append(VallyGrader(type=kind, name=f"constraint-{k.replace('_', '-')}",
+                                   weight=scoring[0].get(kind, 1.0), options={key: value},
+                                   threshold=scoring[1]))
+    return turns, seconds, graders
 
 
 FORBIDDEN_ENV = re.compile(
