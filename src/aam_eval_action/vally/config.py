@@ -89,9 +89,6 @@ def configs(root: Path) -> tuple[list[VallyConfig], list[str]]:
     return out, problems
 
 
-def has_config(root: Path) -> bool:
-    return (root / CONFIG).is_file()
-
 
 def read(root: Path, rel: str) -> VallyConfig:
     doc = load_json(root, rel)

@@ -46,8 +46,6 @@ VallyType = Literal[
 ]
 TYPES: tuple[str, ...] = get_args(VallyType)
 """Every built-in grader type this project reads."""
-JUDGED = ("prompt", "panel")
-"""The types that ask an LLM judge."""
 
 
 class VallyGrader(BaseModel):
@@ -88,5 +86,3 @@ class VallyGrader(BaseModel):
     def config(self) -> dict[str, Any]:
         return dict(self.options)
 
-    def judged(self) -> bool:
-        return self.type in JUDGED

@@ -128,7 +128,6 @@ class Stimulus:
     skipped: dict[str, str] = field(default_factory=dict)
     threshold: float | None = None
     runs: int = 1
-    error: str | None = None
     skills: dict[str, str] = field(default_factory=dict)
     """The skills its environment names: name → folder (relative to the repository)."""
     experiment: str | None = None
