@@ -24,7 +24,6 @@ from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
 from aam_eval_action.spec import EvalConfig
-from aam_eval_action.vally.grader_model import TYPES as VALLY_TYPES
 
 if TYPE_CHECKING:
     from aam_eval_action.replay.upstream import Network
@@ -196,7 +195,7 @@ class RunSettings:
         execution = loaded.case.execution
         resumes = execution is not None and execution.history is not None
         named = not resumes or self.ablation_named
-        if any(g.type in VALLY_TYPES for g in loaded.graders):  # one arm, as `vally eval` runs, unless
+        if loaded.item is not None:  # a Vally stimulus: one arm, as `vally eval` runs, unless
             return loaded.case.with_and_without  # an experiment runs it without its skills too
         return bool(loaded.graders) and self.ablation == "with-without" and named
 

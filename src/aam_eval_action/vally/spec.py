@@ -126,8 +126,6 @@ class Stimulus:
     case: Case | None = None
     graders: tuple[VallyGrader, ...] = ()
     skipped: dict[str, str] = field(default_factory=dict)
-    threshold: float | None = None
-    runs: int = 1
     skills: dict[str, str] = field(default_factory=dict)
     """The skills its environment names: name → folder (relative to the repository)."""
     experiment: str | None = None
@@ -532,8 +530,6 @@ def _stimulus(
         case,
         graders,
         skipped,
-        threshold,
-        max(runs, 1),
         skills=named_skills,
     )
 
