@@ -278,17 +278,21 @@ class Minted:
         self._values: dict[str, str] = {}
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._seen: dict[str, list[tuple[str, str]]] = {}
+        """The (kind, id) pairs each text holds, in order: a session's texts repeat."""
 
     def normalise(self, text: str) -> str:
         """Every minted id in a text replaced by its placeholder (new ones registered)."""
+        seen = self._seen.get(text)
+        if seen is None:
+            seen = self._seen[text] = [(kind, found.group(1)) for kind, pattern in MINTED
+                                       for found in pattern.finditer(text)]
         with self._lock:
-            for kind, pattern in MINTED:
-                for found in pattern.finditer(text):
-                    value = found.group(1)
-                    if value not in self._names and not value.startswith("$"):
-                        self._counts[kind] = self._counts.get(kind, 0) + 1
-                        name = f"${kind}{self._counts[kind]}"
-                        self._names[value], self._values[name] = name, value
+            for kind, value in seen:
+                if value not in self._names and not value.startswith("$"):
+                    self._counts[kind] = self._counts.get(kind, 0) + 1
+                    name = f"${kind}{self._counts[kind]}"
+                    self._names[value], self._values[name] = name, value
             if not self._names:
                 return text
             for value in sorted(self._names, key=len, reverse=True):
@@ -331,10 +335,25 @@ class Normaliser:
         self.redactor = redactor
         self.ids = Ids()
         self.minted = Minted()
+        self._pairs: list[tuple[str, str]] | None = None
+        self._fixed: dict[str, str] = {}
+        """Each string's run-independent form before the ids: a session's requests repeat their
+        history and the CLI's prompt and tools, so each is worked out once."""
 
     def text(self, value: str) -> str:
         """One string: paths to placeholders, secrets redacted, volatile parts replaced."""
-        value = self.redactor.text(self.paths.to_placeholders(value))
+        fixed = self._fixed.get(value)
+        if fixed is None:
+            fixed = self._fixed[value] = self._fixed_text(value)
+        return self.ids.in_text(self.minted.normalise(fixed))
+
+    def _fixed_text(self, value: str) -> str:
+        """What `text` does that depends on nothing but the string (and this run's paths)."""
+        if self._pairs is None:
+            self._pairs = self.paths.placeholders()
+        for path, name in self._pairs:
+            value = value.replace(path, name)
+        value = self.redactor.text(value)
         for pattern, repl in VOLATILE_TEXT:
             value = pattern.sub(repl, value)
         if "gitStatus:" in value:
@@ -343,7 +362,7 @@ class Normaliser:
             value = SKILL_LISTING.sub(_sorted_skills, value)
         if "(Available: '" in value:
             value = SKILL_NAMES.sub(_sorted_names, value)
-        return self.ids.in_text(self.minted.normalise(value))
+        return value
 
     def live(self, value: str, in_json: bool = False) -> str:
         """A recorded string for this run: its paths and the ids it minted put back."""

@@ -11,9 +11,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from aam_eval_action.sandbox import landlock
 
@@ -34,13 +36,30 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 file there would outlive the session, seen by every process on the machine."""
 
 
-@functools.cache
+_Probe = TypeVar("_Probe", bound=Callable[..., Any])
+
+
+def _once(probe: _Probe) -> _Probe:
+    """`functools.cache` for a probe that starts a child process: sessions starting together
+    wait for the one probe rather than each starting its own."""
+    cached = functools.cache(probe)
+    lock = threading.Lock()
+
+    @functools.wraps(probe)
+    def once(*args: Any) -> Any:
+        with lock:
+            return cached(*args)
+
+    return cast(_Probe, once)
+
+
+@_once
 def probe(simulate_none: bool = False) -> tuple[int, str]:
     """The kernel's Landlock ABI (0: none) and why not, probed once per run."""
     return landlock.abi(simulate_none)
 
 
-@functools.cache
+@_once
 def probe_seccomp() -> str:
     """Why this machine cannot refuse a session's UDP sockets ("" when it can): the seccomp
     filter is tried in a child process, once per run."""
@@ -49,7 +68,7 @@ def probe_seccomp() -> str:
     return seccomp.supported() or _tried_in_child("seccomp")
 
 
-@functools.cache
+@_once
 def probe_unix() -> str:
     """Why this machine cannot have the session's supervisor answer its connections ("" when it
     can): a supervised child is tried, once per run. Where not, the filter refuses every
@@ -76,7 +95,7 @@ def unix_layer(no_supervisor: bool = False) -> tuple[Unix, str]:
     return ("none", f"no supervisor ({why}): socket(AF_UNIX) refused") if why else ("session", "")
 
 
-@functools.cache
+@_once
 def probe_namespace() -> str:
     """Why this machine gives a session no network namespace of its own ("" when it does): the
     namespace is tried in a child process, once per run."""
