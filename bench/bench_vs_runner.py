@@ -22,6 +22,11 @@ and whether every case's score (and score without the plugin) agrees. Below it, 
 ours made beyond the runner's is named and counted, by kind; a self-check's re-executions are
 served by the replay proxy, and the on/off pair shows they reach no model.
 
+CPU is counted too (every process each tool started, from the kernel's accounting of the
+children it waited for), and for ours, split into this project's own process and its children
+(the agent CLIs, the sandbox launchers and probes): at latency 0 a run is bound by CPU, and the
+split says how much of it is the CLIs themselves.
+
 The numbers are this checkout's (its src/ goes first on the children's PYTHONPATH) with the
 pinned claude (put first on PATH, installed once into the test cache). The 1-minute load
 average at each start is printed: on a shared machine, wall times move with it.
@@ -34,6 +39,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -74,9 +80,20 @@ JUDGE = "claude-haiku-4-5"
 """Both tools' judge, named: without `--judge-model`, the pinned runner (2.1.332) sent its votes
 as claude-opus-5-5, its agents' model, though its help says haiku; ours defaults to this one."""
 KEY = "sk-ant-bench-vs-runner"
-COLUMNS = ("wall s", "load", "sessions", "agent req", "judge votes", "mocks", "other req", "total req",
-           "wall/runner", "req/runner", "scores agree")
+COLUMNS = ("wall s", "load", "cpu s", "own cpu s", "sessions", "agent req", "judge votes", "mocks",
+           "other req", "total req", "wall/runner", "req/runner", "scores agree")
 TIMEOUT = 3600
+OWN_CPU = """import atexit, resource, runpy, sys
+out = sys.argv.pop(1)
+def said():
+    with open(out, "w") as f:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        f.write(str(usage.ru_utime + usage.ru_stime))
+atexit.register(said)
+sys.argv[0] = "aam_eval_action"
+runpy.run_module("aam_eval_action", run_name="__main__", alter_sys=True)
+"""
+"""Ours run as `python -m aam_eval_action`, and at exit its own CPU (not its children's) written down."""
 
 
 @dataclass
@@ -142,6 +159,10 @@ class Run:
     counts: Counts
     scores: dict[str, tuple[float | None, float | None]] | None
     """Case folder: (score, score without the plugin); None: the tool wrote no result."""
+    cpu: float = 0.0
+    """CPU seconds of every process the tool started (user and system)."""
+    own_cpu: float | None = None
+    """Of that, this project's own process (ours only)."""
     self_checks: int = 0
     failure: str = ""
     arms: str = ""
@@ -153,6 +174,11 @@ def _env(server: ModelServer, path: str) -> dict[str, str]:
     env |= {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": KEY, "PATH": path,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
     return env
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _tail(done: subprocess.CompletedProcess[str] | None, why: str) -> str:
@@ -170,10 +196,10 @@ def run_runner(suite: str, work: Path, latency: float, jobs: int, runs: int, pat
     load = os.getloadavg()[0]
     done: subprocess.CompletedProcess[str] | None = None
     with ModelServer(SCORED.get(suite, ANSWERED), latency=latency, api_key=KEY) as server:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _children_cpu()
         with contextlib.suppress(subprocess.TimeoutExpired):  # the helper passes this process's PATH on
             done = claude_plugin_eval(claude, copy, work / "home", server.url, KEY, out, *flags)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
         counts = classify(list(server.requests))
     scores, failure, arms = None, "", ""
     try:
@@ -184,7 +210,7 @@ def run_runner(suite: str, work: Path, latency: float, jobs: int, runs: int, pat
         arms = f"{suite_.get('ablation')}, plugins {[p.get('name') for p in suite_.get('plugins') or []]}"
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         failure = _tail(done, f"no result the bench could read ({type(exc).__name__}: {exc})")
-    return Run("runner", wall, load, counts, scores, failure=failure, arms=arms)
+    return Run("runner", wall, load, counts, scores, cpu=cpu, failure=failure, arms=arms)
 
 
 def self_checks(package: Path) -> int:
@@ -201,18 +227,19 @@ def run_ours(suite: str, work: Path, latency: float, jobs: int, runs: int, path:
     name = "ours" if self_check else "ours --no-self-check"
     copy = Path(shutil.copytree(CORPUS / suite, work / ("ours" if self_check else "ours-nsc")))
     out = work / f"{copy.name}.json"
-    argv = [sys.executable, "-m", "aam_eval_action", "run", "--package", str(copy), "--record",
+    own = work / f"{copy.name}.cpu"
+    argv = [sys.executable, "-c", OWN_CPU, str(own), "run", "--package", str(copy), "--record",
             "--engine", "claude-code", "--jobs", str(jobs), *(["--runs", str(runs)] if runs else []),
             *(["--judge", judge] if judge else []),
             *([] if self_check else ["--no-self-check"]), "-o", str(out)]
     load = os.getloadavg()[0]
     done: subprocess.CompletedProcess[str] | None = None
     with ModelServer(SCORED.get(suite, ANSWERED), latency=latency, api_key=KEY) as server:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _children_cpu()
         with contextlib.suppress(subprocess.TimeoutExpired):
             done = subprocess.run(argv, env=_env(server, path), capture_output=True, text=True,
                                   timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
         counts = classify(list(server.requests))
     scores, failure, arms, checks = None, "", "", 0
     try:
@@ -226,7 +253,12 @@ def run_ours(suite: str, work: Path, latency: float, jobs: int, runs: int, path:
                 f"without), plugins {[p.get('name') for p in report.get('plugins') or []]}")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         failure = _tail(done, f"no report the bench could read ({type(exc).__name__}: {exc})")
-    return Run(name, wall, load, counts, scores, self_checks=checks, failure=failure, arms=arms)
+    try:
+        own_cpu: float | None = float(own.read_text())
+    except (OSError, ValueError):
+        own_cpu = None
+    return Run(name, wall, load, counts, scores, cpu=cpu, own_cpu=own_cpu, self_checks=checks,
+               failure=failure, arms=arms)
 
 
 def _same(a: float | None, b: float | None) -> bool:
@@ -274,6 +306,7 @@ def grid_point(suite: str, latency: float, jobs: int, runs: int, self_check: str
         c = run.counts
         alone = run is theirs or bool(run.failure)
         rows.append([run.tool + (" FAILED" if run.failure else ""), f"{run.wall:.1f}", f"{run.load:.1f}",
+                     f"{run.cpu:.1f}", "-" if run.own_cpu is None else f"{run.own_cpu:.1f}",
                      c.sessions, c.agent, c.judge, c.mock, c.other, c.total,
                      "-" if alone else _ratio(run.wall, theirs.wall),
                      "-" if alone else _ratio(c.total, theirs.counts.total),
@@ -304,7 +337,7 @@ def grid_point(suite: str, latency: float, jobs: int, runs: int, self_check: str
     by_tool = {r.tool: r for r in mine}
     if "ours" in by_tool and "ours --no-self-check" in by_tool:
         on, off = by_tool["ours"], by_tool["ours --no-self-check"]
-        print(f"self-check's cost: {on.wall - off.wall:+.1f} s wall, "
+        print(f"self-check's cost: {on.wall - off.wall:+.1f} s wall, {on.cpu - off.cpu:+.1f} s CPU, "
               f"{on.counts.total - off.counts.total:+d} model request(s) ({on.self_checks} re-execution(s))")
     sys.stdout.flush()
 

@@ -70,6 +70,9 @@ class ModelRoute:
     """The stand-in key given to the CLI (None: SESSION_KEY); the real one never enters the session."""
     recorded: Session | None = None
     """The recorded session this run re-executes (a conversation's user answers it as recorded)."""
+    later: bool = False
+    """A step that can wait: it takes a `--jobs` slot only when no session or judge step is
+    waiting for one (a recording's self-check)."""
 
 
 def live_session(
@@ -115,7 +118,7 @@ def run_session(
 ) -> tuple[Session, Proxy]:
     """Fresh workspace, package installed, the real CLI run with its model calls going `route`,
     in one of the run's `--jobs` slots (live, re-executed or a self-check alike)."""
-    with ctx.slots.held():
+    with ctx.slots.held(later=route.later):
         return _run_session(ctx, loaded, route, layout)
 
 

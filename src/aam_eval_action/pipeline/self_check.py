@@ -106,6 +106,7 @@ def _rerun(
     def replay_proxy(normaliser: Normaliser) -> ReplayProxy:
         return ReplayProxy(traffic, normaliser, ignore, learn_as=learn_as)
 
-    _, proxy = run_session(ctx, loaded, ModelRoute(replay_proxy, key=DUMMY_KEY, recorded=recorded), layout)
+    route = ModelRoute(replay_proxy, key=DUMMY_KEY, recorded=recorded, later=True)
+    _, proxy = run_session(ctx, loaded, route, layout)
     assert isinstance(proxy, ReplayProxy)
     return proxy

@@ -135,6 +135,10 @@ def execute(
     main_tasks = len(tasks)
     tasks += sweep
     live = {c.settings.judge_provider for c in contexts if c.settings.mode != "replay"}
+    if live:
+        from aam_eval_action.sandbox.plan import probe_ahead, simulated_none
+
+        probe_ahead(simulated_none(first.runner_env))
     with handle_signals(), prefetch.ahead(cassettes_read(tasks[:main_tasks])), warmed(live & SDKS):
         done, interrupted = run_tasks(tasks, first.jobs, console.case)
     duration = time.monotonic() - t0

@@ -102,6 +102,14 @@ def probe_namespace() -> str:
     return "not Linux" if sys.platform != "linux" else _tried_in_child("netns")
 
 
+def probe_ahead(simulate_none: bool = False) -> None:
+    """The machine's probes started now, side by side (each in a thread of its own), so the
+    first session of a live run finds them done rather than running them one after another."""
+    for name, call, args in (("landlock", probe, (simulate_none,)), ("netns", probe_namespace, ()),
+                             ("unix", probe_unix, ())):
+        threading.Thread(target=call, args=args, name=f"aam-eval-probe-{name}", daemon=True).start()
+
+
 def _tried_in_child(layer: str) -> str:
     """"" when `python -I -m aam_eval_action.sandbox.<layer>` (the layer's probe) exits 0, else
     the last line it said, or why it did not run."""
