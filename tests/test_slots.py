@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from aam_eval_action.pipeline.slots import Slots
 
@@ -22,51 +23,41 @@ def _holder(slots: Slots, name: str, order: list[str], later: bool = False,
     return thread
 
 
-def _waiting(slots: Slots, first: int, later: int) -> None:
-    """Until `first` steps and `later` self-checks are queued for a slot."""
+def _until(condition: Callable[[], bool]) -> None:
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        with slots._turn:
-            queued_later = sum(1 for t in threading.enumerate() if t.name.startswith("check"))
-            if slots._first == first and queued_later >= later:
-                return
+    while not condition():
+        assert time.monotonic() < deadline, "the steps never got there"
         time.sleep(0.01)
-    raise AssertionError("the steps never queued")
+
+
+def _release(release: threading.Event, *threads: threading.Thread) -> None:
+    release.set()
+    for thread in threads:
+        thread.join(5)
 
 
 def test_a_self_check_waits_behind_a_session_that_asked_after_it() -> None:
-    slots, order = Slots(1), []
-    release = threading.Event()
+    slots, order, release = Slots(1), [], threading.Event()
     busy = _holder(slots, "session-1", order, release=release)
-    while not order:
-        time.sleep(0.01)
+    _until(lambda: order == ["session-1"])
     check = _holder(slots, "check-1", order, later=True)
     time.sleep(0.05)  # the self-check is queued first
     session = _holder(slots, "session-2", order)
-    _waiting(slots, first=1, later=1)
-    release.set()
-    for thread in (busy, check, session):
-        thread.join(5)
+    _until(lambda: slots._first == 1)
+    _release(release, busy, check, session)
     assert order == ["session-1", "session-2", "check-1"]
 
 
 def test_a_self_check_takes_a_free_slot_when_nothing_else_waits_and_jobs_is_never_exceeded() -> None:
-    slots, order = Slots(2), []
-    release = threading.Event()
+    slots, order, release = Slots(2), [], threading.Event()
     busy = _holder(slots, "session-1", order, release=release)
-    while not order:
-        time.sleep(0.01)
+    _until(lambda: order == ["session-1"])
     check = _holder(slots, "check-1", order, later=True, release=release)
-    deadline = time.monotonic() + 5
-    while len(order) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert order == ["session-1", "check-1"]  # the second slot was idle: the check took it
+    _until(lambda: order == ["session-1", "check-1"])  # the second slot was idle: the check took it
     third = _holder(slots, "session-2", order)
     time.sleep(0.1)
     assert order == ["session-1", "check-1"]  # two held: the third waits
-    release.set()
-    for thread in (busy, check, third):
-        thread.join(5)
+    _release(release, busy, check, third)
     assert order == ["session-1", "check-1", "session-2"]
 
 

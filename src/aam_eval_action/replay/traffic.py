@@ -50,6 +50,7 @@ upstream; those exchanges are marked `live`, and `usage` sums their token counts
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -191,8 +192,10 @@ class Paths:
     tmp: Path | None = None
     """The temp directory holding both (the runner's `Workspace.base`), if any."""
 
+    @functools.cached_property
     def placeholders(self) -> list[tuple[str, str]]:
-        """(path, placeholder) pairs, longest path first so nested paths win, realpaths too."""
+        """(path, placeholder) pairs, longest path first so nested paths win, realpaths too
+        (worked out once: every string of a session's requests goes through them)."""
         pairs = []
         for path, name in ((self.workspace, "$WORKSPACE"), (self.home, "$HOME"), (self.tmp, "$TMP")):
             if path is not None:
@@ -204,7 +207,7 @@ class Paths:
 
     def to_placeholders(self, text: str) -> str:
         """This run's paths replaced by `$WORKSPACE`, `$HOME`, `$TMP`, `$PROJECT`."""
-        for path, name in self.placeholders():
+        for path, name in self.placeholders:
             text = text.replace(path, name)
         return text
 
@@ -335,7 +338,6 @@ class Normaliser:
         self.redactor = redactor
         self.ids = Ids()
         self.minted = Minted()
-        self._pairs: list[tuple[str, str]] | None = None
         self._fixed: dict[str, str] = {}
         """Each string's run-independent form before the ids: a session's requests repeat their
         history and the CLI's prompt and tools, so each is worked out once."""
@@ -349,11 +351,7 @@ class Normaliser:
 
     def _fixed_text(self, value: str) -> str:
         """What `text` does that depends on nothing but the string (and this run's paths)."""
-        if self._pairs is None:
-            self._pairs = self.paths.placeholders()
-        for path, name in self._pairs:
-            value = value.replace(path, name)
-        value = self.redactor.text(value)
+        value = self.redactor.text(self.paths.to_placeholders(value))
         for pattern, repl in VOLATILE_TEXT:
             value = pattern.sub(repl, value)
         if "gitStatus:" in value:
