@@ -1,5 +1,6 @@
 """The run's `--jobs` slots: never more holders than jobs, and a self-check (`later`) waits behind
-every session or judge step that is waiting, so it takes only slots they leave idle."""
+every session or judge step that is waiting, so it takes only slots they leave idle; and the
+cases under way beyond `--jobs` that give it those steps to wait behind."""
 
 from __future__ import annotations
 
@@ -66,3 +67,44 @@ def test_a_step_nested_in_one_that_holds_a_slot_takes_no_second() -> None:
     with slots.held(), slots.held(later=True):
         done.append(True)
     assert done == [True]
+
+
+def test_the_next_cases_sessions_go_before_the_self_checks_of_the_cases_before_them() -> None:
+    """Live, `--jobs` cases and as many again are under way (`run_tasks`' `ahead`): a case
+    whose last step is its self-check does not keep the next case's session from a slot. The
+    slots still hold every step to `jobs`."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from aam_eval_action.pipeline.scheduler import run_tasks
+
+    def order(ahead: int) -> list[str]:
+        slots, steps, lock = Slots(2), [], threading.Lock()
+        held, most = [0], [0]
+
+        def step(name: str, later: bool = False) -> None:
+            with slots.held(later=later):
+                with lock:
+                    steps.append(name)
+                    held[0] += 1
+                    most[0] = max(most[0], held[0])
+                time.sleep(0.05)
+                with lock:
+                    held[0] -= 1
+
+        def case(_ctx: Any, name: Any) -> Any:
+            step(f"session {name}")
+            step(f"check {name}", later=True)
+            return SimpleNamespace(result=name)
+
+        tasks: Any = [(None, n) for n in "abcd"]
+        run_tasks(tasks, 2, lambda result: None, ahead, work=case)
+        assert most[0] == 2  # never more than --jobs at once
+        return steps
+
+    ahead = order(2)
+    assert sorted(ahead[:4]) == ["session a", "session b", "session c", "session d"]
+    assert sorted(ahead[4:]) == ["check a", "check b", "check c", "check d"]
+    # Without it, the third case starts only when a case before it has ended, check and all.
+    alone = order(0)
+    assert alone.index("session c") > min(alone.index("check a"), alone.index("check b"))

@@ -42,11 +42,18 @@ Task = tuple[CaseContext, LoadedCase]
 
 
 def run_tasks(
-    tasks: list[Task], jobs: int, on_result: Callable[[CaseResult], None],
+    tasks: list[Task], jobs: int, on_result: Callable[[CaseResult], None], ahead: int = 0,
+    work: Callable[[CaseContext, LoadedCase], Outcome] = run_case,
 ) -> tuple[list[tuple[int, Outcome]], bool]:
-    """Run tasks with `jobs` workers; (task index, outcome) of each finished task, in the
-    order they finished, and whether the run was interrupted."""
+    """Run tasks with `jobs` workers, and `ahead` more under way; (task index, outcome) of each
+    finished task, in the order they finished, and whether the run was interrupted.
+
+    The expensive steps of every case take the run's slots (`slots.py`), so the tasks under
+    way beyond `jobs` add no session: they let the next cases' sessions queue for a slot while
+    the cases before them wait on a last step (a recording's self-check goes after every other
+    step), rather than start only when those have ended. `work` runs one task (a case)."""
     outcomes: list[tuple[int, Outcome]] = []
+    jobs = max(1, jobs) + max(0, ahead) if jobs > 1 else jobs
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     pending: dict[Future[Outcome], int] = {}
     queue = list(enumerate(tasks))
@@ -62,11 +69,11 @@ def run_tasks(
         if jobs <= 1:  # no threads needed: cases run one after another
             while queue:
                 index, (ctx, case) = queue.pop(0)
-                finished(index, run_case(ctx, case))
+                finished(index, work(ctx, case))
         while queue or pending:
             while queue and len(pending) < jobs:
                 index, (ctx, case) = queue.pop(0)
-                pending[pool.submit(run_case, ctx, case)] = index
+                pending[pool.submit(work, ctx, case)] = index
             done, _ = wait(pending, return_when=FIRST_COMPLETED, timeout=0.5)
             for fut in done:
                 finished(pending.pop(fut), fut.result())

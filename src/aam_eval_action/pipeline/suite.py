@@ -140,7 +140,11 @@ def execute(
 
         probe_ahead(simulated_none(first.runner_env))
     with handle_signals(), prefetch.ahead(cassettes_read(tasks[:main_tasks])), warmed(live & SDKS):
-        done, interrupted = run_tasks(tasks, first.jobs, console.case)
+        # Live, as many cases again queue for the slots: their sessions take the slots that
+        # would wait for the cases before them to end. Not under max-usd, whose cases spend
+        # one at a time, each after the estimate of the one before was charged.
+        ahead = first.jobs if live and budget.cap is None else 0
+        done, interrupted = run_tasks(tasks, first.jobs, console.case, ahead)
     duration = time.monotonic() - t0
     swept = [(i, o) for i, o in done if i >= main_tasks]
     done = [(i, o) for i, o in done if i < main_tasks]

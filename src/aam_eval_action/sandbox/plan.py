@@ -73,7 +73,14 @@ def probe_unix() -> str:
     """Why this machine cannot have the session's supervisor answer its connections ("" when it
     can): a supervised child is tried, once per run. Where not, the filter refuses every
     `socket(AF_UNIX)` instead."""
-    return probe_seccomp() or _tried_in_child("unixguard")
+    return probe_seccomp() or probe_supervisor()
+
+
+@_once
+def probe_supervisor() -> str:
+    """The supervised child of `probe_unix`, tried on its own: its answer counts only where the
+    seccomp filter works, but it need not wait for that probe (`probe_ahead` starts both)."""
+    return _tried_in_child("unixguard")
 
 
 SIMULATE_NO_SUPERVISOR = "AAM_EVAL_SANDBOX_SIMULATE_NO_SUPERVISOR"
@@ -106,7 +113,7 @@ def probe_ahead(simulate_none: bool = False) -> None:
     """The machine's probes started now, side by side (each in a thread of its own), so the
     first session of a live run finds them done rather than running them one after another."""
     for name, call, args in (("landlock", probe, (simulate_none,)), ("netns", probe_namespace, ()),
-                             ("unix", probe_unix, ())):
+                             ("seccomp", probe_seccomp, ()), ("unix", probe_supervisor, ())):
         threading.Thread(target=call, args=args, name=f"aam-eval-probe-{name}", daemon=True).start()
 
 
