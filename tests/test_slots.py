@@ -88,7 +88,10 @@ def test_the_next_cases_sessions_go_before_the_self_checks_of_the_cases_before_t
                     steps.append(name)
                     held[0] += 1
                     most[0] = max(most[0], held[0])
-                time.sleep(0.05)
+                deadline = time.monotonic() + 1  # the first two sessions end once the next cases queue
+                while name in ("session a", "session b") and slots._first < 2 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                time.sleep(0.02)
                 with lock:
                     held[0] -= 1
 
