@@ -23,9 +23,10 @@ ours made beyond the runner's is named and counted, by kind; a self-check's re-e
 served by the replay proxy, and the on/off pair shows they reach no model.
 
 CPU is counted too (every process each tool started, from the kernel's accounting of the
-children it waited for), and for ours, split into this project's own process and its children
-(the agent CLIs, the sandbox launchers and probes): at latency 0 a run is bound by CPU, and the
-split says how much of it is the CLIs themselves.
+children it waited for), and for ours, split into this project's own process (up to its exit
+handlers: the interpreter's teardown after them counts only in the total) and its children (the
+agent CLIs, the sandbox launchers and probes): at latency 0 a run is bound by CPU, and the split
+says how much of it is the CLIs themselves.
 
 The numbers are this checkout's (its src/ goes first on the children's PYTHONPATH) with the
 pinned claude (put first on PATH, installed once into the test cache). The 1-minute load

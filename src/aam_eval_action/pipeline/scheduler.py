@@ -45,16 +45,17 @@ def run_tasks(
     tasks: list[Task], jobs: int, on_result: Callable[[CaseResult], None], ahead: int = 0,
     work: Callable[[CaseContext, LoadedCase], Outcome] = run_case,
 ) -> tuple[list[tuple[int, Outcome]], bool]:
-    """Run tasks with `jobs` workers, and `ahead` more under way; (task index, outcome) of each
-    finished task, in the order they finished, and whether the run was interrupted.
+    """Run tasks with `jobs` workers (above one job, `ahead` more under way); (task index,
+    outcome) of each finished task, in the order they finished, and whether the run was
+    interrupted.
 
     The expensive steps of every case take the run's slots (`slots.py`), so the tasks under
     way beyond `jobs` add no session: they let the next cases' sessions queue for a slot while
     the cases before them wait on a last step (a recording's self-check goes after every other
     step), rather than start only when those have ended. `work` runs one task (a case)."""
     outcomes: list[tuple[int, Outcome]] = []
-    jobs = max(1, jobs) + max(0, ahead) if jobs > 1 else jobs
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    workers = jobs + max(0, ahead) if jobs > 1 else 1
+    pool = ThreadPoolExecutor(max_workers=workers)
     pending: dict[Future[Outcome], int] = {}
     queue = list(enumerate(tasks))
     interrupted = False
@@ -66,12 +67,12 @@ def run_tasks(
         on_result(outcome.result)
 
     try:
-        if jobs <= 1:  # no threads needed: cases run one after another
+        if workers == 1:  # no threads needed: cases run one after another
             while queue:
                 index, (ctx, case) = queue.pop(0)
                 finished(index, work(ctx, case))
         while queue or pending:
-            while queue and len(pending) < jobs:
+            while queue and len(pending) < workers:
                 index, (ctx, case) = queue.pop(0)
                 pending[pool.submit(work, ctx, case)] = index
             done, _ = wait(pending, return_when=FIRST_COMPLETED, timeout=0.5)
