@@ -343,10 +343,14 @@ _PROBING: dict[int, Any] = {}
 
 
 def probe_sandbox(s: RunSettings) -> None:
-    """Start probing what this machine's sandbox enforces, in a thread, while the run goes on:
-    the probes wait on child processes, and the report needs their answer only at the end."""
+    """Start probing what this machine's sandbox enforces while the run goes on: the machine's
+    probes side by side (`probe_ahead`), so a live run's first sessions find them done, and the
+    report's summary of them in a thread, as the report needs it only at the end."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from aam_eval_action.sandbox.plan import probe_ahead, simulated_none
+
+    probe_ahead(simulated_none(s.runner_env))
     pool = ThreadPoolExecutor(1, thread_name_prefix="sandbox-probe")
     _PROBING[id(s)] = (s, pool.submit(_sandbox_info, s))
     pool.shutdown(wait=False)

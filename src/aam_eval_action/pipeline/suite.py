@@ -135,10 +135,6 @@ def execute(
     main_tasks = len(tasks)
     tasks += sweep
     live = {c.settings.judge_provider for c in contexts if c.settings.mode != "replay"}
-    if live:
-        from aam_eval_action.sandbox.plan import probe_ahead, simulated_none
-
-        probe_ahead(simulated_none(first.runner_env))
     with handle_signals(), prefetch.ahead(cassettes_read(tasks[:main_tasks])), warmed(live & SDKS):
         # Live, as many cases again queue for the slots: their sessions take the slots that
         # would wait for the cases before them to end. Not under max-usd, whose cases spend

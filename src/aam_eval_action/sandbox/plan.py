@@ -111,7 +111,8 @@ def probe_namespace() -> str:
 
 def probe_ahead(simulate_none: bool = False) -> None:
     """The machine's probes started now, side by side (each in a thread of its own), so the
-    first session of a live run finds them done rather than running them one after another."""
+    first session of a live run finds them done rather than running them one after another
+    (`report.probe_sandbox` starts them with every run: the report says what they found)."""
     for name, call, args in (("landlock", probe, (simulate_none,)), ("netns", probe_namespace, ()),
                              ("seccomp", probe_seccomp, ()), ("unix", probe_supervisor, ())):
         threading.Thread(target=call, args=args, name=f"aam-eval-probe-{name}", daemon=True).start()
