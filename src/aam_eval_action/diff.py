@@ -6,6 +6,8 @@ machine or an older version diffs as long as it loads.
 
 from __future__ import annotations
 
+from aam_eval_action.dice import estimate, weigh
+from aam_eval_action.dice import text as dice_text
 from aam_eval_action.diff_model import (
     CATEGORIES,
     NOT_PASSING,
@@ -266,7 +268,30 @@ def _case_diffs(base: Report | None, head: Report) -> list[CaseDiff]:
 
 
 def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
-    """One entry; the head's details win, the base's fill in for a removed case."""
+    """One entry; the head's details win, the base's fill in for a removed case; where the two
+    sides' counts were weighed (`dice.py`), the decision on them."""
+    found = _plain_diff(base, head)
+    evidence = weigh(base, head)
+    history = head.history if head else None
+    if history is not None and history.attempts:
+        found.history = history.text
+    if evidence is None:
+        return found
+    found.evidence, found.evidence_text = evidence, dice_text(evidence, history)
+    found.base_passes = f"{evidence.before_passes}/{evidence.before_attempts}"
+    found.head_passes = f"{evidence.now_passes}/{evidence.now_attempts}"
+    found.p_value = round(evidence.p_value, 4) if evidence.p_value is not None else None
+    found.significant = evidence.decision == "regressed"
+    if evidence.decision == "regressed":
+        found.category = "regressed"
+    elif evidence.decision == "not-shown":
+        found.category = "not-shown"
+    elif found.category == "regressed" and evidence.decision == "holds":
+        found.category = "unchanged"
+    return found
+
+
+def _plain_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
     main = head or base
     assert main is not None  # every name comes from one of the two reports
     return CaseDiff(
@@ -479,6 +504,7 @@ def _totals(report: Report) -> RunTotals:
         drafted_unreviewed=s.drafted_unreviewed,
         score=s.score,
         mean_delta=s.mean_delta,
+        estimate=s.estimate or estimate(report.cases),
     )
 
 

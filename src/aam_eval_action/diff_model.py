@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from aam_eval_action.dice_model import Evidence, RateEstimate
 from aam_eval_action.report import (
     EmptyRun,
     LabelsSummary,
@@ -15,13 +16,14 @@ from aam_eval_action.report import (
 )
 
 Category = Literal[
-    "regressed", "stale", "diverged", "not-run", "fixed", "new", "removed", "no-baseline", "still-failing",
-    "unchanged",
+    "regressed", "stale", "diverged", "not-shown", "not-run", "fixed", "new", "removed", "no-baseline",
+    "still-failing", "unchanged",
 ]
 CATEGORIES: tuple[Category, ...] = (
     "regressed",
     "stale",
     "diverged",
+    "not-shown",
     "not-run",
     "fixed",
     "new",
@@ -76,6 +78,13 @@ class CaseDiff(BaseModel):
     """Fisher's exact test on the pass counts, when both sides were repeated."""
     significant: bool | None = None
     """p < 0.05: the change is beyond attempt-to-attempt noise; None without repeats on both sides."""
+    evidence: Evidence | None = None
+    """Both sides' counts and the decision on them (`dice.py`): the rule's, for a changed case; the
+    history's, for an unchanged case that flipped."""
+    evidence_text: str | None = None
+    """That evidence in words: `regressed: 1/6 now, 18/20 before (p = 0.0004)`."""
+    history: str | None = None
+    """The head's history of the case's inputs: `14/20 over 20 runs since 2026-11-01`."""
     judge_votes: str | None = None
     """The head judge's votes when several were asked, e.g. `2 PASS · 1 FAIL`."""
     baseline_verdict: Verdict | None = None
@@ -178,6 +187,8 @@ class RunTotals(BaseModel):
     """`claude plugin eval` cases: the mean of their scores."""
     mean_delta: float | None = None
     """`claude plugin eval` cases run with both arms: the mean of their deltas."""
+    estimate: RateEstimate | None = None
+    """The pass rate from each case's rate over its history, with its interval."""
 
 
 class LostListing(BaseModel):

@@ -31,6 +31,13 @@ def _share(value: str) -> float:
     return share
 
 
+def _confidence(value: str) -> float:
+    share = _share(value)
+    if not 0.5 <= share < 1:
+        raise argparse.ArgumentTypeError("must be at least 0.5 and below 1 (e.g. 0.95)")
+    return share
+
+
 def _usd(value: str) -> float:
     try:
         amount = float(value)
@@ -79,6 +86,10 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dry-run", action="store_true", help="list what would run; no model call")
     p.add_argument("--jobs", "-j", type=_positive, help="cases run concurrently")
     p.add_argument("--repeat", type=_positive, help="attempts of every case, over its own repeat or runs")
+    p.add_argument("--max-runs", type=_positive, metavar="N",
+                   help="live: attempts a changed case may take until the evidence decides (default 12)")
+    p.add_argument("--confidence", type=_confidence, metavar="C",
+                   help="the confidence a blamed regression needs (default 0.95)")
     p.add_argument("--timeout", type=float, help="seconds per case (overrides eval-config)")
     p.add_argument("--cassettes", type=Path, help="cassette directory (default: evals/cassettes)")
     p.add_argument("--report", action="store_true", help="write evals/reports/<timestamp>.json")
@@ -395,7 +406,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             ablation=args.ablation, scaffold=args.scaffold, allow_real_servers=args.allow_real_servers,
             with_dirs=tuple(args.with_dirs), sweep=args.sweep,
             allow_tools=tuple(t for given in args.allow_tools for t in given.split(",") if t.strip()),
-            mocks=args.mocks,
+            mocks=args.mocks, max_runs=args.max_runs, confidence=args.confidence,
         )
         return run(RunArgs(
             package=args.package, cases=[*args.cases, *args.case_globs], overrides=overrides,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from aam_eval_action import __version__
+from aam_eval_action.dice import estimate
 from aam_eval_action.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -131,6 +132,7 @@ def summarize(cases: list[CaseResult]) -> Summary:
         skipped=skipped,
         errored=sum(c.verdict == "ERROR" for c in cases),
         flaky=sum(bool(c.flaky) for c in cases),
+        estimate=estimate(cases),
         pass_rate=round(passed / ran, 4) if ran else 0.0,
         cost_usd=round(sum(costs), 6) if costs else None,
         replayed=sum(bool(c.replayed) for c in cases),

@@ -8,16 +8,14 @@ older version, so reading is tolerant of missing optional fields and unknown ext
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
+from aam_eval_action.dice_model import CaseHistory, Evidence, RateEstimate
 from aam_eval_action.report_part import Part
 from aam_eval_action.session import SelfCheck
 from aam_eval_action.vally.report_model import VallyEval, VallyItem
-
-if TYPE_CHECKING:
-    pass
 
 REPORT_VERSION = 1
 SNIPPET_CHARS = 500
@@ -202,6 +200,8 @@ class Summary(Part):
     """Cases that could not be graded (additive)."""
     flaky: int = 0
     """Cases whose repeated attempts disagreed (additive)."""
+    estimate: RateEstimate | None = None
+    """The pass rate from each case's rate over its history, with its interval (additive)."""
     cost_usd: float | None = None
     """Agent + judge cost when reported (additive)."""
     replayed: int = 0
@@ -509,6 +509,10 @@ class CaseResult(Part):
     """Every attempt when the case was repeated (additive)."""
     flaky: bool | None = None
     """Whether repeated attempts disagreed (additive)."""
+    history: CaseHistory | None = None
+    """The case's attempts over the runs that recorded these inputs, from its history (additive)."""
+    evidence: Evidence | None = None
+    """A changed case sampled until the rule decided: both sides' counts and the decision (additive)."""
     replay_miss: Literal["no-cassette", "stale", "damaged", "diverged"] | None = None
     """Why replay could not serve this case, when it could not (additive)."""
     api_down: bool | None = None

@@ -108,6 +108,8 @@ class Session(Model):
     """The CLI's own version, as it reported it."""
     model: str | None = None
     """The model the agent actually used."""
+    served_model: str | None = None
+    """The model the API said it served, where it differs from `model` (live sessions)."""
     model_provider: str
     """`anthropic` or `openai`."""
     session_id: str | None = None

@@ -23,6 +23,7 @@ from aam_eval_action.modes import Mode, Rerun
 from aam_eval_action.package import PackageLayout
 from aam_eval_action.providers import BASE_URL_VARS, JUDGE_PROVIDERS, KEY_VARS, PROVIDERS, provider_for_model
 from aam_eval_action.redact import Redactor
+from aam_eval_action.sequential import CONFIDENCE, MAX_RUNS
 from aam_eval_action.spec import EvalConfig
 
 if TYPE_CHECKING:
@@ -87,6 +88,10 @@ class Overrides:
     """`--with DIR`: neighbour skills installed beside the package for its trigger cases."""
     sweep: tuple[int, ...] | None = None
     """`--sweep 0,20,100`: a crowding sweep's sizes (None: eval-config `sweep`)."""
+    max_runs: int | None = None
+    """`--max-runs`: attempts a changed case may take before it is `not shown`."""
+    confidence: float | None = None
+    """`--confidence`: the confidence a blamed regression needs."""
 
 
 SMALL_JUDGE = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5-mini"}
@@ -171,6 +176,10 @@ class RunSettings:
     """A crowding sweep's sizes: its trigger cases also run with that many neighbours."""
     crowd: int | None = None
     """The sweep size this run's settings install (None: the run itself, not a sweep point)."""
+    max_runs: int = MAX_RUNS
+    """Attempts a changed case may take before it is `not shown` (`sequential.py`)."""
+    confidence: float = CONFIDENCE
+    """The confidence a blamed regression needs."""
 
     @functools.cached_property
     def layout(self) -> PackageLayout:
@@ -294,6 +303,7 @@ def resolve(package: LoadedPackage, o: Overrides, environ: Mapping[str, str] | N
         trigger_runs=o.repeat or cfg.triggers.runs,
         repeat_given=o.repeat is not None,
         trigger_threshold=cfg.triggers.threshold,
+        max_runs=o.max_runs or MAX_RUNS, confidence=o.confidence or CONFIDENCE,
         **crowding(package, o),
     )
 

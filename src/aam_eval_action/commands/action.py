@@ -137,10 +137,15 @@ def exit_code(inputs: ActionInputs, diff: ReportDiff, interrupted: bool) -> int:
     if head.api_down:
         workflow.error(f"{head.api_down} not run: {NOT_RUN} (not a regression; the next run records "
                        "them again)")
+    not_shown = [c for c in diff.cases if c.category == "not-shown"]
+    for c in not_shown:
+        workflow.warning(f"{c.title or c.name}: {c.evidence_text or 'not shown'}", None)
+    if not_shown and inputs.fail_on_not_shown and inputs.fail_on != "never":
+        failed = True
     if inputs.fail_on == "regression":
-        failed = diff.regressions > 0 or head.not_replayable > 0 or head.api_down > 0
+        failed = failed or diff.regressions > 0 or head.not_replayable > 0 or head.api_down > 0
     elif inputs.fail_on == "failure":
-        failed = head.passed + head.skipped < head.total
+        failed = failed or head.passed + head.skipped < head.total
     if diff.empty is not None and diff.empty.fails and not inputs.allow_empty:
         failed = True  # a gate that checks nothing is not green
     if inputs.min_pass_rate is not None and head.pass_rate * 100 < inputs.min_pass_rate:
@@ -172,7 +177,7 @@ def _run_args(inputs: ActionInputs, package: Path, mode: Mode, output: Path | No
                           sandbox_enforce=inputs.sandbox_enforce, threshold=inputs.threshold,
                           ablation=inputs.ablation, repeat=inputs.runs, scaffold=inputs.scaffold,
                           allow_real_servers=inputs.allow_real_servers, allow_tools=tuple(inputs.allow_tools),
-                          mocks=inputs.mocks)
+                          mocks=inputs.mocks, max_runs=inputs.max_runs, confidence=inputs.confidence)
     return RunArgs(
         package=package, cases=inputs.cases, overrides=overrides, target=inputs.target,
         output=output, shard=parse_shard(inputs.shard) if inputs.shard else None,

@@ -25,7 +25,7 @@ INPUTS = (
     "suite",
     "max-usd", "judge-gate", "allow-empty", "sandbox-enforce", "threshold", "ablation", "runs",
     "scaffold", "allow-tools", "mocks", "allow-real-servers", "tune", "tune-skill", "sensitivity",
-    "sensitivity-mutants",
+    "sensitivity-mutants", "max-runs", "confidence", "fail-on-not-shown",
 )
 
 
@@ -82,6 +82,12 @@ class ActionInputs(BaseModel):
     """The mutants `sensitivity: on` runs (kinds, directions or id patterns, as `--mutants`); all when
     empty."""
     runs: int | None = Field(None, ge=1, le=100)
+    max_runs: int | None = Field(None, alias="max-runs", ge=1, le=100)
+    """Live modes: attempts a changed case may take until the evidence decides (default 12)."""
+    confidence: float | None = Field(None, ge=0.5, lt=1)
+    """The confidence a blamed regression needs (default 0.95)."""
+    fail_on_not_shown: bool = Field(False, alias="fail-on-not-shown")
+    """A case the evidence could not decide fails the step (by default it is a warning)."""
     """Runs of every case, over each case's own, as `claude plugin eval --runs`; default: each case's."""
     cases: list[str] = Field(default_factory=list)
     """Case names to run (space- or comma-separated); all when empty."""

@@ -15,17 +15,28 @@ from dataclasses import dataclass
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
 from aam_eval_action.package import PackageLayout
+from aam_eval_action.pipeline import sampling
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.pipeline.forced import forced
-from aam_eval_action.pipeline.grade import combine, grade_all, miss_record, scoring_of, verdicts
+from aam_eval_action.pipeline.grade import (
+    Graded,
+    JudgeCalls,
+    combine,
+    grade,
+    grade_all,
+    miss_record,
+    scoring_of,
+    verdicts,
+)
 from aam_eval_action.pipeline.judge import JudgeError
 from aam_eval_action.pipeline.slots import side_by_side
 from aam_eval_action.pipeline.spend_cap import OverBudget, traffic_cost
 from aam_eval_action.replay.agent_cassette import CassetteError
 from aam_eval_action.replay.decision import Decision, Miss, decide, diverged
 from aam_eval_action.replay.divergence import Divergence
-from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint
+from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint, judge_fingerprint
 from aam_eval_action.replay.outage import NOT_RUN, ApiDown
+from aam_eval_action.replay.traffic_model import ModelTraffic
 from aam_eval_action.report import Attempt, BudgetSkip, CaseResult, CheckResult, ReplayDivergence, not_asked
 from aam_eval_action.session import SelfCheck, Session
 
@@ -81,8 +92,29 @@ def run_case(ctx: CaseContext, loaded: LoadedCase) -> Outcome:
 
         result.vally = VallyItem(eval=loaded.item[0], stimulus=loaded.item[1],
                                  threshold=vally_threshold(loaded)[1])
+    _history(ctx, loaded, result, session)
     _redact_messages(ctx, result)
     return Outcome(result, session)
+
+
+def _history(ctx: CaseContext, loaded: LoadedCase, result: CaseResult, session: Session | None) -> None:
+    """A run that records adds the attempts it ran live to the case's history; every report
+    carries what the history says of the case's inputs."""
+    s = ctx.settings
+    if result.fingerprint is None or result.api_down:
+        return
+    live = result.replay_kind == "live" and result.verdict in ("PASS", "FAIL")
+    name = loaded.case.name
+    if live and s.mode in ("auto", "record"):
+        try:
+            sampling.record_run(ctx, name, result, session.served_model if session else None,
+                                session.runtime_version if session else None)
+        except OSError as exc:  # the recording stands; only its line in the history is lost
+            ctx.warn_once(f"{name}: its history was not written: {exc}")
+    extra: list[str] | None = None
+    if live and s.mode == "live":
+        extra = [a.verdict for a in result.attempts] if result.attempts else [result.verdict]
+    result.history = sampling.case_history(ctx, name, result.fingerprint, None, extra)
 
 
 def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session]:
@@ -95,11 +127,14 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     fp = agent_fingerprint(layout, loaded.case, s.config, s.engine, s.model, s.scaffold, s.allow_tools,
                            s.mocks)
     decision = decide(s, loaded.case.name, fp)
+    plan = _plan(ctx, loaded, fp, decision)
     # The arm without the package runs beside this one (its sessions take slots of their own).
     with ThreadPoolExecutor(max_workers=1) as beside:
         arm = beside.submit(run_baseline, ctx, loaded) if s.two_arms(loaded) and ctx.together else None
         if decision.rerun:
             result, session = _rerun_case(ctx, loaded, fp, decision)
+        elif plan is not None:
+            result, session = _sampled_case(ctx, loaded, fp, layout, plan)
         else:
             with spending(ctx, loaded, paid=not decision.replay):
                 sessions, recorded = _sessions(ctx, loaded, fp, layout, decision)
@@ -135,8 +170,7 @@ def _sessions(
 
             restore_for_debugging(ctx, loaded, sessions[0])
         return sessions, list
-    from aam_eval_action.pipeline.live import live_session, save_sessions
-    from aam_eval_action.pipeline.self_check import check_attempts
+    from aam_eval_action.pipeline.live import live_session
 
     # The attempts side by side, each in a slot of the run's --jobs as it comes free.
     runs = side_by_side([functools.partial(live_session, ctx, loaded, layout)] * s.repeat, ctx.together)
@@ -144,9 +178,22 @@ def _sessions(
     prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
     for session, traffic in runs:
         ctx.budget.charge(traffic_cost(session, traffic, s.model, prices))
+    return sessions, _recording(ctx, loaded, fp, layout, runs, variant)
+
+
+def _recording(
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout,
+    runs: list[tuple[Session, ModelTraffic]], variant: str = "",
+) -> Callable[[], list[SelfCheck]]:
+    """Under auto or record: the recordings' check against themselves, started now so that it
+    runs while the sessions are graded, and `recorded()`, which waits for it and saves them."""
+    from aam_eval_action.pipeline.live import save_sessions
+    from aam_eval_action.pipeline.self_check import check_attempts
+
+    s = ctx.settings
     if s.mode not in ("auto", "record"):
-        return sessions, list
-    # The recordings check themselves while the sessions are graded.
+        return list
+    sessions = [session for session, _ in runs]
     checking = functools.partial(check_attempts, ctx, loaded, runs, layout)
     pool = ThreadPoolExecutor(max_workers=1) if s.self_check and ctx.together else None
     started = pool.submit(checking) if pool is not None else None
@@ -161,7 +208,66 @@ def _sessions(
                       checks or None)
         return checks
 
-    return sessions, recorded
+    return recorded
+
+
+def _plan(ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision) -> sampling.Plan | None:
+    """A case about to run live whose history holds earlier inputs is sampled until the evidence
+    decides; a case with attempts of its own (`repeat`, `runs`) or graded otherwise than by its
+    checks runs as it says."""
+    s = ctx.settings
+    if decision.replay or s.repeat != 1 or s.repeat_given or scoring_of(loaded).by_score \
+            or loaded.case.is_trigger or loaded.item is not None:
+        return None
+    recorded = decision.recorded.fingerprint.digest if decision.recorded else None
+    return sampling.plan_for(ctx, loaded.case.name, fp.digest, recorded)
+
+
+def _sampled_case(
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, plan: sampling.Plan
+) -> tuple[CaseResult, Session]:
+    """A changed case's attempts, batch after batch side by side, until the rule decides; all of
+    them graded, self-checked and recorded."""
+    from aam_eval_action.pipeline.live import live_session
+
+    s = ctx.settings
+    runs: list[tuple[Session, ModelTraffic]] = []
+    graded: list[Graded] = []
+    judge = JudgeCalls(ctx, loaded, judge_fingerprint(loaded.case, s.judge_model, fp))
+
+    def run_batch(n: int) -> list[str] | None:
+        if runs and ctx.budget.cap is not None:
+            estimate = ctx.estimator.case(loaded, n)
+            if estimate.usd is None or estimate.usd > ctx.budget.left:
+                return None
+        new = side_by_side([functools.partial(live_session, ctx, loaded, layout)] * n, ctx.together)
+        prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
+        for session, traffic in new:
+            ctx.budget.charge(traffic_cost(session, traffic, s.model, prices))
+        runs.extend(new)
+        done = [grade(ctx, loaded, session, judge) for session, _ in new]
+        graded.extend(done)
+        return [g.verdict for g in done]
+
+    with spending(ctx, loaded, paid=True):
+        try:
+            sampled = sampling.sample(plan, run_batch, lambda: _each(runs))
+        finally:
+            judge.close()
+        checks = _recording(ctx, loaded, fp, layout, runs)() if runs else []
+    sessions = [session for session, _ in runs]
+    result, session = combine(ctx, loaded, fp, sessions, graded, replayed=False)
+    evidence = sampled.evidence
+    result.verdict = sampling.verdict_of(evidence)  # type: ignore[assignment]
+    result.error = None if result.verdict == "PASS" else evidence.text
+    result.evidence, result.replay_kind, result.self_check = evidence, "live", summary(checks)
+    return result, session
+
+
+def _each(runs: list[tuple[Session, ModelTraffic]]) -> float | None:
+    """What one attempt cost, on average over those made (None: no cost reported)."""
+    costs = [session.cost_usd for session, _ in runs if session.cost_usd]
+    return sum(costs) / len(costs) if costs else None
 
 
 def summary(checks: list[SelfCheck]) -> SelfCheck | None:

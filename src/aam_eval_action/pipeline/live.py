@@ -35,6 +35,7 @@ from aam_eval_action.providers import KEY_VARS, PROVIDERS
 from aam_eval_action.replay import agent_cassette, traffic_store
 from aam_eval_action.replay.agent_cassette import AgentCassette, FingerprintRecord
 from aam_eval_action.replay.fingerprint import Fingerprint, installs_for
+from aam_eval_action.replay.history import served_by
 from aam_eval_action.replay.outage import ApiDown, outage
 from aam_eval_action.replay.proxy import RecordingProxy, ReplayProxy, proxy_env, upstream_for
 from aam_eval_action.replay.traffic import ModelTraffic, Normaliser, Paths
@@ -101,6 +102,7 @@ def live_session(
     session, proxy = run_session(ctx, loaded, route, layout)
     traffic = proxy.traffic()
     api_down(session, traffic)
+    session.served_model = served_by(traffic, session.model or s.model)
     return session, traffic
 
 

@@ -367,6 +367,8 @@ FILTERS: dict[str, Callable[..., Markup]] = {
     "signed_score": _plain(d.fmt_signed),
     "triggers": _plain(d.trigger_line),
     "interval": _plain(d.interval_line),
+    "estimate": _plain(d.estimate_line),
+    "not_shown": _plain(d.not_shown_line),
     "thousands": _plain("{:,}".format),
     "routing_table": lambda v: routing_md.markdown(unwrap(v), md),
     "moved_table": lambda v: routing_md.moved_markdown([unwrap(m) for m in v], md),

@@ -164,6 +164,26 @@ def interval_line(d: ReportDiff) -> str:
     return f"95% interval of the change: {fmt_pp(ci[0])} to {fmt_pp(ci[1])}"
 
 
+def estimate_line(d: ReportDiff) -> str:
+    """`Estimated pass rate (each case's rate over its history): 84% (71%–93%, …) → 78% (…)`;
+    '' when no case has a history."""
+    head = d.head.estimate
+    if head is None:
+        return ""
+    base = d.base.estimate if d.base else None
+    shown = f"{base.text} → {head.text}" if base else head.text
+    return f"Estimated pass rate (each case's rate over its history): {shown}"
+
+
+def not_shown_line(d: ReportDiff) -> str:
+    """`2 cases not shown: the evidence did not decide (see below)`; '' when none."""
+    count = d.counts.get("not-shown", 0)
+    if not count:
+        return ""
+    return (f"{count} case{'s' if count != 1 else ''} not shown: the evidence did not decide either way "
+            "(a warning, not a failure)")
+
+
 def pair_label(engine: str | None, model: str | None) -> str:
     """`claude-code · claude-sonnet-4-6`; '' for an entry of a single-pair diff."""
     return f"{engine} · {model}" if engine else ""
@@ -322,7 +342,8 @@ def _text_totals(d: ReportDiff) -> list[str]:
         "Cost (this run): " + fmt_cost(h.run_cost_usd),
         "Duration: " + _text_change(base_time, h.duration_seconds, d.duration_delta_seconds, fmt_duration),
     ]
-    lines += [line for line in (lift_line(d), trigger_line(d), interval_line(d)) if line]
+    lines += [line for line in (estimate_line(d), lift_line(d), trigger_line(d), interval_line(d),
+                                not_shown_line(d)) if line]
     if d.noise_regressions:
         lines.append(f"{d.noise_regressions} regressed within noise (Fisher p >= 0.05), not counted")
     elif d.regressions and not d.repeated:
@@ -351,7 +372,9 @@ def _text_case(c: CaseDiff) -> str:
     shown = c.title or c.name
     name = f"{shown} ({pair_label(c.engine, c.model)})" if c.engine else shown
     parts = [f"  {name}", c.target or "-", verdict_change(c)]
-    if c.significant is False:
+    if c.evidence_text:
+        parts.append(c.evidence_text)
+    elif c.significant is False:
         parts.append("within noise")
     elif c.flaky:
         parts.append("flaky")

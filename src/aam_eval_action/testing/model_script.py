@@ -1,10 +1,30 @@
 """The scripted model server's script: scenarios chosen by a substring of the request, answered step
-by step."""
+by step.
+
+A step may be a seeded coin: `{coin: {p: 0.7, heads: <step>, tails: <step>, seed: 5}}` answers as
+its `heads` step with probability `p`, else as its `tails` step (each any step: a text, a tool
+call, a route, another coin; a missing one is `{text: "Done."}`; other keys beside `coin`, such
+as `sleep`, stay). It is resolved before the step is rendered, so it works in every dialect.
+Each scenario draws from its own `random.Random`, seeded from the server's `seed` and the
+scenario's index in the script (the coin's `seed`, when it has one, instead of the server's):
+the same seed and the same requests in the same order draw the same outcomes, and each
+scenario's outcomes over its sessions do not depend on how other scenarios' requests interleave.
+A session draws once each time a request reaches the coin's turn (a retried turn draws again).
+`Script.coin_draws` counts the draws per scenario index and outcome.
+
+A scenario with `if-listed: "phrase"` is matched only when the phrase occurs in the name or
+description of a skill the request lists (see `skill_listing`), for a judge request anywhere in
+its text: put before a scenario of the same `match`, it answers instead once a SKILL.md's
+description says the phrase (a skill edited to break it).
+"""
 
 from __future__ import annotations
 
+import json
+import random
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 from aam_eval_action.testing.model_base import (
@@ -46,8 +66,14 @@ from aam_eval_action.testing.model_routing import (
 class Script:
     """The scenarios and the per-scenario judge failure counters (thread-safe)."""
 
-    def __init__(self, scenarios: list[dict[str, Any]]) -> None:
+    def __init__(self, scenarios: list[dict[str, Any]], seed: int | str = 0) -> None:
+        for scenario in scenarios:
+            check_coins(scenario)
         self._scenarios = list(scenarios)
+        self.seed = seed
+        """The seed each scenario's coin draws are seeded from, with the scenario's index."""
+        self._coins: dict[tuple[int, str], random.Random] = {}
+        self._draws: dict[int, dict[str, int]] = {}
         self._judge_failures: dict[int, int] = {}
         self._judge_calls: dict[int, int] = {}
         self._routes: dict[str, int] = {}
@@ -55,19 +81,25 @@ class Script:
         self._lock = threading.Lock()
 
     def add(self, scenario: dict[str, Any], first: bool = False) -> None:
+        check_coins(scenario)
         with self._lock:
             if first:
                 self._scenarios.insert(0, scenario)
             else:
                 self._scenarios.append(scenario)
 
-    def find(self, text: str, judge: bool = False) -> tuple[int, dict[str, Any]] | None:
+    def find(
+        self, text: str, judge: bool = False, listing: str | None = None
+    ) -> tuple[int, dict[str, Any]] | None:
         """The first scenario whose `match` occurs in the text; else the first catch-all
-        (`match: "*"`), for a judge request only one with a `judge` of its own."""
+        (`match: "*"`), for a judge request only one with a `judge` of its own. A scenario with
+        `if-listed` counts only when its phrase occurs in `listing` (None: in the text)."""
+        where = text if listing is None else listing
         with self._lock:
             scenarios = [(i, s) for i, s in enumerate(self._scenarios)
                          if "draft-for" not in s and "propose-for" not in s and REPLY_TO not in s
-                         and "mock-server" not in s]  # a model playing an MCP server plays no agent
+                         and "mock-server" not in s  # a model playing an MCP server plays no agent
+                         and str(s.get("if-listed", "")) in where]
         for i, s in scenarios:
             if not is_catch_all(s) and str(s.get("match", "")) in text:
                 return i, s
@@ -94,12 +126,13 @@ class Script:
 
     def agent_reply(self, body: dict[str, Any]) -> Reply:
         follow = self.find_follow_up(body)
-        found, since = follow if follow is not None else (self.find(prompt_text(body)), body)
+        listing = "\n".join(f"{name}: {about}" for name, about in skill_listing(body))
+        found, since = follow if follow is not None else (self.find(prompt_text(body), listing=listing), body)
         if found is None:
             return Reply(text="OK.")
         waits = is_gemini(body) or agents_answered(body)
         turn = turn_index(since)
-        step = agent_step(found[1], turn, listed_skills(body), waits=waits)
+        step = self.toss(found[0], agent_step(found[1], turn, listed_skills(body), waits=waits))
         if "route" in step:
             options = step["route"] if isinstance(step["route"], dict) else {}
             every = int(options.get("miss-every", 0) or 0)
@@ -221,6 +254,26 @@ class Script:
         return Reply(text=f"scripted model server: no scenario proposes for: {' '.join(skill.split())[:200]}",
                      status=400)
 
+    def toss(self, index: int, step: dict[str, Any]) -> dict[str, Any]:
+        """A `coin` step as the step it lands on (drawn from scenario `index`'s stream, counted in
+        `coin_draws`); any other step as it is."""
+        while "coin" in step:
+            coin, rest = step["coin"], {k: v for k, v in step.items() if k != "coin"}
+            seed = str(coin.get("seed", self.seed))
+            with self._lock:
+                stream = self._coins.setdefault((index, seed), random.Random(f"{seed}:{index}"))
+                side = "heads" if stream.random() < float(coin["p"]) else "tails"
+                counts = self._draws.setdefault(index, {"heads": 0, "tails": 0})
+                counts[side] += 1
+            step = {**rest, **dict(coin.get(side) or {"text": "Done."})}
+        return step
+
+    @property
+    def coin_draws(self) -> dict[int, dict[str, int]]:
+        """The coin draws so far: scenario index -> {"heads": n, "tails": m} (a copy)."""
+        with self._lock:
+            return {index: dict(counts) for index, counts in self._draws.items()}
+
     def _next_call(self, index: int) -> int:
         with self._lock:
             n = self._judge_calls.get(index, 0)
@@ -234,3 +287,44 @@ class Script:
                 return False
             self._judge_failures[index] = used + 1
             return True
+
+
+def check_coins(scenario: dict[str, Any]) -> None:
+    """Refuse a malformed `coin` step where the scenario is given, not mid-session: `p` a number
+    from 0 to 1, `heads` and `tails` steps (mappings) when given."""
+    steps = [*(scenario.get("agent") or []), *(scenario.get("without-skill") or [])]
+    while steps:
+        step = steps.pop()
+        coin = step.get("coin") if isinstance(step, dict) else None
+        if coin is None:
+            continue
+        p = coin.get("p") if isinstance(coin, dict) else None
+        if not isinstance(p, int | float) or isinstance(p, bool) or not 0 <= p <= 1:
+            raise ValueError(f"a coin needs `p`, a number from 0 to 1: {json.dumps(coin, default=str)}")
+        for side in ("heads", "tails"):
+            if not isinstance(coin.get(side, {}), dict):
+                raise ValueError(f"a coin's `{side}` is a step (a mapping): {json.dumps(coin, default=str)}")
+            steps.append(coin.get(side, {}))
+
+
+def load_scenarios(path: Path) -> list[dict[str, Any]]:
+    """Scenarios from a JSON or YAML file: a list, or a mapping with a `scenarios` list (and
+    optionally a `seed`: see `load_seed`)."""
+    data = _load(path)
+    return list(data["scenarios"] if isinstance(data, dict) else data)
+
+
+def load_seed(path: Path) -> int | str | None:
+    """A scenario file's top-level `seed` (its mapping form), the coins' seed when the server is
+    given none; None without one."""
+    data = _load(path)
+    return data.get("seed") if isinstance(data, dict) else None
+
+
+def _load(path: Path) -> Any:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml  # only the YAML form needs it
+
+        return yaml.safe_load(text)
+    return json.loads(text)

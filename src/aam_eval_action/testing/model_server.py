@@ -34,6 +34,9 @@ each chosen by a substring of the request:
       - text: "Final answer"    # ends the session
       - sleep: 30               # wait before answering (combines with another key)
       - error: {status: 500, message: "overloaded"}
+      - coin: {p: 0.7, heads: {text: "PASS"}, tails: {text: "FAIL"}}   # a seeded die roll: heads
+                                # with probability p (see model_script); `ModelServer(seed=N)`,
+                                # `--seed N` or the file's top-level `seed`; `coin_draws` counts
     down: {status: 529}         # optional: every request of this case (its agent, judge,
                                 # simulated user, drafts, proposals: any request holding its
                                 # `match`, `draft-for`, `propose-for` or `mock-server` text) is
@@ -49,6 +52,8 @@ each chosen by a substring of the request:
                                 # plugin's `<plugin>:pdf-tools` counts) ...
     without-skill:              # ... these steps answer instead of `agent` (a no-skill baseline)
       - text: "I can't read PDFs."
+    if-listed: "cracked edition"   # optional: matched only when a listed skill's name or
+                                # description holds this (a SKILL.md edited: see model_script)
 
 Which skills are listed, with their descriptions, is read from the request as each CLI sends
 it: Claude Code lists skills in a `<system-reminder>` user block ("The following skills are
@@ -287,9 +292,7 @@ from aam_eval_action.testing.model_routing import (
     routed_step,
     skill_listing,
 )
-from aam_eval_action.testing.model_script import (
-    Script,
-)
+from aam_eval_action.testing.model_script import Script, check_coins, load_scenarios, load_seed
 from aam_eval_action.testing.model_wire import (
     ANTHROPIC_ERRORS,
     GEMINI_ROUTE,
@@ -400,6 +403,7 @@ __all__ = [
     "anthropic_message",
     "asks_for",
     "auth_error",
+    "check_coins",
     "claude_call",
     "codex_agent_tool",
     "codex_call",
@@ -434,6 +438,7 @@ __all__ = [
     "is_vally_judge",
     "listed_skills",
     "load_scenarios",
+    "load_seed",
     "main",
     "mcp_call",
     "message_item",
@@ -618,8 +623,9 @@ class ModelServer:
         port: int = 0,
         api_key: str | tuple[str, ...] = DEFAULT_API_KEY,
         flaky: int = 0,
+        seed: int | str = 0,
     ) -> None:
-        self.script = Script(scenarios or [])
+        self.script = Script(scenarios or [], seed=seed)
         self.latency = latency
         self.flaky = flaky
         self._in_flight: dict[str, int] = {}
@@ -647,6 +653,11 @@ class ModelServer:
     def add(self, scenario: dict[str, Any], first: bool = False) -> None:
         """Add a scenario: matched after the earlier ones, or (`first`) before them."""
         self.script.add(scenario, first)
+
+    @property
+    def coin_draws(self) -> dict[int, dict[str, int]]:
+        """The coin draws so far: scenario index -> {"heads": n, "tails": m}."""
+        return self.script.coin_draws
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -753,18 +764,6 @@ class ModelServer:
         self.stop()
 
 
-def load_scenarios(path: Path) -> list[dict[str, Any]]:
-    """Scenarios from a JSON or YAML file: a list, or a mapping with a `scenarios` list."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix in (".yaml", ".yml"):
-        import yaml  # only the YAML form needs it
-
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
-    return list(data["scenarios"] if isinstance(data, dict) else data)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scenarios", type=Path, help="JSON or YAML file of scenarios")
@@ -772,9 +771,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--api-key", default=DEFAULT_API_KEY,
                         help=f"the API key clients must send (default: {DEFAULT_API_KEY})")
+    parser.add_argument("--seed", help="the coins' seed (default: the file's `seed`, else 0)")
     args = parser.parse_args(argv)
     scenarios = load_scenarios(args.scenarios) if args.scenarios else []
-    server = ModelServer(scenarios, latency=args.latency, port=args.port, api_key=args.api_key).start()
+    seed = args.seed if args.seed is not None else (load_seed(args.scenarios) if args.scenarios else None)
+    server = ModelServer(scenarios, latency=args.latency, port=args.port, api_key=args.api_key,
+                         seed=0 if seed is None else seed).start()
     print(server.url, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
