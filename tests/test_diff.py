@@ -110,6 +110,7 @@ def test_each_case_lands_in_its_category() -> None:
         "regressed": 2,
         "stale": 1,
         "diverged": 0,
+        "not-shown": 0,
         "not-run": 0,
         "fixed": 2,
         "new": 1,

@@ -79,15 +79,18 @@ def test_five_of_five_to_one_is_flagged_and_to_four_is_within_noise(tmp_path: Pa
     assert [c.attempts and sum(a.verdict == "PASS" for a in c.attempts) for c in head.cases] == [1, 4]
     diff = diff_reports(base, head)
     by_name = {c.name: c for c in diff.cases}
-    assert (by_name["solid"].significant, by_name["solid"].p_value) == (True, 0.0476)
-    assert (by_name["wobbly"].significant, by_name["wobbly"].p_value) == (False, 1.0)
+    # Both sides' counts weighed against the case's history (5/5 when recorded), one-sided.
+    assert (by_name["solid"].significant, by_name["solid"].p_value) == (True, 0.0238)
+    assert (by_name["wobbly"].significant, by_name["wobbly"].p_value) == (False, 0.5)
+    assert by_name["solid"].evidence_text == "regressed: 1/5 now, 5/5 before (p = 0.0238)"
+    assert by_name["wobbly"].evidence_text == "flaky: 9/10 over 2 runs; within noise: 4/5 now, 5/5 before"
     assert (diff.regressions, diff.noise_regressions, diff.flaky_regressions) == (1, 1, 0)
     comment = render_comment(diff)
     regressions = comment.split("### Regressions (1)")[1].split("###")[0]
     noise = comment.split("### Within noise (1)")[1].split("###")[0]
     assert "solid" in regressions and "wobbly" not in regressions
-    assert "wobbly" in noise and "5/5 → 4/5, p = 1.000" in noise
-    assert "5/5 → 1/5, p = 0.048" in regressions
+    assert "wobbly" in noise and "5/5 → 4/5, p = 0.500" in noise
+    assert "5/5 → 1/5, p = 0.024" in regressions
     assert "Significance needs `repeat`" not in comment
     assert "95% interval of the change" in comment
     assert "1 regressed within noise" in format_text(diff)

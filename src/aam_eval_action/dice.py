@@ -26,11 +26,17 @@ def weigh(base: CaseResult | None, head: CaseResult | None) -> Evidence | None:
         return None
     if head.verdict not in ("PASS", "FAIL") or base.verdict not in ("PASS", "FAIL"):
         return None
-    if base.fingerprint != head.fingerprint:
+    if _inputs(base) != _inputs(head):
         return _changed(base, head)
     if base.verdict == "PASS" and head.verdict == "FAIL":
         return _flipped(base, head)
     return None
+
+
+def _inputs(case: CaseResult) -> str | None:
+    """What the case's verdict is drawn under: its history's inputs (session and grading), else
+    its session's fingerprint."""
+    return case.history.inputs if case.history else case.fingerprint
 
 
 def _counts(history: CaseHistory | None) -> Counts:
@@ -94,12 +100,15 @@ def _flipped(base: CaseResult, head: CaseResult) -> Evidence | None:
     found = flip(before, now, CONFIDENCE)
     # Blamed when the rate fell beyond its noise; within noise when the history has failed
     # before; else (a steady history too short to tell) not shown, with what telling would take.
+    noisy = before.passes < before.attempts or 0 < now.passes < now.attempts
     decision: Decision = "regressed" if found.outcome == "regressed" \
-        else "within-noise" if before.passes < before.attempts else "not-shown"
+        else "within-noise" if noisy else "not-shown"
+    runs = (len(history.samples) - len(new) if new else base.history.runs) + (len(new) or 1)
     evidence = Evidence(decision=decision, now_passes=now.passes, now_attempts=now.attempts,
                         before_passes=before.passes, before_attempts=before.attempts,
                         p_value=round(found.p_value, 6), level=found.level, confidence=CONFIDENCE,
-                        changed=changed, local=_local(history))
+                        changed=changed, local=any(s.where == "local" for s in new),
+                        flaky=_over(before.passes + now.passes, before.attempts + now.attempts, runs))
     if decision == "not-shown":
         evidence.why = f"a history of {before.attempts} attempt{'s' if before.attempts != 1 else ''}"
         evidence.more_runs = _more_nights(before, now)
@@ -148,10 +157,14 @@ def _cost_each(case: CaseResult) -> float | None:
     return case.cost_usd / attempts if case.cost_usd else None
 
 
-def text(evidence: Evidence, history: CaseHistory | None) -> str:
+def _over(passes: int, attempts: int, runs: int) -> str:
+    return f"{passes}/{attempts} over {runs} run{'s' if runs != 1 else ''}"
+
+
+def text(evidence: Evidence) -> str:
     """What a person reads: `flaky: 14/20 over 20 runs; within noise: 0/1 now, 14/19 before`."""
-    if evidence.decision == "within-noise" and history is not None and history.attempts:
-        return f"flaky: {history.passes}/{history.attempts} over {history.runs} runs; {evidence.text}"
+    if evidence.decision == "within-noise" and evidence.flaky:
+        return f"flaky: {evidence.flaky}; {evidence.text}"
     return evidence.text
 
 

@@ -100,6 +100,8 @@ class Evidence(Part):
     """A CLI or served-model change between the two sides: the cause it may be."""
     local: bool = False
     """The head's attempts include recordings committed from someone's machine."""
+    flaky: str | None = None
+    """`within-noise`: the case's record over both sides, `14/21 over 21 runs`."""
 
     @property
     def text(self) -> str:

@@ -277,7 +277,7 @@ def _case_diff(base: CaseResult | None, head: CaseResult | None) -> CaseDiff:
         found.history = history.text
     if evidence is None:
         return found
-    found.evidence, found.evidence_text = evidence, dice_text(evidence, history)
+    found.evidence, found.evidence_text = evidence, dice_text(evidence)
     found.base_passes = f"{evidence.before_passes}/{evidence.before_attempts}"
     found.head_passes = f"{evidence.now_passes}/{evidence.now_attempts}"
     found.p_value = round(evidence.p_value, 4) if evidence.p_value is not None else None

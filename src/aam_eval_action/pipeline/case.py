@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aam_eval_action.errors import AamEvalError
 from aam_eval_action.loader import LoadedCase
@@ -37,6 +38,9 @@ from aam_eval_action.replay.divergence import Divergence
 from aam_eval_action.replay.fingerprint import Fingerprint, agent_fingerprint, judge_fingerprint
 from aam_eval_action.replay.outage import NOT_RUN, ApiDown
 from aam_eval_action.replay.traffic_model import ModelTraffic
+
+if TYPE_CHECKING:
+    from aam_eval_action.pipeline.rerun import Rerun
 from aam_eval_action.report import Attempt, BudgetSkip, CaseResult, CheckResult, ReplayDivergence, not_asked
 from aam_eval_action.session import SelfCheck, Session
 
@@ -105,16 +109,17 @@ def _history(ctx: CaseContext, loaded: LoadedCase, result: CaseResult, session: 
         return
     live = result.replay_kind == "live" and result.verdict in ("PASS", "FAIL")
     name = loaded.case.name
+    inputs = sampling.verdict_inputs(ctx, loaded, Fingerprint(result.fingerprint, {}))
     if live and s.mode in ("auto", "record"):
         try:
-            sampling.record_run(ctx, name, result, session.served_model if session else None,
+            sampling.record_run(ctx, name, inputs, result, session.served_model if session else None,
                                 session.runtime_version if session else None)
         except OSError as exc:  # the recording stands; only its line in the history is lost
             ctx.warn_once(f"{name}: its history was not written: {exc}")
     extra: list[str] | None = None
     if live and s.mode == "live":
         extra = [a.verdict for a in result.attempts] if result.attempts else [result.verdict]
-    result.history = sampling.case_history(ctx, name, result.fingerprint, None, extra)
+    result.history = sampling.case_history(ctx, name, inputs, None, extra)
 
 
 def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session]:
@@ -131,8 +136,9 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     # The arm without the package runs beside this one (its sessions take slots of their own).
     with ThreadPoolExecutor(max_workers=1) as beside:
         arm = beside.submit(run_baseline, ctx, loaded) if s.two_arms(loaded) and ctx.together else None
-        if decision.rerun:
-            result, session = _rerun_case(ctx, loaded, fp, decision)
+        rerun = _rerun_case(ctx, loaded, fp, decision, sampled=plan is not None) if decision.rerun else None
+        if rerun is not None:
+            result, session = rerun
         elif plan is not None:
             result, session = _sampled_case(ctx, loaded, fp, layout, plan)
         else:
@@ -219,8 +225,7 @@ def _plan(ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decis
     if decision.replay or s.repeat != 1 or s.repeat_given or scoring_of(loaded).by_score \
             or loaded.case.is_trigger or loaded.item is not None:
         return None
-    recorded = decision.recorded.fingerprint.digest if decision.recorded else None
-    return sampling.plan_for(ctx, loaded.case.name, fp.digest, recorded)
+    return sampling.plan_for(ctx, loaded.case.name, sampling.verdict_inputs(ctx, loaded, fp), None)
 
 
 def _sampled_case(
@@ -281,27 +286,24 @@ def summary(checks: list[SelfCheck]) -> SelfCheck | None:
 
 
 def _rerun_case(
-    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision
-) -> tuple[CaseResult, Session]:
-    """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto."""
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision, *, sampled: bool = False
+) -> tuple[CaseResult, Session] | None:
+    """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto.
+    `sampled`: a changed case that can go live is sampled instead once it diverges (None)."""
     from aam_eval_action.pipeline.live import api_down, save_sessions
     from aam_eval_action.pipeline.rerun import continue_upstream, live_cost, rerun_session
 
     s = ctx.settings
     assert decision.recorded is not None
     over: OverBudget | None = None
-    try:
-        # Re-execution is free; a divergence may go on live (under auto, with a key): paid.
-        with spending(ctx, loaded, paid=continue_upstream(ctx) is not None):
-            runs = side_by_side([functools.partial(rerun_session, ctx, loaded, traffic)
-                                 for traffic in decision.traffic[: s.repeat]], ctx.together)
-            prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
-            for run in runs:
-                ctx.budget.charge(traffic_cost(run.session, run.traffic, s.model, prices, live_only=True))
-    except OverBudget as exc:  # then it may not go on live, and is graded only if it need not
-        over = exc
+    if sampled and continue_upstream(ctx) is not None:
+        # Re-executed first without going on live: the same requests need no sampling.
         runs = side_by_side([functools.partial(rerun_session, ctx, loaded, traffic, live=False)
                              for traffic in decision.traffic[: s.repeat]], ctx.together)
+        if any(r.divergence for r in runs):
+            return None
+    else:
+        runs, over = _reexecuted(ctx, loaded, decision)
     for run in runs:
         if run.live_requests:  # went on live: the API may have been down from there
             api_down(run.session, run.traffic)
@@ -328,6 +330,30 @@ def _rerun_case(
     changed = [r.divergence.user_turn for r in runs if r.divergence and r.divergence.user_turn]
     result.changed_at_turn = min(changed) if changed else None
     return result, session
+
+
+def _reexecuted(
+    ctx: CaseContext, loaded: LoadedCase, decision: Decision
+) -> tuple[list[Rerun], OverBudget | None]:
+    """Each recorded attempt re-executed, going on live from a divergence where it may (under
+    auto, with a key, within max-usd)."""
+    from aam_eval_action.pipeline.rerun import continue_upstream, rerun_session
+
+    s = ctx.settings
+    over: OverBudget | None = None
+    try:
+        # Re-execution is free; a divergence may go on live (under auto, with a key): paid.
+        with spending(ctx, loaded, paid=continue_upstream(ctx) is not None):
+            runs = side_by_side([functools.partial(rerun_session, ctx, loaded, traffic)
+                                 for traffic in decision.traffic[: s.repeat]], ctx.together)
+            prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
+            for run in runs:
+                ctx.budget.charge(traffic_cost(run.session, run.traffic, s.model, prices, live_only=True))
+    except OverBudget as exc:  # then it may not go on live, and is graded only if it need not
+        over = exc
+        runs = side_by_side([functools.partial(rerun_session, ctx, loaded, traffic, live=False)
+                             for traffic in decision.traffic[: s.repeat]], ctx.together)
+    return runs, over
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,17 @@ cost. Every attempt counts, the head's earlier recordings of the same inputs inc
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from aam_eval_action.dice_model import CaseHistory, Evidence, HistorySample
+from aam_eval_action.loader import LoadedCase
 from aam_eval_action.pipeline.context import CaseContext
 from aam_eval_action.replay import history
+from aam_eval_action.replay.fingerprint import Fingerprint, judge_fingerprint
 from aam_eval_action.replay.history import HistoryRun, Stretch
 from aam_eval_action.report import CaseResult
 from aam_eval_action.sequential import Counts, Rule, decide, more_both, more_runs
@@ -35,8 +39,19 @@ class Plan:
     """The head's attempts already recorded under these inputs (committed recordings)."""
     local: bool
     rule: Rule
-    changed: str | None = None
-    """A CLI or served-model change between the base's runs and these."""
+    at_once: int = 4
+    """Attempts side by side at most (the run's `--jobs`)."""
+
+
+def verdict_inputs(ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint) -> str:
+    """The inputs a case's history is kept under: what shapes the session (its fingerprint) and
+    what grades it (its checks, graders, judge criteria and model), since a change of either
+    changes the rate a verdict is drawn from."""
+    jfp = judge_fingerprint(loaded.case, ctx.settings.judge_model, fp)
+    grading = {"agent": fp.digest, "judge": jfp.digest,
+               "expected": loaded.case.expected.model_dump(mode="json", by_alias=True),
+               "graders": [repr(g) for g in loaded.graders]}
+    return hashlib.sha256(json.dumps(grading, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 def rule_of(ctx: CaseContext) -> Rule:
@@ -54,7 +69,7 @@ def plan_for(ctx: CaseContext, case: str, inputs: str, recorded: str | None) -> 
         return None
     mine, _ = history.current(runs, inputs)
     return Plan(Counts(before.passes, before.attempts), Counts(mine.passes, mine.attempts),
-                any(r.where == "local" for r in mine.runs), rule_of(ctx))
+                any(r.where == "local" for r in mine.runs), rule_of(ctx), max(FIRST_BATCH, s.jobs))
 
 
 @dataclass
@@ -82,7 +97,7 @@ def sample(
             why = f"the cap of {plan.rule.cap} runs"
             break
         wanted = more_runs(plan.before, now, plan.rule, room) if verdicts else FIRST_BATCH
-        batch = min(room, max(1, wanted or 1))
+        batch = min(room, plan.at_once, max(1, wanted or 1))
         got = run_batch(batch)
         if got is None:
             why = "what max-usd leaves"
@@ -102,7 +117,7 @@ def evidence_of(plan: Plan, verdicts: list[str], why: str | None, cost_each: flo
     common = dict(now_passes=now.passes, now_attempts=now.attempts, before_passes=plan.before.passes,
                   before_attempts=plan.before.attempts, p_value=round(found.p_value, 6),
                   level=round(found.level, 6), confidence=plan.rule.confidence,
-                  tolerance=plan.rule.tolerance, cap=plan.rule.cap, local=plan.local, changed=plan.changed)
+                  tolerance=plan.rule.tolerance, cap=plan.rule.cap, local=plan.local)
     if found.outcome is not None:
         return Evidence(decision=found.outcome, **common)
     more, both = more_runs(plan.before, now, plan.rule), None
@@ -130,15 +145,16 @@ def verdict_of(evidence: Evidence) -> str:
 # --- history into the result ---------------------------------------------------------------
 
 
-def record_run(ctx: CaseContext, case: str, result: CaseResult, served: str | None, cli: str | None) -> None:
+def record_run(ctx: CaseContext, case: str, inputs: str, result: CaseResult, served: str | None,
+               cli: str | None) -> None:
     """Add this run's attempts to the case's history (a run that records, when it ran live)."""
     s = ctx.settings
     verdicts = [a.verdict for a in result.attempts] if result.attempts else [result.verdict]
     graded = [v for v in verdicts if v in ("PASS", "FAIL")]
-    if not graded or result.fingerprint is None:
+    if not graded:
         return
     run = HistoryRun(at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), engine=s.engine, model=s.model,
-                     inputs=result.fingerprint, passes=graded.count("PASS"), attempts=len(graded),
+                     inputs=inputs, passes=graded.count("PASS"), attempts=len(graded),
                      cli=cli, served=served, where="ci" if s.in_ci else "local")
     history.add(s.cassettes, case, run, None)
 
