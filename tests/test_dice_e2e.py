@@ -23,6 +23,10 @@ from conftest import ROOT, aam_eval, installed
 DICE = ROOT / "tests/fixtures/dice"
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-CANARY-dice-e2e-71c3", "OPENAI_API_KEY": "sk-CANARY-dice-e2e-0b9d"}
 NIGHTS = 4
+NIGHT_SEEDS = (136, 137, 138, 139)
+"""Main's nightlies draw: steady H H H H, seven H H T H, nine H H H T (its last night a FAIL)."""
+HEAD_SEED = 203
+"""The pull request's run draws the broken nine tails eleven times before heads, the seven heads."""
 REWORDED = """---
 name: seven
 description: The seven die - roll it when someone asks for the seven die; it comes up a winner seven times in ten.
@@ -66,7 +70,7 @@ def _story(tmp_path: Path, engine: list[str]) -> tuple[dict[str, Any], dict[str,
     _git(repo, "-c", "user.name=n", "-c", "user.email=n@x", "commit", "-qm", "dice")
     # Main's nightlies, each committed with everything it wrote.
     for night in range(NIGHTS):
-        _run(repo, 100 + night, reports / f"night-{night}.json", "--record", "--no-self-check", *engine)
+        _run(repo, NIGHT_SEEDS[night], reports / f"night-{night}.json", "--record", "--no-self-check", *engine)
         _git(repo, "add", "-A")
         _git(repo, "-c", "user.name=n", "-c", "user.email=n@x", "commit", "-qm", f"night {night}")
     # Between nightlies nothing changed: no diff blames a case.
@@ -79,7 +83,7 @@ def _story(tmp_path: Path, engine: list[str]) -> tuple[dict[str, Any], dict[str,
     (repo / "skills/seven/SKILL.md").write_text(REWORDED)
     shutil.copy(DICE / "variants/broken-nine/SKILL.md", repo / "skills/nine/SKILL.md")
     _git(repo, "-c", "user.name=n", "-c", "user.email=n@x", "commit", "-qam", "reword seven, break nine")
-    head = _run(repo, 200, reports / "head.json", "--mode", "auto", *engine)
+    head = _run(repo, HEAD_SEED, reports / "head.json", "--mode", "auto", *engine)
     # The base: main's commit replayed in a worktree, with main's history.
     _git(repo, "worktree", "add", "-q", str(tmp_path / "base"), main)
     _run(tmp_path / "base", 0, reports / "base.json", "--replay", *engine)
@@ -100,6 +104,7 @@ def test_the_break_is_blamed_with_its_evidence_and_the_rewording_is_not(
     # The break: sampled until the rule blamed it, both sides' counts shown.
     assert nine["category"] == "regressed" and nine["evidence"]["decision"] == "regressed", nine
     assert nine["evidence"]["before_attempts"] == NIGHTS
+    assert nine["base_verdict"] == "FAIL"  # main's last nightly drew a FAIL: the break is not "still failing"
     assert nine["evidence_text"].startswith("regressed: ") and "before (p = " in nine["evidence_text"]
     assert heads["roll-nine"]["evidence"]["now_attempts"] >= 2
     # The rewording: never blamed; it holds or says what deciding would cost.
@@ -113,9 +118,9 @@ def test_the_break_is_blamed_with_its_evidence_and_the_rewording_is_not(
     assert heads["roll-steady"]["history"]["attempts"] == NIGHTS
     assert diff["regressions"] == 1
     # Every attempt made is in the head's history, under the new inputs; main's history is untouched.
-    lines = [json.loads(line) for line in (repo / "cassettes/roll-nine/history.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (repo / "evals/cassettes/roll-nine/history.jsonl").read_text().splitlines()]
     assert sum(line["attempts"] for line in lines) == NIGHTS + heads["roll-nine"]["evidence"]["now_attempts"]
-    assert len(_git(repo, "show", f"{main}:cassettes/roll-nine/history.jsonl").splitlines()) == NIGHTS
+    assert len(_git(repo, "show", f"{main}:evals/cassettes/roll-nine/history.jsonl").splitlines()) == NIGHTS
     # The comment shows the evidence, and no key is written anywhere.
     comment = aam_eval("diff", str(tmp_path / "reports/base.json"), str(tmp_path / "reports/head.json"),
                        "--format", "markdown").out

@@ -89,8 +89,8 @@ def test_five_of_five_to_one_is_flagged_and_to_four_is_within_noise(tmp_path: Pa
     regressions = comment.split("### Regressions (1)")[1].split("###")[0]
     noise = comment.split("### Within noise (1)")[1].split("###")[0]
     assert "solid" in regressions and "wobbly" not in regressions
-    assert "wobbly" in noise and "5/5 → 4/5, p = 0.500" in noise
-    assert "5/5 → 1/5, p = 0.024" in regressions
+    assert "wobbly" in noise and "5/5 → 4/5, within noise" in noise
+    assert "5/5 → 1/5, regressed" in regressions and "(p = 0.0238)" in regressions
     assert "Significance needs `repeat`" not in comment
     assert "95% interval of the change" in comment
     assert "1 regressed within noise" in format_text(diff)

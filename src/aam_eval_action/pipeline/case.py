@@ -222,8 +222,8 @@ def _plan(ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decis
     decides; a case with attempts of its own (`repeat`, `runs`) or graded otherwise than by its
     checks runs as it says."""
     s = ctx.settings
-    if decision.replay or s.repeat != 1 or s.repeat_given or scoring_of(loaded).by_score \
-            or loaded.case.is_trigger or loaded.item is not None:
+    if (decision.replay and not decision.rerun) or s.repeat != 1 or s.repeat_given \
+            or scoring_of(loaded).by_score or loaded.case.is_trigger or loaded.item is not None:
         return None
     return sampling.plan_for(ctx, loaded.case.name, sampling.verdict_inputs(ctx, loaded, fp), None)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -155,7 +156,7 @@ def record_run(ctx: CaseContext, case: str, inputs: str, result: CaseResult, ser
         return
     run = HistoryRun(at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), engine=s.engine, model=s.model,
                      inputs=inputs, passes=graded.count("PASS"), attempts=len(graded),
-                     cli=cli, served=served, where="ci" if s.in_ci else "local")
+                     cli=cli, served=served, where="ci" if s.in_ci else "local", run=secrets.token_hex(4))
     history.add(s.cassettes, case, run, None)
 
 

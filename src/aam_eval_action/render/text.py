@@ -95,7 +95,10 @@ def verdict_change(c: CaseDiff) -> str:
     """`PASS → FAIL`, with the pass counts and p-value when both sides were repeated."""
     if c.base_verdict and c.head_verdict:
         shown = f"{c.base_verdict} → {c.head_verdict}"
-        if c.p_value is not None and c.base_passes != c.head_passes:
+        if c.evidence is not None:
+            words = c.evidence.decision.replace("-", " ")
+            shown += f" ({c.base_passes} → {c.head_passes}, {words})"
+        elif c.p_value is not None and c.base_passes != c.head_passes:
             shown += f" ({c.base_passes} → {c.head_passes}, p = {c.p_value:.3f})"
         return shown
     return c.head_verdict or c.base_verdict or "?"
