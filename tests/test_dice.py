@@ -197,3 +197,49 @@ def test_main_s_last_fail_does_not_hide_a_break() -> None:
     category, evidence, _ = _one(base, broken)
     assert category == "regressed" and evidence is not None and evidence.p_value is not None
     assert evidence.p_value < 0.01
+
+
+def test_the_served_model_is_read_from_the_answer_where_it_differs_from_the_asked_one() -> None:
+    from aam_eval_action.replay.traffic_model import Exchange, ModelTraffic, RecordedResponse, SseEvent
+
+    def traffic(model: str) -> ModelTraffic:
+        start = SseEvent(event="message_start", data={"type": "message_start", "message": {"model": model}})
+        answer = RecordedResponse(status=200, events=[start])
+        return ModelTraffic(cli="claude", provider="anthropic-messages", shared={}, exchanges=[
+            Exchange(stream="agent", path="/v1/messages", request={}, response=answer)])
+
+    assert history.served_by(traffic("claude-sonnet-4-6-20261101"), "claude-sonnet-4-6") == "claude-sonnet-4-6-20261101"
+    assert history.served_by(traffic("claude-sonnet-4-6"), "claude-sonnet-4-6") is None
+
+
+def test_a_fall_after_a_cli_release_is_blamed_with_the_release_named() -> None:
+    base = _case("PASS", "aa" * 16, [(1, 1)] * 20)
+    base.history.cli = "2.1.330"  # type: ignore[union-attr]
+    head = _case("FAIL", "aa" * 16, [(0, 1), (0, 1)], day0=21)
+    head.history.cli = "2.1.332"  # type: ignore[union-attr]
+    category, evidence, text = _one(base, head)
+    assert category == "regressed" and evidence is not None
+    assert text == "regressed: 0/2 now, 20/20 before (p = 0.0043); CLI 2.1.330 → 2.1.332 between the sides: a cause it may be"
+
+
+def test_only_a_case_whose_inputs_changed_since_its_last_run_is_sampled(tmp_path: Path) -> None:
+    import shutil
+
+    from aam_eval_action.loader import load_repo
+    from aam_eval_action.pipeline.context import CaseContext
+    from aam_eval_action.pipeline.sampling import plan_for
+    from aam_eval_action.settings import Overrides, resolve_matrix
+
+    pkg = shutil.copytree(Path(__file__).parent / "fixtures/dice", tmp_path / "dice")
+    settings = resolve_matrix(load_repo(pkg).packages[0], Overrides(), {})[0]
+    ctx = CaseContext(settings, settings.redactor)
+    old, new = "aa" * 16, "bb" * 16
+    for day, inputs in ((1, old), (2, old), (3, new)):
+        history.add(settings.cassettes, "roll-nine", HistoryRun(
+            at=f"2026-11-0{day}T03:00:00Z", engine=settings.engine, model=settings.model, inputs=inputs,
+            passes=1, attempts=1), None)
+    assert plan_for(ctx, "roll-nine", new, None) is None  # the nightly of an unchanged case: one run
+    plan = plan_for(ctx, "roll-nine", "cc" * 16, None)  # changed since: weighed against the last inputs
+    assert plan is not None and plan.before == Counts(1, 1)
+    plan = plan_for(ctx, "roll-nine", old, None)  # changed back: against the runs in between
+    assert plan is not None and (plan.before, plan.start) == (Counts(1, 1), Counts(2, 2))

@@ -39,8 +39,15 @@ KIND = {"claude-code": "overloaded_error", "codex": "server_error", "copilot": "
 
 
 def _cassettes(pkg: Path) -> dict[str, bytes]:
+    """The cassettes (each case's history, a file of runs, is looked at apart)."""
     root = pkg / "evals/cassettes"
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in ("history.jsonl", ".gitattributes")}
+
+
+def _history_attempts(pkg: Path, case: str) -> int:
+    path = pkg / "evals/cassettes" / case / "history.jsonl"
+    return sum(json.loads(line)["attempts"] for line in path.read_text().splitlines()) if path.exists() else 0
 
 
 def test_an_outage_is_an_error_not_a_recording_and_the_next_run_repairs_it(tmp_path: Path) -> None:
@@ -59,6 +66,7 @@ def test_an_outage_is_an_error_not_a_recording_and_the_next_run_repairs_it(tmp_p
         log = done.out + done.err
         failed_first = len(server.requests)
         recorded = _cassettes(pkg)
+        outage_attempts = _history_attempts(pkg, DOWN)
         failed_once = server.flaky_failures
         # The API is back: only the case the outage left unrecorded goes live.
         server.flaky = 0
@@ -88,6 +96,8 @@ def test_an_outage_is_an_error_not_a_recording_and_the_next_run_repairs_it(tmp_p
     # The retried first attempts: every third request failed once, and the others still passed.
     assert failed_once >= 4 and all(by[(e, UP[0])]["verdict"] == "PASS" for e in ENGINES if e != "codex")
     # The next run: the down case recorded now, on every engine; every other cassette unchanged.
+    assert outage_attempts == 0  # an outage is not an attempt: never in the case's history
+    assert _history_attempts(pkg, DOWN) == len(ENGINES)
     repaired = json.loads(again_out.read_text())
     now = {(c["engine"], c["name"]): c for c in repaired["cases"]}
     assert {e: now[(e, DOWN)]["verdict"] for e in ENGINES} == dict.fromkeys(ENGINES, "PASS"), again.out[-3000:]

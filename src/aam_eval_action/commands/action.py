@@ -520,7 +520,8 @@ def outputs(
         "pass-rate-delta": "" if delta is None else f"{delta:+.1f}",
         "passed": str(s.passed), "failed": str(s.failed), "errored": str(s.errored),
         "total": str(s.total), "graded": str(s.graded), "not-graded": str(s.total - s.graded),
-        "regressions": str(diff.regressions),
+        "regressions": str(diff.regressions), "not-shown": str(diff.counts.get("not-shown", 0)),
+        "estimated-pass-rate": "" if s.estimate is None else f"{s.estimate.rate * 100:.1f}",
         "report-path": _shown(gh, report_path), "html-path": _shown(gh, html_path),
         "comment-url": comment_url or "", "sensitivity-path": _shown(gh, sensitivity_path),
     }

@@ -107,7 +107,8 @@ def _history(ctx: CaseContext, loaded: LoadedCase, result: CaseResult, session: 
     s = ctx.settings
     if result.fingerprint is None or result.api_down:
         return
-    live = result.replay_kind == "live" and result.verdict in ("PASS", "FAIL")
+    ran = result.replay_kind == "live" or result.evidence is not None  # sampled from a re-execution too
+    live = ran and result.verdict in ("PASS", "FAIL")
     name = loaded.case.name
     inputs = sampling.verdict_inputs(ctx, loaded, Fingerprint(result.fingerprint, {}))
     if live and s.mode in ("auto", "record"):
@@ -137,10 +138,10 @@ def _run_case(ctx: CaseContext, loaded: LoadedCase) -> tuple[CaseResult, Session
     with ThreadPoolExecutor(max_workers=1) as beside:
         arm = beside.submit(run_baseline, ctx, loaded) if s.two_arms(loaded) and ctx.together else None
         rerun = _rerun_case(ctx, loaded, fp, decision, sampled=plan is not None) if decision.rerun else None
-        if rerun is not None:
+        if isinstance(rerun, tuple):
             result, session = rerun
         elif plan is not None:
-            result, session = _sampled_case(ctx, loaded, fp, layout, plan)
+            result, session = _sampled_case(ctx, loaded, fp, layout, plan, decision, rerun or [])
         else:
             with spending(ctx, loaded, paid=not decision.replay):
                 sessions, recorded = _sessions(ctx, loaded, fp, layout, decision)
@@ -229,26 +230,39 @@ def _plan(ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decis
 
 
 def _sampled_case(
-    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, plan: sampling.Plan
+    ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, layout: PackageLayout, plan: sampling.Plan,
+    decision: Decision, first: list[Rerun],
 ) -> tuple[CaseResult, Session]:
     """A changed case's attempts, batch after batch side by side, until the rule decides; all of
-    them graded, self-checked and recorded."""
-    from aam_eval_action.pipeline.live import live_session
+    them graded, self-checked and recorded. `first`: re-executions that went on live from a
+    divergence, its first attempts; the attempts after them are re-executed and go on live from
+    their divergence too, so that what is spent is only from there (the turns before it are
+    the recording's answers to the same requests, shared by those attempts)."""
+    from aam_eval_action.pipeline.live import api_down, live_session
+    from aam_eval_action.pipeline.rerun import live_cost, rerun_session
 
     s = ctx.settings
-    runs: list[tuple[Session, ModelTraffic]] = []
-    graded: list[Graded] = []
+    runs: list[tuple[Session, ModelTraffic]] = [(r.session, r.traffic) for r in first]
+    reruns = list(first)
     judge = JudgeCalls(ctx, loaded, judge_fingerprint(loaded.case, s.judge_model, fp))
+    graded: list[Graded] = [grade(ctx, loaded, session, judge) for session, _ in runs]
+
+    def again() -> tuple[Session, ModelTraffic]:
+        run = rerun_session(ctx, loaded, decision.traffic[0])
+        if run.live_requests:
+            api_down(run.session, run.traffic)
+        reruns.append(run)
+        return run.session, run.traffic
+
+    one = again if first else functools.partial(live_session, ctx, loaded, layout)
 
     def run_batch(n: int) -> list[str] | None:
         if runs and ctx.budget.cap is not None:
-            estimate = ctx.estimator.case(loaded, n)
-            if estimate.usd is None or estimate.usd > ctx.budget.left:
-                return None
-        new = side_by_side([functools.partial(live_session, ctx, loaded, layout)] * n, ctx.together)
+            return None  # under max-usd a case gets the attempt its estimate was admitted for
+        new = side_by_side([one] * n, ctx.together)
         prices = ctx.estimator.prices if ctx.budget.cap is not None else {}
         for session, traffic in new:
-            ctx.budget.charge(traffic_cost(session, traffic, s.model, prices))
+            ctx.budget.charge(traffic_cost(session, traffic, s.model, prices, live_only=bool(first)))
         runs.extend(new)
         done = [grade(ctx, loaded, session, judge) for session, _ in new]
         graded.extend(done)
@@ -256,7 +270,7 @@ def _sampled_case(
 
     with spending(ctx, loaded, paid=True):
         try:
-            sampled = sampling.sample(plan, run_batch, lambda: _each(runs))
+            sampled = sampling.sample(plan, run_batch, lambda: _each(runs), [g.verdict for g in graded])
         finally:
             judge.close()
         checks = _recording(ctx, loaded, fp, layout, runs)() if runs else []
@@ -266,6 +280,11 @@ def _sampled_case(
     result.verdict = sampling.verdict_of(evidence)  # type: ignore[assignment]
     result.error = None if result.verdict == "PASS" else evidence.text
     result.evidence, result.replay_kind, result.self_check = evidence, "live", summary(checks)
+    if first:  # as a re-execution that went on live says it
+        result.replay_kind, result.live_from_turn = "rerun", min(r.live_from_turn or 1 for r in reruns)
+        result.run_cost_usd = live_cost(reruns)
+        changed = [r.divergence.user_turn for r in reruns if r.divergence and r.divergence.user_turn]
+        result.changed_at_turn = min(changed) if changed else None
     return result, session
 
 
@@ -287,23 +306,16 @@ def summary(checks: list[SelfCheck]) -> SelfCheck | None:
 
 def _rerun_case(
     ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint, decision: Decision, *, sampled: bool = False
-) -> tuple[CaseResult, Session] | None:
+) -> tuple[CaseResult, Session] | list[Rerun]:
     """Re-execute each recorded attempt; a divergence is a finding, or goes on live under auto.
-    `sampled`: a changed case that can go live is sampled instead once it diverges (None)."""
+    `sampled`: a changed case whose re-executions went on live is sampled on from them (they
+    are returned, not yet graded or saved)."""
     from aam_eval_action.pipeline.live import api_down, save_sessions
-    from aam_eval_action.pipeline.rerun import continue_upstream, live_cost, rerun_session
+    from aam_eval_action.pipeline.rerun import live_cost
 
     s = ctx.settings
     assert decision.recorded is not None
-    over: OverBudget | None = None
-    if sampled and continue_upstream(ctx) is not None:
-        # Re-executed first without going on live: the same requests need no sampling.
-        runs = side_by_side([functools.partial(rerun_session, ctx, loaded, traffic, live=False)
-                             for traffic in decision.traffic[: s.repeat]], ctx.together)
-        if any(r.divergence for r in runs):
-            return None
-    else:
-        runs, over = _reexecuted(ctx, loaded, decision)
+    runs, over = _reexecuted(ctx, loaded, decision)
     for run in runs:
         if run.live_requests:  # went on live: the API may have been down from there
             api_down(run.session, run.traffic)
@@ -312,8 +324,10 @@ def _rerun_case(
         if over is not None:
             raise over
         raise diverged(s, loaded.case.name, stopped.divergence, decision.changes)
-    sessions = [r.session for r in runs]
     went_live = [r.live_from_turn for r in runs if r.live_from_turn is not None]
+    if sampled and went_live and over is None:
+        return runs  # the changed case is sampled on from these attempts
+    sessions = [r.session for r in runs]
     if s.mode == "auto":
         # Re-verified against the changed package (or continued live): the cassette now matches
         # it, so the next run reads the snapshot back instead of re-executing again.

@@ -42,6 +42,8 @@ class Plan:
     rule: Rule
     at_once: int = 4
     """Attempts side by side at most (the run's `--jobs`)."""
+    first: int = 2
+    """Attempts of the first batch: two, one under `max-usd` (what a case's estimate admits)."""
 
 
 def verdict_inputs(ctx: CaseContext, loaded: LoadedCase, fp: Fingerprint) -> str:
@@ -61,16 +63,19 @@ def rule_of(ctx: CaseContext) -> Rule:
 
 
 def plan_for(ctx: CaseContext, case: str, inputs: str, recorded: str | None) -> Plan | None:
-    """The plan for a case about to run live, or None when it is not a changed case (no earlier
-    inputs in its history: a new case, or one whose inputs have only ever been these)."""
+    """The plan for a case about to run live, or None when it is not a changed case: a new case,
+    or one whose last recorded run had these inputs (a nightly of an unchanged case)."""
     s = ctx.settings
     runs = history.read(history.path_for(s.cassettes, case), s.cassettes).of(s.engine, s.model)
+    if not runs or runs[-1].inputs == inputs:  # new, or its last recorded run had these inputs
+        return None
     before = history.earlier(runs, inputs, recorded)
     if not before.attempts:
         return None
     mine, _ = history.current(runs, inputs)
     return Plan(Counts(before.passes, before.attempts), Counts(mine.passes, mine.attempts),
-                any(r.where == "local" for r in mine.runs), rule_of(ctx), max(FIRST_BATCH, s.jobs))
+                any(r.where == "local" for r in mine.runs), rule_of(ctx), max(FIRST_BATCH, s.jobs),
+                1 if ctx.budget.cap is not None else FIRST_BATCH)
 
 
 @dataclass
@@ -82,11 +87,13 @@ class Sampled:
 
 
 def sample(
-    plan: Plan, run_batch: Callable[[int], list[str] | None], cost_each: Callable[[], float | None]
+    plan: Plan, run_batch: Callable[[int], list[str] | None], cost_each: Callable[[], float | None],
+    made: list[str] | None = None,
 ) -> Sampled:
     """Attempts batch after batch until the rule decides. `run_batch(n)` runs n attempts side by
-    side and returns their verdicts, or None when the budget cannot pay for them."""
-    verdicts: list[str] = []
+    side and returns their verdicts, or None when the budget cannot pay for them; `made`: the
+    verdicts of attempts already made."""
+    verdicts: list[str] = list(made or [])
     why: str | None = None
     while True:
         now = _now(plan, verdicts)
@@ -97,11 +104,11 @@ def sample(
         if room <= 0:
             why = f"the cap of {plan.rule.cap} runs"
             break
-        wanted = more_runs(plan.before, now, plan.rule, room) if verdicts else FIRST_BATCH
+        wanted = more_runs(plan.before, now, plan.rule, room) if verdicts else plan.first
         batch = min(room, plan.at_once, max(1, wanted or 1))
         got = run_batch(batch)
         if got is None:
-            why = "what max-usd leaves"
+            why = "what max-usd admits"
             break
         verdicts += got
     return Sampled(verdicts, evidence_of(plan, verdicts, why, cost_each()))
