@@ -234,12 +234,16 @@ def test_only_a_case_whose_inputs_changed_since_its_last_run_is_sampled(tmp_path
     settings = resolve_matrix(load_repo(pkg).packages[0], Overrides(), {})[0]
     ctx = CaseContext(settings, settings.redactor)
     old, new = "aa" * 16, "bb" * 16
-    for day, inputs in ((1, old), (2, old), (3, new)):
+    for day, inputs in ((1, old), (2, old), (3, old), (4, new), (5, new), (6, new)):
         history.add(settings.cassettes, "roll-nine", HistoryRun(
             at=f"2026-11-0{day}T03:00:00Z", engine=settings.engine, model=settings.model, inputs=inputs,
             passes=1, attempts=1), None)
     assert plan_for(ctx, "roll-nine", new, None) is None  # the nightly of an unchanged case: one run
     plan = plan_for(ctx, "roll-nine", "cc" * 16, None)  # changed since: weighed against the last inputs
-    assert plan is not None and plan.before == Counts(1, 1)
+    assert plan is not None and plan.before == Counts(3, 3)
     plan = plan_for(ctx, "roll-nine", old, None)  # changed back: against the runs in between
-    assert plan is not None and (plan.before, plan.start) == (Counts(1, 1), Counts(2, 2))
+    assert plan is not None and (plan.before, plan.start) == (Counts(3, 3), Counts(3, 3))
+    history.add(settings.cassettes, "thin", HistoryRun(
+        at="2026-11-01T03:00:00Z", engine=settings.engine, model=settings.model, inputs=old, passes=1,
+        attempts=1), None)
+    assert plan_for(ctx, "thin", new, None) is None  # one base attempt: run once, the diff says what is missing

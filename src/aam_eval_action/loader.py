@@ -300,6 +300,7 @@ def _import_cases(loaded: LoadedPackage) -> None:
             line = _line_in(found.error)
             loaded.errors.append(FileError(found.rel, line, _message_of(found.error, found.rel)))
             continue
+        loaded.import_findings += [Finding(found.rel, line, why, "skipped") for line, why in found.notes]
         for item in found.cases:
             name = item.case.name
             loaded_case = LoadedCase(item.case, item.file or found.rel, item.line or 1, found.format,

@@ -56,6 +56,8 @@ class EvalFile:
     format: str
     cases: list[Imported] = field(default_factory=list)
     error: str | None = None
+    notes: list[tuple[int | None, str]] = field(default_factory=list)
+    """What of the file is not run, each at its line (said once, never an error)."""
 
 
 def candidates(layout: PackageLayout, several: bool = False) -> list[tuple[str, str | None]]:
@@ -119,7 +121,7 @@ def vally_files(layout: PackageLayout) -> list[EvalFile]:
             continue
         cases = [Imported(s.case, s.line, s.skipped, file=spec.rel, graders=s.graders,
                           item=(s.eval_name, s.name)) for s in spec.stimuli if s.case is not None]
-        out.append(EvalFile(spec.rel, vally_spec.FORMAT, cases))
+        out.append(EvalFile(spec.rel, vally_spec.FORMAT, cases, notes=spec.notes))
     return out
 
 

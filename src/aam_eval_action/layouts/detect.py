@@ -101,18 +101,19 @@ def _here(root: Path) -> Repo | None:
     package = aam.read(root)
     if package is not None:
         return Repo(root, "aam", [package], source=aam.MANIFEST)
-    if marketplace.found(root):
+    from aam_eval_action.vally.layout import is_project
+
+    vally = is_project(root) if (root / ".vally.yaml").is_file() else None
+    if marketplace.found(root) and vally is None:
         kind, name, plugins, findings = marketplace.read(root, HOSTS)
         return Repo(root, kind, plugins, name, marketplace.found(root)[0], findings)
     hosts = [read_host(root, "", h) for h in HOSTS if manifest_of(root, "", h)]
     if not hosts and (root / "skills").is_dir() and any((root / p).exists() for p in PLUGIN_PARTS):
         hosts = [read_host(root, "", claude_plugin.HOST)]
-    if hosts:
+    if hosts and vally is None:
         plugin = read_plugin(root, "", hosts, root.name)
         return Repo(root, plugin.kind, [plugin], source=hosts[0].manifest)
-    from aam_eval_action.vally.layout import is_project
-
-    source = is_project(root)
+    source = vally or is_project(root)
     if source is not None:  # a Vally project: its skills where its config, specs and experiments say
         from aam_eval_action.vally.layout import read as read_vally
 

@@ -28,6 +28,11 @@ from aam_eval_action.sequential import Counts, Rule, decide, more_both, more_run
 
 FIRST_BATCH = 2
 """Attempts a changed case starts with: a steady case that still passes holds after two."""
+MIN_BEFORE = 3
+"""Base attempts a changed case is sampled against at least. Below three, even a head that
+fails every time takes seven attempts or more to blame (one base attempt: 1/(k+1) is the
+smallest p-value k head attempts can give), so the case runs once and the diff says how many
+more base runs would decide."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ def plan_for(ctx: CaseContext, case: str, inputs: str, recorded: str | None) -> 
     if not runs or runs[-1].inputs == inputs:  # new, or its last recorded run had these inputs
         return None
     before = history.earlier(runs, inputs, recorded)
-    if not before.attempts:
+    if before.attempts < MIN_BEFORE:  # too thin to weigh against: one run, and the diff says so
         return None
     mine, _ = history.current(runs, inputs)
     return Plan(Counts(before.passes, before.attempts), Counts(mine.passes, mine.attempts),

@@ -86,6 +86,9 @@ def execute(
     if args.dry_run:
         from aam_eval_action.pipeline.plan import plan_lines
 
+        for line in console_lines([f for f in repo.findings if f.level == "skipped"]):  # said once
+            console.line(line, "yellow")
+
         for package, settings_list in matrices:
             for settings in settings_list:
                 for text, style in plan_lines(settings, chosen[id(package)]):

@@ -90,7 +90,10 @@ CONSTRAINT_KEYS = (
     "reject_tools",
     "expect_skills",
     "reject_skills",
+    "max_agent_duration",
 )
+"""`max_agent_duration`: the agent's own time (no page of Vally's documents it; Vally's executor
+options carry it as `maxAgentDurationMs`, and suites pinned to 0.14 and 0.16 lint with it)."""
 EXECUTORS = ("copilot-sdk", "mock")
 _DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -145,6 +148,8 @@ class SpecFile:
     eval_name: str
     stimuli: list[Stimulus] = field(default_factory=list)
     error: str | None = None
+    notes: list[tuple[int | None, str]] = field(default_factory=list)
+    """What of the file is not run, each at its line: a stimulus no grader here can grade."""
 
 
 def read(root: Path, rel: str, config: VallyConfig, skills: dict[str, str],
@@ -215,11 +220,21 @@ def _read(root: Path, doc: Json, config: VallyConfig, skills: dict[str, str],
                 f"{names[name] + 1}; give each its own name"
             )
         names[name] = i
-        graders = _graders(doc, raw.get("graders"), where, scoring, used, raw.get("rubric"))
+        unrun: list[str] = []
+        graders = _graders(doc, raw.get("graders"), where, scoring, used, raw.get("rubric"), unrun)
+        used.update(unrun)
+        given = dict(noted)
+        if unrun:
+            given["graders"] = (f"{', '.join(dict.fromkeys(unrun))}: from a grader plugin, not run here; "
+                                "the score is over the other graders (partial)")
         stimulus = _stimulus(
             root, doc, raw, where, eval_name, tags, settings, scoring[1], graders, root_env, config, skills,
-            dict(noted), weights=scoring[0],
+            given, weights=scoring[0],
         )
+        if unrun and not stimulus.graders:  # nothing here could grade it: never a PASS
+            out.notes.append((stimulus.line, f"stimulus {name!r}: every grader comes from a grader plugin "
+                                             f"({', '.join(dict.fromkeys(unrun))}): not run here"))
+            continue
         if variant is not None and stimulus.case is not None:
             stimulus.case.both_arms()
             stimulus.experiment = variant.rel
@@ -266,11 +281,10 @@ def _checked_settings(doc: Json, raw: dict[str, Any], where: tuple[str | int, ..
     executor = out.get("executor")
     if isinstance(executor, dict):
         executor = executor.get("name")
-    if "executor" in out and executor not in EXECUTORS:
-        raise ConfigError(
-            f"{doc.at(*where, 'executor')}: executor {executor!r}: the built-in executors are "
-            f"{', '.join(EXECUTORS)}"
-        )
+    if "executor" in out and (not isinstance(executor, str) or not executor.strip()):
+        # Vally refuses a blank executor since 0.14 (#969); any other name is resolved when the
+        # eval runs (0.12, #812): an `--executor-plugin`'s, or an error there.
+        raise ConfigError(f"{doc.at(*where, 'executor')}: executor: a name (copilot-sdk, or a plugin's)")
     return out
 
 
@@ -284,7 +298,7 @@ def _scoring(doc: Json, raw: Any) -> tuple[dict[str, float], float | None]:
         raise ConfigError(f"{doc.at('scoring', 'weights')}: weights: a mapping of grader type → weight")
     out: dict[str, float] = {}
     for kind, weight in weights.items():
-        if kind not in TYPES:
+        if kind not in TYPES and (not isinstance(kind, str) or _near(kind)):  # else a plugin's type
             raise ConfigError(
                 f"{doc.at('scoring', 'weights', kind)}: invalid-scoring-weight-key: {kind!r} is no "
                 f"grader type{_did_you_mean(str(kind))}"
@@ -298,6 +312,11 @@ def _scoring(doc: Json, raw: Any) -> tuple[dict[str, float], float | None]:
     ):
         raise ConfigError(f"{doc.at('scoring', 'threshold')}: threshold: a number from 0 to 1")
     return out, None if threshold is None else float(threshold)
+
+
+def _near(kind: str) -> bool:
+    """A type one edit or so from a built-in one: a typo, not a plugin's type."""
+    return bool(difflib.get_close_matches(kind, TYPES, n=1, cutoff=0.85))
 
 
 def _did_you_mean(kind: str) -> str:
@@ -362,7 +381,9 @@ def _graders(
     scoring: tuple[dict[str, float], float | None],
     used: set[str],
     rubric: Any,
+    unrun: list[str],
 ) -> tuple[VallyGrader, ...]:
+    """The stimulus's graders; `unrun` gets the types that come from a `--grader-plugin`."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -373,16 +394,21 @@ def _graders(
     )
     out: list[VallyGrader] = []
     seen: set[str] = set()
+    plugin = unrun
     for j, g in enumerate(raw):
         at = (*where, "graders", j)
         if not isinstance(g, dict):
             raise ConfigError(f"{doc.at(*at)}: a grader is a mapping (type, config)")
         kind = g.get("type")
+        if not isinstance(kind, str) or not kind.strip():
+            raise ConfigError(f"{doc.at(*at)}: a grader needs a type")
         if kind not in TYPES:
-            raise ConfigError(
-                f"{doc.at(*at, 'type')}: unknown-grader-type: {kind!r}{_did_you_mean(str(kind))} "
-                "(a --grader-plugin type is not run here: only Vally's built-in graders are)"
-            )
+            if _near(kind):  # a typo of a built-in type, as Vally's lint says
+                raise ConfigError(
+                    f"{doc.at(*at, 'type')}: unknown-grader-type: {kind!r}{_did_you_mean(kind)}"
+                )
+            plugin.append(kind)  # a --grader-plugin's type: shown not run, the score without it
+            continue
         for k in g:
             if k not in GRADER_KEYS:
                 raise ConfigError(
@@ -501,6 +527,7 @@ def _stimulus(
             skipped[key] = "not honoured here"
     if "model" in merged:
         skipped["defaults.model"] = "the run's model (eval-config or --model) is used"
+    skipped |= _executor_notes(merged.get("executor"))
     runs = merged.get("runs", 1)
     fields: dict[str, Any] = {
         "name": case_name(name),
@@ -645,6 +672,25 @@ CONSTRAINT_GRADERS: dict[str, tuple[str, str]] = {
 constraints; 0.15 dropped their grader aliases for the canonical constraint names)."""
 
 
+def _executor_notes(executor: Any) -> dict[str, str]:
+    """What the executor a stimulus names leaves unhonoured: a plugin's executor (Vally runs it
+    with `--executor-plugin`) is not run here, the engine's built-in one is; a provider block
+    (0.13, #835: bring your own endpoint and key) is not followed, as no repository chooses
+    where a key goes."""
+    name = executor.get("name") if isinstance(executor, dict) else executor
+    notes: dict[str, str] = {}
+    if isinstance(name, str) and name not in EXECUTORS:
+        notes["defaults.executor"] = (f"executor {name!r} comes from an --executor-plugin: not run here; "
+                                      "the stimulus runs on the engine's built-in executor")
+    config = executor.get("config") if isinstance(executor, dict) else None
+    if isinstance(config, dict) and "provider" in config:
+        notes["defaults.executor.config.provider"] = ("a provider of the eval's own is not followed: the "
+                                                      "run's engine, model and keys are used")
+    elif isinstance(config, dict) and config:
+        notes["defaults.executor.config"] = "the executor's options are not honoured here"
+    return notes
+
+
 def _constraints(
     doc: Json, raw: Any, where: tuple[str | int, ...], scoring: tuple[dict[str, float], float | None],
 ) -> tuple[int | None, float | None, list[VallyGrader]]:
@@ -664,8 +710,11 @@ def _constraints(
             raise ConfigError(
                 f"{doc.at(*where, k)}: unknown constraint {k!r}; constraints are {', '.join(CONSTRAINT_KEYS)}"
             )
-        if k == "max_duration":
-            seconds = duration(v, doc.at(*where, k))
+        if k in ("max_duration", "max_agent_duration"):
+            given = duration(v, doc.at(*where, k))
+            seconds = given if seconds is None else min(seconds, given)
+            if k == "max_agent_duration":
+                continue  # the session's timeout: no catalog grader checks it
         elif k in ("max_turns", "max_tokens"):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1 or (k == "max_turns" and v > 200):
                 raise ConfigError(f"{doc.at(*where, k)}: {k}: a whole number of at least 1")
