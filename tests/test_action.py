@@ -237,7 +237,8 @@ def test_every_action_input_is_read_and_every_output_written(metadata: str) -> N
     assert aliases == set(INPUTS)
     assert set(spec["outputs"]) == {
         "pass-rate", "pass-rate-delta", "passed", "failed", "errored", "total", "graded", "not-graded",
-        "regressions", "report-path", "html-path", "comment-url", "sensitivity-path",
+        "regressions", "not-shown", "estimated-pass-rate", "report-path", "html-path", "comment-url",
+        "sensitivity-path",
     }
 
 
