@@ -168,7 +168,7 @@ def test_baseline_measures_lift_and_flags_skill_not_needed(recorded: Recorded, t
     assert live["summary"]["skill_not_needed"] >= 1
     assert sorted(p.name for p in (recorded.pkg / "evals/cassettes/plain-math").iterdir()) == [
         "claude-code.baseline.judge.yaml", "claude-code.baseline.session.yaml",
-        "claude-code.judge.yaml", "claude-code.session.yaml"]
+        "claude-code.judge.yaml", "claude-code.session.yaml", "history.jsonl"]
     cassettes = recorded.pkg / "evals/cassettes/greet"  # its baseline failed a check: no judge asked
     assert not (cassettes / "claude-code.baseline.judge.yaml").exists()
     base = yaml.safe_load((cassettes / "claude-code.baseline.session.yaml").read_text())
