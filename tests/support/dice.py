@@ -30,7 +30,7 @@ ENGINES = {
     "claude-code": (),
     "codex": ("--engine", "codex", "--model", "gpt-5.5"),
     "copilot": ("--engine", "copilot"),
-    "gemini-cli": ("--engine", "gemini-cli", "--model", "gemini-2.5-pro"),
+    "gemini-cli": ("--engine", "gemini-cli", "--model", "gemini-2.5-pro", "--judge", "claude-sonnet-4-6"),
 }
 REWORDED = """---
 name: seven
