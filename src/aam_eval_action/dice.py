@@ -70,13 +70,13 @@ def _changed(base: CaseResult, head: CaseResult) -> Evidence | None:
         if more is None:
             more = both = more_both(before, now, rule)
         each, runs = _cost_each(head), (more or 0) + (both or 0)
-        evidence.why = sampled.why if sampled and sampled.why else _why(before, now, rule)
+        evidence.why = sampled.why if sampled and sampled.why else _why(now, rule)
         evidence.more_runs, evidence.more_base_runs = more, both
         evidence.more_usd = round(runs * each, 2) if runs and each else None
     return evidence
 
 
-def _why(before: Counts, now: Counts, rule: Rule) -> str:
+def _why(now: Counts, rule: Rule) -> str:
     if now.attempts >= rule.cap:
         return f"the cap of {rule.cap} runs"
     return f"{now.attempts} run{'s' if now.attempts != 1 else ''} of the head"
